@@ -1,0 +1,3 @@
+from unigate.cli.main import main
+
+main()

@@ -1,0 +1,131 @@
+"""Admin API under /admin/ (admin key as Bearer): keys, usage, providers and models.
+Not on the hot path, so bodies are validated with pydantic."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from unigate.asgi import Request, send_json
+from unigate.auth.principal import Principal
+from unigate.endpoints import Endpoint
+from unigate.errors import InvalidRequest, NotFound
+from unigate.gateway import Gateway
+
+Family = Literal["text", "image", "audio", "music", "video", "visual"]
+
+
+class KeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    models: list[str] = Field(default_factory=list, max_length=200)
+    families: list[Family] = Field(default_factory=list)
+    rpm: int | None = Field(default=None, ge=1)
+    budget: float | None = Field(default=None, ge=0)
+    expires_at: dt.datetime | dt.date | float | None = None
+
+
+def expiry_timestamp(value: dt.datetime | dt.date | float | None) -> float | None:
+    """Epoch seconds; a bare date means the end of that day, UTC."""
+    if value is None or isinstance(value, int | float):
+        return value
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).timestamp()
+    return dt.datetime.combine(value, dt.time.max, tzinfo=dt.UTC).timestamp()
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        parts.append(f"{loc}: {'unknown field' if err['type'] == 'extra_forbidden' else err['msg']}")
+    return "; ".join(parts)
+
+
+def endpoints(gw: Gateway) -> list[Endpoint]:
+    async def create_key(request: Request, _: Principal | None) -> None:
+        _raw, payload = await request.json_object(1024 * 1024)
+        try:
+            spec = KeyCreate.model_validate(payload)
+        except ValidationError as exc:
+            raise InvalidRequest(_validation_message(exc)) from None
+        plain, record = await gw.keys.create(
+            spec.name,
+            spec.models,
+            list(spec.families),
+            spec.rpm,
+            spec.budget,
+            expiry_timestamp(spec.expires_at),
+        )
+        gw.key_cache.forget_misses()
+        await send_json(
+            request.send, 201, {"key": plain, **record.public_view(), "webhook_secret": record.webhook_secret}
+        )
+
+    async def list_keys(request: Request, _: Principal | None) -> None:
+        records = await gw.keys.list_all()
+        await send_json(request.send, 200, {"object": "list", "data": [r.public_view() for r in records]})
+
+    async def get_key(request: Request, _: Principal | None) -> None:
+        record = await gw.keys.get(request.params["key_id"])
+        if record is None:
+            raise NotFound("No such key.", code="key_not_found")
+        await send_json(request.send, 200, {**record.public_view(), "webhook_secret": record.webhook_secret})
+
+    async def revoke_key(request: Request, _: Principal | None) -> None:
+        record = await gw.keys.revoke(request.params["key_id"])
+        if record is None:
+            raise NotFound("No such key.", code="key_not_found")
+        gw.key_cache.invalidate(record.key_hash)
+        await send_json(request.send, 200, record.public_view())
+
+    async def usage(request: Request, _: Principal | None) -> None:
+        since_raw = request.query.get("since")
+        try:
+            since = float(since_raw) if since_raw else None
+        except ValueError:
+            raise InvalidRequest("'since' must be a Unix timestamp.", param="since") from None
+        rows = await gw.usage.summary(since)
+        await send_json(request.send, 200, {"object": "list", "data": rows})
+
+    async def providers(request: Request, _: Principal | None) -> None:
+        data = [
+            {
+                "name": p.name,
+                "protocol": p.protocol,
+                "base_url": p.config.base_url,
+                "capabilities": sorted(p.capabilities),
+            }
+            for p in gw.providers.values()
+        ]
+        await send_json(request.send, 200, {"object": "list", "data": data})
+
+    async def models(request: Request, _: Principal | None) -> None:
+        health = gw.router.health.snapshot()
+        data: list[dict[str, Any]] = []
+        for m in gw.config.models:
+            routes = [
+                {
+                    **r.model_dump(exclude_none=True),
+                    "health": health.get(
+                        f"{r.provider}/{r.model or m.name}",
+                        {"consecutive_failures": 0, "cooldown_remaining": 0.0},
+                    ),
+                }
+                for r in m.routes
+            ]
+            data.append({"name": m.name, "price_per_call": m.price_per_call, "routes": routes})
+        await send_json(request.send, 200, {"object": "list", "data": data})
+
+    return [
+        Endpoint("POST", "/admin/keys", create_key, auth="admin"),
+        Endpoint("GET", "/admin/keys", list_keys, auth="admin"),
+        Endpoint("GET", "/admin/keys/{key_id}", get_key, auth="admin"),
+        Endpoint("DELETE", "/admin/keys/{key_id}", revoke_key, auth="admin"),
+        Endpoint("GET", "/admin/usage", usage, auth="admin"),
+        Endpoint("GET", "/admin/providers", providers, auth="admin"),
+        Endpoint("GET", "/admin/models", models, auth="admin"),
+    ]

@@ -1,0 +1,219 @@
+"""Text family (OpenAI format): chat completions, completions, embeddings, models.
+
+The router validates only what routing and accounting need plus the required fields, so a
+malformed request gets a clear 400 here; everything else is the upstream's to judge.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from unigate.asgi import Request, send_json
+from unigate.auth.principal import Principal
+from unigate.endpoints import Endpoint
+from unigate.errors import GatewayError, InvalidRequest, NotFound, PermissionDenied
+from unigate.gateway import Gateway
+from unigate.providers.base import Provider, Reply, Target, TextCall
+from unigate.relay import send_reply
+from unigate.routing.catalog import ModelEntry
+from unigate.usage.recorder import UsageRecord
+
+_INVOKE: dict[str, Callable[[Provider], Callable[[TextCall, Target], Awaitable[Reply]]]] = {
+    "chat": lambda p: p.chat,
+    "completions": lambda p: p.complete,
+    "embeddings": lambda p: p.embed,
+}
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+def _missing(param: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter"
+    )
+
+
+def _wrong_type(param: str, expected: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"Invalid type for '{param}': expected {expected}.", param=param, code="invalid_type"
+    )
+
+
+def _model(payload: dict[str, Any]) -> str:
+    model = payload.get("model")
+    if model is None:
+        raise _missing("model")
+    if not isinstance(model, str) or not model:
+        raise _wrong_type("model", "a non-empty string")
+    return model
+
+
+def _stream_flags(payload: dict[str, Any]) -> tuple[bool, bool]:
+    stream = payload.get("stream")
+    if stream is None:
+        return False, False
+    if not isinstance(stream, bool):
+        raise _wrong_type("stream", "a boolean")
+    options = payload.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise _wrong_type("stream_options", "an object")
+    return stream, bool(stream and options and options.get("include_usage") is True)
+
+
+def _check_messages(payload: dict[str, Any]) -> None:
+    messages = payload.get("messages")
+    if messages is None:
+        raise _missing("messages")
+    if not isinstance(messages, list):
+        raise _wrong_type("messages", "an array")
+    if not messages:
+        raise InvalidRequest("'messages' must contain at least one message.", param="messages")
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            raise _wrong_type(f"messages[{i}]", "an object")
+        role = msg.get("role")
+        if role not in _ROLES:
+            raise InvalidRequest(f"Invalid value for 'messages[{i}].role'.", param=f"messages[{i}].role")
+        content = msg.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise _wrong_type(f"messages[{i}].content", "a string or an array of content parts")
+    for name, kind, label in (
+        ("tools", list, "an array"),
+        ("max_tokens", int, "an integer"),
+        ("max_completion_tokens", int, "an integer"),
+        ("n", int, "an integer"),
+    ):
+        value = payload.get(name)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise _wrong_type(name, label)
+    temperature = payload.get("temperature")
+    if temperature is not None and (
+        not isinstance(temperature, int | float) or isinstance(temperature, bool)
+    ):
+        raise _wrong_type("temperature", "a number")
+
+
+class TextAPI:
+    def __init__(self, gw: Gateway) -> None:
+        self.gw = gw
+        self.limit = gw.config.limits.max_json_body
+
+    async def chat(self, request: Request, principal: Principal | None) -> None:
+        raw, payload = await request.json_object(self.limit)
+        model = _model(payload)
+        _check_messages(payload)
+        stream, usage = _stream_flags(payload)
+        await self._serve(request, principal, TextCall("chat", raw, payload, model, stream, usage))
+
+    async def completions(self, request: Request, principal: Principal | None) -> None:
+        raw, payload = await request.json_object(self.limit)
+        model = _model(payload)
+        prompt = payload.get("prompt")
+        if prompt is None:
+            raise _missing("prompt")
+        if not isinstance(prompt, str | list):
+            raise _wrong_type("prompt", "a string or an array")
+        stream, usage = _stream_flags(payload)
+        await self._serve(request, principal, TextCall("completions", raw, payload, model, stream, usage))
+
+    async def embeddings(self, request: Request, principal: Principal | None) -> None:
+        raw, payload = await request.json_object(self.limit)
+        model = _model(payload)
+        value = payload.get("input")
+        if value is None:
+            raise _missing("input")
+        if not isinstance(value, str | list):
+            raise _wrong_type("input", "a string or an array")
+        await self._serve(request, principal, TextCall("embeddings", raw, payload, model))
+
+    def resolve(self, principal: Principal, model: str) -> ModelEntry:
+        entry = self.gw.catalog.resolve(model)
+        if entry is None:
+            raise NotFound(f"The model '{model}' does not exist.", code="model_not_found", param="model")
+        if not principal.may_use_model(model):
+            raise PermissionDenied(f"This API key may not use the model '{model}'.", code="model_not_allowed")
+        return entry
+
+    async def _serve(self, request: Request, principal: Principal | None, call: TextCall) -> None:
+        assert principal is not None
+        gw = self.gw
+        entry = self.resolve(principal, call.model)
+        extra = []
+        if principal.rpm:
+            remaining = gw.limiter.hit(principal.key_id, principal.rpm)
+            extra = [
+                (b"x-ratelimit-limit-requests", str(principal.rpm).encode()),
+                (b"x-ratelimit-remaining-requests", str(remaining).encode()),
+            ]
+        started = time.perf_counter()
+        invoke = _INVOKE[call.op]
+        try:
+            reply, target = await gw.router.run(entry, call.model, lambda t: invoke(t.provider)(call, t))
+        except GatewayError as err:
+            self._account(request, principal, call, entry, None, None, err.status, started)
+            raise
+        reply.headers.extend(extra)
+        outcome = await send_reply(request, reply)
+        self._account(request, principal, call, entry, target, reply, outcome.status, started)
+
+    def _account(
+        self,
+        request: Request,
+        principal: Principal,
+        call: TextCall,
+        entry: ModelEntry,
+        target: Target | None,
+        reply: Reply | None,
+        status: int,
+        started: float,
+    ) -> None:
+        usage = reply.usage if reply else None
+        self.gw.usage.record(
+            UsageRecord(
+                request_id=request.request_id,
+                key_id=principal.key_id,
+                endpoint=call.op,
+                model=call.model,
+                provider=target.provider.name if target else "",
+                upstream_model=target.upstream_model if target else "",
+                status=status,
+                prompt_tokens=usage.prompt_tokens if usage else 0,
+                completion_tokens=usage.completion_tokens if usage else 0,
+                latency_ms=(time.perf_counter() - started) * 1000.0,
+                cost=entry.price_per_call if status < 400 else 0.0,
+                created_at=time.time(),
+            )
+        )
+
+    async def list_models(self, request: Request, principal: Principal | None) -> None:
+        assert principal is not None
+        catalog = self.gw.catalog
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": catalog.owner(name)}
+            for name in catalog.model_names()
+            if principal.may_use_model(name)
+        ]
+        await send_json(request.send, 200, {"object": "list", "data": data})
+
+    async def get_model(self, request: Request, principal: Principal | None) -> None:
+        assert principal is not None
+        name = request.params["model"]
+        if name not in self.gw.catalog.model_names() or not principal.may_use_model(name):
+            raise NotFound(f"The model '{name}' does not exist.", code="model_not_found", param="model")
+        await send_json(
+            request.send,
+            200,
+            {"id": name, "object": "model", "created": 0, "owned_by": self.gw.catalog.owner(name)},
+        )
+
+
+def endpoints(gw: Gateway) -> list[Endpoint]:
+    api = TextAPI(gw)
+    return [
+        Endpoint("POST", "/v1/chat/completions", api.chat, family="text"),
+        Endpoint("POST", "/v1/completions", api.completions, family="text"),
+        Endpoint("POST", "/v1/embeddings", api.embeddings, family="text"),
+        Endpoint("GET", "/v1/models", api.list_models),
+        Endpoint("GET", "/v1/models/{model}", api.get_model),
+    ]

@@ -1,0 +1,123 @@
+"""The ASGI application: lifespan, endpoint dispatch, authentication and the error edge.
+
+Order per request: match endpoint -> authenticate (one code path for every header form)
+-> family permission -> handler. Every `GatewayError` raised before a response starts is
+rendered here, once, in the endpoint family's shape.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from unigate.api import admin, health, text
+from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
+from unigate.auth.authenticate import authenticate
+from unigate.endpoints import Endpoint, EndpointTable
+from unigate.errors import (
+    AuthenticationFailed,
+    ErrorStyle,
+    GatewayError,
+    NotFound,
+    PermissionDenied,
+    render_error,
+)
+from unigate.gateway import Gateway
+from unigate.settings import Settings
+
+log = logging.getLogger("unigate")
+
+
+class GatewayApp:
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        endpoints: list[Endpoint] = [
+            *health.endpoints(gateway),
+            *text.endpoints(gateway),
+            *admin.endpoints(gateway),
+        ]
+        self.table = EndpointTable(endpoints)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive, send, os.urandom(8).hex())
+        endpoint, params, other_method = self.table.match(request.method, request.path)
+        style: ErrorStyle = endpoint.style if endpoint else self.table.style_for(request.path)
+        try:
+            if endpoint is None:
+                if other_method:
+                    raise GatewayError("Method not allowed.", status=405, code="method_not_allowed")
+                raise NotFound(f"No endpoint at {request.method} {request.path}.", code="unknown_url")
+            request.params = params
+            principal = None
+            if endpoint.auth == "key":
+                principal = await authenticate(request, self.gateway.key_cache)
+                if endpoint.family and not principal.may_use_family(endpoint.family):
+                    raise PermissionDenied(
+                        f"This API key may not use the {endpoint.family} family.", code="family_not_allowed"
+                    )
+            elif endpoint.auth == "admin":
+                self._check_admin(request)
+            await endpoint.handler(request, principal)
+        except GatewayError as err:
+            await self._send_error(request, err, style)
+        except ClientDisconnected:
+            return
+        except Exception:
+            log.exception(
+                "unhandled error on %s %s (request %s)", request.method, request.path, request.request_id
+            )
+            await self._send_error(request, GatewayError("Internal server error."), style)
+
+    def _check_admin(self, request: Request) -> None:
+        auth = request.header(b"authorization")
+        if auth is None:
+            raise AuthenticationFailed("Missing admin key.", code="missing_api_key")
+        scheme, _, value = auth.decode("latin-1").partition(" ")
+        if scheme.lower() != "bearer" or not self.gateway.is_admin_key(value.strip()):
+            raise AuthenticationFailed("Invalid admin key.", code="invalid_api_key")
+
+    async def _send_error(self, request: Request, err: GatewayError, style: ErrorStyle) -> None:
+        body = render_error(err, style, request.request_id)
+        extra = [(b"x-request-id", request.request_id.encode())]
+        extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())
+        try:
+            await send_body(request.send, err.status, body, extra=extra)
+        except RuntimeError:
+            # The response had already started (a handler bug); nothing more can be sent.
+            log.error("error after response start on request %s: %s", request.request_id, err.message)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.gateway.start()
+                except Exception as exc:
+                    log.exception("startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.gateway.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def create_app(settings: Settings | None = None) -> GatewayApp:
+    return GatewayApp(Gateway.build(settings or Settings.from_env()))
+
+
+def app_factory() -> GatewayApp:
+    """Entry point for uvicorn workers (`--factory`): settings come from the environment."""
+    from unigate.logs import configure_logging
+
+    settings = Settings.from_env()
+    configure_logging(settings.log_level)
+    return create_app(settings)

@@ -1,0 +1,120 @@
+"""Minimal ASGI plumbing: the request view, body reading with limits, response helpers.
+
+Hand-written instead of a framework request/response so the per-request cost stays in the
+tens of microseconds (DESIGN §2); nothing here knows about families or providers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+
+from unigate.errors import InvalidRequest, PayloadTooLarge
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+RawHeaders = list[tuple[bytes, bytes]]
+
+JSON_CT = b"application/json"
+SSE_CT = b"text/event-stream"
+
+
+class Request:
+    """One inbound HTTP request. Cheap to build: headers are scanned on demand."""
+
+    __slots__ = ("_query", "method", "params", "path", "receive", "request_id", "scope", "send")
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, request_id: str) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.method: str = scope["method"]
+        self.path: str = scope["path"]
+        self.request_id = request_id
+        self.params: dict[str, str] = {}
+        self._query: dict[str, str] | None = None
+
+    def header(self, name: bytes) -> bytes | None:
+        """The first value of a lower-case header name."""
+        for key, value in self.scope["headers"]:
+            if key == name:
+                return value  # type: ignore[no-any-return]
+        return None
+
+    def header_count(self, name: bytes) -> int:
+        return sum(1 for key, _ in self.scope["headers"] if key == name)
+
+    @property
+    def query(self) -> dict[str, str]:
+        if self._query is None:
+            raw = self.scope.get("query_string", b"").decode("latin-1")
+            self._query = dict(parse_qsl(raw)) if raw else {}
+        return self._query
+
+    async def body(self, limit: int) -> bytes:
+        """The whole body; 413 as soon as it is known to exceed `limit` bytes."""
+        declared = self.header(b"content-length")
+        if declared is not None:
+            try:
+                if int(declared) > limit:
+                    raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
+            except ValueError:
+                raise InvalidRequest("Invalid Content-Length header.") from None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnected
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def json_object(self, limit: int) -> tuple[bytes, dict[str, Any]]:
+        """Raw body and its parsed top-level JSON object; 400 for anything else."""
+        raw = await self.body(limit)
+        if not raw:
+            raise InvalidRequest("The request body is empty; a JSON object is required.")
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise InvalidRequest(f"The request body is not valid JSON: {exc.msg}.") from None
+        if not isinstance(parsed, dict):
+            raise InvalidRequest("The request body must be a JSON object.")
+        return raw, parsed
+
+
+class ClientDisconnected(Exception):
+    """The client went away before the request was complete."""
+
+
+def headers_list(content_type: bytes, extra: Iterable[tuple[bytes, bytes]] = ()) -> RawHeaders:
+    return [(b"content-type", content_type), *extra]
+
+
+async def send_body(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: bytes = JSON_CT,
+    extra: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_json(send: Send, status: int, payload: Any, extra: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    await send_body(send, status, orjson.dumps(payload), JSON_CT, extra)

@@ -1,0 +1,131 @@
+"""One error tree for the whole gateway, rendered once at the edge in each family's shape.
+
+    GatewayError                       status  OpenAI error.type
+    ├── InvalidRequest                 400     invalid_request_error
+    ├── AuthenticationFailed           401     authentication_error
+    ├── PermissionDenied               403     permission_error
+    ├── NotFound                       404     not_found_error / invalid_request_error
+    ├── PayloadTooLarge                413     invalid_request_error
+    ├── RateLimited                    429     rate_limit_error
+    ├── UpstreamRejected               4xx     (the upstream's own status, relayed)
+    └── UpstreamFailed                 502/504 upstream_error / timeout
+
+Messages never contain key material: callers pass fixed strings, and upstream bodies are
+relayed only from providers whose replies cannot contain the gateway's credentials.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import orjson
+
+ErrorStyle = Literal["openai", "music", "anthropic", "gemini", "stability", "plain"]
+
+
+class GatewayError(Exception):
+    status: int = 500
+    type: str = "api_error"
+    code: str | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        status: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+        self.param = param
+        self.headers = headers or {}
+
+
+class InvalidRequest(GatewayError):
+    status, type, code = 400, "invalid_request_error", "invalid_request"
+
+
+class AuthenticationFailed(GatewayError):
+    status, type, code = 401, "authentication_error", "invalid_api_key"
+
+
+class PermissionDenied(GatewayError):
+    status, type, code = 403, "permission_error", "permission_denied"
+
+
+class NotFound(GatewayError):
+    status, type, code = 404, "invalid_request_error", "not_found"
+
+
+class PayloadTooLarge(GatewayError):
+    status, type, code = 413, "invalid_request_error", "request_too_large"
+
+
+class RateLimited(GatewayError):
+    status, type, code = 429, "rate_limit_error", "rate_limit_exceeded"
+
+
+class UpstreamRejected(GatewayError):
+    """The upstream answered 4xx for the client's request; relayed with its status."""
+
+    type, code = "invalid_request_error", "upstream_rejected"
+
+    def __init__(self, status: int, message: str, raw_openai_body: bytes | None = None) -> None:
+        super().__init__(message, status=status)
+        self.raw_openai_body = raw_openai_body
+
+
+class UpstreamFailed(GatewayError):
+    status, type, code = 502, "upstream_error", "upstream_unavailable"
+
+
+# Anthropic and Gemini name their error kinds by status; see reference/protocols.md §1.2.
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    504: "timeout_error",
+}
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def render_error(err: GatewayError, style: ErrorStyle, request_id: str = "") -> bytes:
+    """The JSON body for `err` in the shape the family's clients parse."""
+    if style == "openai":
+        if isinstance(err, UpstreamRejected) and err.raw_openai_body is not None:
+            return err.raw_openai_body
+        return orjson.dumps(
+            {"error": {"message": err.message, "type": err.type, "param": err.param, "code": err.code}}
+        )
+    if style == "music":
+        return orjson.dumps({"code": err.code or "error", "message": err.message, "data": None})
+    if style == "anthropic":
+        kind = _ANTHROPIC_TYPES.get(err.status, "api_error")
+        return orjson.dumps(
+            {"type": "error", "error": {"type": kind, "message": err.message}, "request_id": request_id}
+        )
+    if style == "gemini":
+        status = _GEMINI_STATUS.get(err.status, "INTERNAL")
+        return orjson.dumps({"error": {"code": err.status, "message": err.message, "status": status}})
+    if style == "stability":
+        return orjson.dumps({"id": request_id, "name": err.code or "error", "errors": [err.message]})
+    return orjson.dumps({"message": err.message, "code": err.code})

@@ -1,0 +1,108 @@
+"""The services one gateway process holds, built once from settings and config, and their
+start/stop order. Handlers receive this object; nothing lives in module globals."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from unigate.auth.cache import KeyCache
+from unigate.config import GatewayConfig, load_config
+from unigate.limits.rate import RateLimiter
+from unigate.providers.base import Provider, ProviderContext
+from unigate.providers.registry import build_provider
+from unigate.routing.catalog import Catalog
+from unigate.routing.engine import Router
+from unigate.routing.health import RouteHealth
+from unigate.settings import Settings
+from unigate.store import db
+from unigate.store.keys import KeyStore
+from unigate.usage.recorder import UsageRecorder
+
+log = logging.getLogger("unigate")
+
+
+@dataclass
+class Gateway:
+    settings: Settings
+    config: GatewayConfig
+    engine: AsyncEngine
+    keys: KeyStore
+    key_cache: KeyCache
+    limiter: RateLimiter
+    usage: UsageRecorder
+    providers: dict[str, Provider]
+    catalog: Catalog
+    router: Router
+    admin_key_digest: bytes
+    started: bool = field(default=False)
+
+    @classmethod
+    def build(cls, settings: Settings, config: GatewayConfig | None = None) -> Gateway:
+        config = config or load_config(settings.config_path)
+        engine = db.create_engine(settings.database_url)
+        keys = KeyStore(engine)
+        context = ProviderContext(data_dir=settings.data_dir)
+        providers = {p.name: build_provider(p, context) for p in config.providers}
+        admin_key = settings.admin_key or read_or_create_admin_key(settings.data_dir)[0]
+        return cls(
+            settings=settings,
+            config=config,
+            engine=engine,
+            keys=keys,
+            key_cache=KeyCache(keys),
+            limiter=RateLimiter(),
+            usage=UsageRecorder(engine),
+            providers=providers,
+            catalog=Catalog(config, providers),
+            router=Router(
+                RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds)
+            ),
+            admin_key_digest=hashlib.sha256(admin_key.encode()).digest(),
+        )
+
+    def is_admin_key(self, presented: str) -> bool:
+        return hmac.compare_digest(hashlib.sha256(presented.encode()).digest(), self.admin_key_digest)
+
+    async def start(self) -> None:
+        await db.migrate(self.engine)
+        for provider in self.providers.values():
+            await provider.start()
+        await self.key_cache.start()
+        await self.usage.start()
+        self.started = True
+
+    async def stop(self) -> None:
+        await self.usage.stop()
+        await self.key_cache.stop()
+        for provider in self.providers.values():
+            await provider.aclose()
+        await self.engine.dispose()
+
+
+def read_or_create_admin_key(data_dir: Path) -> tuple[str, bool]:
+    """The admin key stored in the data dir, created (0600) on first use.
+    Returns (key, created now)."""
+    path = data_dir / "admin_key"
+    if path.exists():
+        return path.read_text().strip(), False
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key = "uga_" + secrets.token_urlsafe(32)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(key + "\n")
+    tmp.chmod(0o600)
+    try:
+        # link() fails if another worker won the race; then its key is the one.
+        os.link(tmp, path)
+    except FileExistsError:
+        tmp.unlink()
+        return path.read_text().strip(), False
+    tmp.unlink()
+    return key, True

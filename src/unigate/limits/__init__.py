@@ -1,0 +1,1 @@
+"""Per-key request limits."""

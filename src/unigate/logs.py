@@ -1,0 +1,19 @@
+"""Logging setup. Log lines never carry keys: handlers log key ids, never headers or bodies."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+
+def configure_logging(level: str = "info") -> None:
+    root = logging.getLogger()
+    if any(getattr(h, "_unigate", False) for h in root.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler._unigate = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    # aiohttp/asyncio debug output can include URLs with query-string credentials.
+    logging.getLogger("aiohttp").setLevel(logging.WARNING)

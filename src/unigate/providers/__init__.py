@@ -1,0 +1,1 @@
+"""Provider adapters: one module per upstream wire protocol, behind `providers.base.Provider`."""

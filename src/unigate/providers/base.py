@@ -1,0 +1,131 @@
+"""The provider interface: one adapter per upstream wire protocol.
+
+An adapter implements only the capabilities its upstream has (`chat`, `complete`, `embed`,
+later `transcribe`, `speak`, `submit_task`, ...). Each takes the client's call in the
+gateway's inbound format and a resolved `Target`, and returns a `Reply` whose body or
+stream is already in the client's wire format.
+
+Failure contract, mapped once here at the adapter edge:
+- `RouteFailed`: nothing was sent to the client and another route may succeed
+  (connect error, timeout, 5xx, 429, upstream auth failure). The router tries the next one.
+- `UpstreamRejected` (errors.py): the upstream refused the client's request (4xx); relayed.
+- `StreamBroken`: the upstream died after the first byte; the client stream ends with an
+  in-band error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from unigate.config import ProviderConfig
+from unigate.errors import InvalidRequest
+from unigate.usage.recorder import Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    connect: float
+    read: float  # longest silence between upstream bytes
+    total: float
+
+
+@dataclass(slots=True)
+class TextCall:
+    """A text-family call in OpenAI format: `op` is chat | completions | embeddings."""
+
+    op: str
+    body: bytes  # the client's raw JSON, forwarded untouched where the formats match
+    payload: dict[str, Any]  # the same body, parsed
+    model: str  # the id the client sent
+    stream: bool = False
+    include_usage: bool = False  # the client asked for the final usage chunk
+
+
+@dataclass(slots=True)
+class Target:
+    """One route resolved for one request: which adapter, which upstream model."""
+
+    provider: Provider
+    upstream_model: str
+    timeouts: Timeouts
+    route_key: str
+
+
+@dataclass(slots=True)
+class Reply:
+    """What an adapter hands back. Exactly one of `body` / `stream` is used.
+
+    A stream yields complete SSE events in the client's format; the adapter fills `usage`
+    as it goes and `close` releases the upstream connection early (client went away)."""
+
+    status: int = 200
+    content_type: bytes = b"application/json"
+    body: bytes = b""
+    stream: AsyncIterator[bytes] | None = None
+    usage: Usage = field(default_factory=Usage)
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    close: Callable[[], Any] | None = None
+
+
+class RouteFailed(Exception):
+    """This route could not answer; the next one may. `status` is what the client would
+    get if every route fails this way."""
+
+    def __init__(self, message: str, status: int = 502, retry_after: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+
+
+class StreamBroken(Exception):
+    """The upstream stream failed after bytes were already relayed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderContext:
+    """Process-wide facilities an adapter may need, handed in at construction."""
+
+    data_dir: Path
+    public_base_url: str = ""
+
+
+class Provider:
+    """Base adapter: every capability is absent until a subclass implements it."""
+
+    protocol: ClassVar[str] = ""
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
+        self.config = config
+        self.name = config.name
+        self.context = context
+
+    def timeouts(self) -> Timeouts:
+        c = self.config
+        return Timeouts(connect=c.connect_timeout, read=c.read_timeout, total=c.total_timeout)
+
+    async def start(self) -> None:
+        """Open pooled connections; called once inside the running event loop."""
+
+    async def aclose(self) -> None:
+        """Release pooled connections."""
+
+    async def chat(self, call: TextCall, target: Target) -> Reply:
+        raise _unsupported(self, "chat completions")
+
+    async def complete(self, call: TextCall, target: Target) -> Reply:
+        raise _unsupported(self, "text completions")
+
+    async def embed(self, call: TextCall, target: Target) -> Reply:
+        raise _unsupported(self, "embeddings")
+
+
+def _unsupported(provider: Provider, what: str) -> InvalidRequest:
+    return InvalidRequest(f"The model's provider does not support {what}.", code="unsupported_operation")
+
+
+ProviderFactory = Callable[[ProviderConfig, ProviderContext], Provider]

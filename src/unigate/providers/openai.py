@@ -1,0 +1,169 @@
+"""`openai` protocol: any OpenAI-compatible upstream (OpenAI, DeepSeek, Groq, vLLM, ...).
+
+Pass-through: the client's body is forwarded untouched unless the model id must be mapped
+or the usage chunk must be requested for accounting; the upstream's body and SSE events are
+relayed as received. Only events that mention `usage` are parsed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import orjson
+
+from unigate.config import ProviderConfig
+from unigate.errors import UpstreamRejected
+from unigate.providers.base import Provider, ProviderContext, Reply, RouteFailed, Target, TextCall
+from unigate.providers.http import UpstreamHTTP, event_data, reading, split_events, sse_events
+from unigate.usage.recorder import Usage
+
+PROVIDER_TYPE = "openai"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_PATHS = {"chat": "/chat/completions", "completions": "/completions", "embeddings": "/embeddings"}
+
+
+class OpenAIProvider(Provider):
+    protocol = PROVIDER_TYPE
+    capabilities = frozenset(_PATHS)
+
+    def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
+        super().__init__(config, context)
+        headers = {"Content-Type": "application/json"}
+        if config.api_key:
+            headers["Authorization"] = f"Bearer {config.api_key}"
+        headers.update(config.headers)
+        self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
+
+    async def start(self) -> None:
+        await self.http.start()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def chat(self, call: TextCall, target: Target) -> Reply:
+        return await self._relay(call, target)
+
+    async def complete(self, call: TextCall, target: Target) -> Reply:
+        return await self._relay(call, target)
+
+    async def embed(self, call: TextCall, target: Target) -> Reply:
+        return await self._relay(call, target)
+
+    async def _relay(self, call: TextCall, target: Target) -> Reply:
+        injected = call.stream and not call.include_usage
+        body = _upstream_body(call, target.upstream_model, injected)
+        resp = await self.http.post(_PATHS[call.op], body, target.timeouts)
+        if resp.status >= 400:
+            await _raise_for_status(resp)
+        content_type = resp.headers.get("Content-Type", "application/json").encode("latin-1")
+        if call.stream:
+            reply = Reply(status=resp.status, content_type=content_type, close=resp.close)
+            reply.stream = _relay_events(resp, reply.usage, strip_usage_chunk=injected)
+            return reply
+        async with reading():
+            data = await resp.read()
+        return Reply(status=resp.status, content_type=content_type, body=data, usage=_body_usage(data))
+
+
+def _upstream_body(call: TextCall, upstream_model: str, inject_usage: bool) -> bytes:
+    """The client's bytes when nothing must change; otherwise one re-serialisation."""
+    if upstream_model == call.model and not inject_usage:
+        return call.body
+    payload = dict(call.payload)
+    payload["model"] = upstream_model
+    if inject_usage:
+        options = payload.get("stream_options")
+        payload["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+    return orjson.dumps(payload)
+
+
+async def _raise_for_status(resp: aiohttp.ClientResponse) -> None:
+    status = resp.status
+    try:
+        async with reading("error response"):
+            data = await resp.read()
+    finally:
+        resp.release()
+    if status == 429:
+        raise RouteFailed("The upstream is rate limiting requests.", 429, resp.headers.get("Retry-After"))
+    if status >= 500:
+        raise RouteFailed(f"The upstream failed with HTTP {status}.")
+    if status in (401, 403):
+        # The gateway's own upstream credentials were refused: not the client's fault, and
+        # the upstream's message may quote part of that credential, so it is never relayed.
+        raise RouteFailed("The upstream refused the gateway's credentials.")
+    if status == 408:
+        raise RouteFailed("The upstream timed out.", 504)
+    raise UpstreamRejected(status, _error_message(data), data if _is_openai_error(data) else None)
+
+
+def _is_openai_error(data: bytes) -> bool:
+    try:
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(parsed, dict) and isinstance(parsed.get("error"), dict)
+
+
+def _error_message(data: bytes) -> str:
+    try:
+        parsed = orjson.loads(data)
+        err = parsed.get("error") if isinstance(parsed, dict) else None
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])
+    except orjson.JSONDecodeError:
+        pass
+    return "The upstream rejected the request."
+
+
+def _usage_from(obj: Any, usage: Usage) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    found = obj.get("usage")
+    if not isinstance(found, dict):
+        return False
+    usage.prompt_tokens = int(found.get("prompt_tokens") or 0)
+    usage.completion_tokens = int(found.get("completion_tokens") or 0)
+    return True
+
+
+def _body_usage(data: bytes) -> Usage:
+    usage = Usage()
+    if b'"usage"' in data:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            _usage_from(orjson.loads(data), usage)
+    return usage
+
+
+async def _relay_events(
+    resp: aiohttp.ClientResponse, usage: Usage, strip_usage_chunk: bool
+) -> AsyncIterator[bytes]:
+    try:
+        async for run in sse_events(resp):
+            if b'"usage"' in run:
+                run = _take_usage(run, usage, strip_usage_chunk)
+                if not run:
+                    continue
+            yield run
+    finally:
+        resp.release()
+
+
+def _take_usage(run: bytes, usage: Usage, strip: bool) -> bytes:
+    """Record usage from the events of `run`; drop the usage-only chunk the client did not
+    ask for (it was requested by the gateway, for accounting)."""
+    kept = []
+    for event in split_events(run):
+        data = event_data(event)
+        if b'"usage"' in data:
+            try:
+                obj = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                obj = None
+            if _usage_from(obj, usage) and strip and isinstance(obj, dict) and obj.get("choices") == []:
+                continue
+        kept.append(event)
+    return b"".join(kept)

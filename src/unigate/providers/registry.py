@@ -1,0 +1,27 @@
+"""Protocol name -> adapter class. Adding a protocol is one line here and one module."""
+
+from __future__ import annotations
+
+from unigate.config import ProviderConfig
+from unigate.providers.base import Provider, ProviderContext
+from unigate.providers.openai import OpenAIProvider
+from unigate.providers.sandbox import SandboxProvider
+
+PROTOCOLS: dict[str, type[Provider]] = {
+    OpenAIProvider.protocol: OpenAIProvider,
+    SandboxProvider.protocol: SandboxProvider,
+}
+
+
+class UnknownProtocol(ValueError):
+    pass
+
+
+def build_provider(config: ProviderConfig, context: ProviderContext) -> Provider:
+    cls = PROTOCOLS.get(config.protocol)
+    if cls is None:
+        known = ", ".join(sorted(PROTOCOLS))
+        raise UnknownProtocol(
+            f"provider {config.name!r}: unknown protocol {config.protocol!r} (known: {known})"
+        )
+    return cls(config, context)

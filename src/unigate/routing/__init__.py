@@ -1,0 +1,1 @@
+"""Model ids to ordered upstream targets: priority, weights, fallback and cooldown."""

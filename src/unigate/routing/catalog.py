@@ -1,0 +1,77 @@
+"""Provider instances and model routes built from the config: data, not code. An
+OpenAI-compatible vendor is a config row; only its protocol needs an adapter module."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+
+from unigate.config import GatewayConfig, ModelConfig
+from unigate.providers.base import Provider, Timeouts
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    provider: Provider
+    upstream_model: str | None  # None: the id the client sent
+    priority: int
+    weight: float
+    timeouts: Timeouts
+
+    def key(self, model: str) -> str:
+        return f"{self.provider.name}/{self.upstream_model or model}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    name: str
+    routes: tuple[Route, ...]
+    price_per_call: float
+    is_pattern: bool
+
+
+class Catalog:
+    def __init__(self, config: GatewayConfig, providers: dict[str, Provider]) -> None:
+        self.providers = providers
+        self._exact: dict[str, ModelEntry] = {}
+        self._patterns: list[tuple[re.Pattern[str], ModelEntry]] = []
+        for model in config.models:
+            entry = _entry(model, providers)
+            if entry.is_pattern:
+                self._patterns.append((re.compile(fnmatch.translate(model.name)), entry))
+            else:
+                self._exact.setdefault(model.name, entry)
+
+    def resolve(self, model: str) -> ModelEntry | None:
+        entry = self._exact.get(model)
+        if entry is not None:
+            return entry
+        for pattern, candidate in self._patterns:
+            if pattern.match(model):
+                return candidate
+        return None
+
+    def model_names(self) -> list[str]:
+        """Concrete model ids (patterns are not listable)."""
+        return list(self._exact)
+
+    def owner(self, model: str) -> str:
+        entry = self._exact.get(model)
+        return entry.routes[0].provider.name if entry else "unigate"
+
+
+def _entry(model: ModelConfig, providers: dict[str, Provider]) -> ModelEntry:
+    routes = []
+    for r in model.routes:
+        provider = providers[r.provider]
+        base = provider.timeouts()
+        timeouts = Timeouts(
+            connect=r.connect_timeout or base.connect,
+            read=r.read_timeout or base.read,
+            total=r.total_timeout or base.total,
+        )
+        routes.append(Route(provider, r.model, r.priority, r.weight, timeouts))
+    routes.sort(key=lambda route: route.priority)
+    is_pattern = any(ch in model.name for ch in "*?[")
+    return ModelEntry(model.name, tuple(routes), model.price_per_call, is_pattern)

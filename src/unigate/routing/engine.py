@@ -1,0 +1,100 @@
+"""Execute a call over a model's routes: lowest priority value first, weighted random order
+within a priority, cooled-down routes last. A route is abandoned for the next one only while
+nothing has reached the client: for streams the first event is read before committing."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from unigate.errors import UpstreamFailed
+from unigate.providers.base import Reply, RouteFailed, StreamBroken, Target
+from unigate.routing.catalog import ModelEntry, Route
+from unigate.routing.health import RouteHealth
+
+log = logging.getLogger("unigate.routing")
+
+Invoke = Callable[[Target], Awaitable[Reply]]
+
+
+class Router:
+    def __init__(self, health: RouteHealth, rng: random.Random | None = None) -> None:
+        self.health = health
+        self._rng = rng or random.Random()
+
+    def plan(self, entry: ModelEntry, model: str) -> list[Target]:
+        ordered: list[Route] = []
+        group: list[Route] = []
+        for route in entry.routes:
+            if group and route.priority != group[0].priority:
+                ordered.extend(self._weighted(group))
+                group = []
+            group.append(route)
+        ordered.extend(self._weighted(group))
+        targets = [Target(r.provider, r.upstream_model or model, r.timeouts, r.key(model)) for r in ordered]
+        healthy = [t for t in targets if not self.health.is_cooled(t.route_key)]
+        # When every route is cooling down, trying them beats refusing outright.
+        return healthy + [t for t in targets if t not in healthy] if healthy else targets
+
+    def _weighted(self, group: list[Route]) -> list[Route]:
+        if len(group) < 2:
+            return group
+        # Efraimidis-Spirakis: an order in which each route leads with probability ∝ weight.
+        return sorted(group, key=lambda r: self._rng.random() ** (1.0 / r.weight), reverse=True)
+
+    async def run(self, entry: ModelEntry, model: str, invoke: Invoke) -> tuple[Reply, Target]:
+        last: RouteFailed | None = None
+        for target in self.plan(entry, model):
+            try:
+                reply = await invoke(target)
+                if reply.stream is not None:
+                    reply.stream = await _peeked(reply)
+            except RouteFailed as failure:
+                last = failure
+                cooled = self.health.failure(target.route_key)
+                log.warning(
+                    "route %s failed: %s%s",
+                    target.route_key,
+                    failure.message,
+                    " (cooling down)" if cooled else "",
+                )
+                continue
+            self.health.success(target.route_key)
+            return reply, target
+        assert last is not None  # a model always has at least one route
+        headers = {"retry-after": last.retry_after} if last.retry_after else None
+        status = last.status if last.status in (429, 504) else 502
+        code = {429: "upstream_rate_limited", 504: "upstream_timeout"}.get(status, "upstream_unavailable")
+        raise UpstreamFailed(
+            f"All upstream routes failed. Last error: {last.message}",
+            status=status,
+            code=code,
+            headers=headers,
+        )
+
+
+async def _peeked(reply: Reply) -> AsyncIterator[bytes]:
+    """Read the first event now (so failures can still fall back) and chain the rest."""
+    assert reply.stream is not None
+    stream = reply.stream
+    try:
+        first = await anext(stream)
+    except StopAsyncIteration:
+        _close(reply)
+        raise RouteFailed("The upstream closed the stream without sending anything.") from None
+    except StreamBroken as exc:
+        _close(reply)
+        raise RouteFailed(str(exc)) from None
+
+    async def chained() -> AsyncIterator[bytes]:
+        yield first
+        async for item in stream:
+            yield item
+
+    return chained()
+
+
+def _close(reply: Reply) -> None:
+    if reply.close is not None:
+        reply.close()

@@ -1,0 +1,67 @@
+"""Process settings: the only place that reads the environment.
+
+Everything else receives a `Settings` instance from `create_app` or the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+DEFAULT_DATA_DIR = "./.unigate"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    data_dir: Path
+    database_url: str
+    config_path: Path | None
+    redis_url: str | None
+    admin_key: str | None
+    allow_private_webhooks: bool
+    log_level: str
+    # Provider credentials picked up from the environment when no config file is given.
+    env_credentials: Mapping[str, str]
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        data_dir = Path(env.get("UNIGATE_DATA_DIR") or DEFAULT_DATA_DIR)
+        database_url = env.get("UNIGATE_DATABASE_URL") or f"sqlite:///{data_dir / 'unigate.db'}"
+        config = env.get("UNIGATE_CONFIG")
+        creds = {
+            name: env[name]
+            for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+            if env.get(name)
+        }
+        return cls(
+            data_dir=data_dir,
+            database_url=database_url,
+            config_path=Path(config) if config else None,
+            redis_url=env.get("UNIGATE_REDIS_URL") or None,
+            admin_key=env.get("UNIGATE_ADMIN_KEY") or None,
+            allow_private_webhooks=env.get("UNIGATE_ALLOW_PRIVATE_WEBHOOKS", "") in ("1", "true", "yes"),
+            log_level=(env.get("UNIGATE_LOG_LEVEL") or "info").lower(),
+            env_credentials=creds,
+        )
+
+    def with_overrides(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_env(self) -> dict[str, str]:
+        """Environment that reproduces these settings in a worker process."""
+        env = {
+            "UNIGATE_DATA_DIR": str(self.data_dir),
+            "UNIGATE_DATABASE_URL": self.database_url,
+            "UNIGATE_LOG_LEVEL": self.log_level,
+            "UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1" if self.allow_private_webhooks else "0",
+        }
+        if self.config_path:
+            env["UNIGATE_CONFIG"] = str(self.config_path)
+        if self.redis_url:
+            env["UNIGATE_REDIS_URL"] = self.redis_url
+        if self.admin_key:
+            env["UNIGATE_ADMIN_KEY"] = self.admin_key
+        return env

@@ -1,0 +1,1 @@
+"""Durable storage: SQLAlchemy Core (async) over SQLite or PostgreSQL, Alembic migrations."""

@@ -1,0 +1,73 @@
+"""Engine creation and migrations. SQLite by default; PostgreSQL when the URL says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def async_url(url: str) -> str:
+    """Map the user's URL onto the async driver SQLAlchemy needs."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return str(parsed.set(drivername="sqlite+aiosqlite"))
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+    raise ValueError(f"unsupported database URL scheme: {parsed.drivername}")
+
+
+def is_sqlite(engine: AsyncEngine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def create_engine(url: str) -> AsyncEngine:
+    target = async_url(url)
+    kwargs: dict[str, Any] = {}
+    if target.startswith("sqlite"):
+        db_path = make_url(target).database
+        if db_path and db_path != ":memory:":
+            Path(db_path).parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"timeout": 30}
+    else:
+        kwargs.update(pool_size=10, max_overflow=10, pool_pre_ping=True)
+    engine = create_async_engine(target, **kwargs)
+    if target.startswith("sqlite"):
+        sa.event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # WAL lets several worker processes read while one writes; NORMAL is durable in WAL mode
+    # against process crashes (kill -9), which is the failure the task engine must survive.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def _alembic_config(conn: sa.Connection) -> AlembicConfig:
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = conn
+    return cfg
+
+
+async def migrate(engine: AsyncEngine) -> None:
+    """Bring the schema to the newest revision (idempotent, safe on every start)."""
+    async with engine.begin() as conn:
+        await conn.run_sync(lambda sync_conn: command.upgrade(_alembic_config(sync_conn), "head"))
+
+
+async def ping(conn: AsyncConnection) -> None:
+    await conn.execute(sa.text("SELECT 1"))

@@ -1,0 +1,1 @@
+"""Usage accounting: recorded off the request path, written in batches."""

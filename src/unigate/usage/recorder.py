@@ -1,0 +1,116 @@
+"""Buffered usage writer. `record` is a list append (no I/O); a background task flushes the
+buffer in one multi-row INSERT per interval, and on shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import asdict, dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from unigate.store.schema import usage_records
+
+log = logging.getLogger("unigate.usage")
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(slots=True)
+class UsageRecord:
+    request_id: str
+    key_id: str
+    endpoint: str
+    model: str
+    provider: str
+    upstream_model: str
+    status: int
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+    cost: float
+    created_at: float
+
+
+class UsageRecorder:
+    def __init__(self, engine: AsyncEngine, interval: float = 1.0, max_buffer: int = 100_000) -> None:
+        self._engine = engine
+        self._interval = interval
+        self._max_buffer = max_buffer
+        self._buffer: list[UsageRecord] = []
+        self._task: asyncio.Task[None] | None = None
+        self.dropped = 0
+
+    def record(self, rec: UsageRecord) -> None:
+        if len(self._buffer) >= self._max_buffer:
+            # The database is not keeping up; shedding accounting beats exhausting memory.
+            self.dropped += 1
+            return
+        self._buffer.append(rec)
+
+    async def flush(self) -> int:
+        if not self._buffer:
+            return 0
+        batch, self._buffer = self._buffer, []
+        try:
+            async with self._engine.begin() as conn:
+                await conn.execute(usage_records.insert(), [asdict(r) for r in batch])
+        except Exception:
+            log.exception("usage flush failed; %d records kept for retry", len(batch))
+            self._buffer[:0] = batch
+            return 0
+        return len(batch)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="usage-flush")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.flush()
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            await self.flush()
+
+    async def summary(self, since: float | None = None) -> list[dict[str, object]]:
+        """Totals per key and model, for the admin API."""
+        await self.flush()
+        u = usage_records.c
+        query = sa.select(
+            u.key_id,
+            u.model,
+            sa.func.count().label("requests"),
+            sa.func.sum(u.prompt_tokens).label("prompt_tokens"),
+            sa.func.sum(u.completion_tokens).label("completion_tokens"),
+            sa.func.sum(u.cost).label("cost"),
+        ).group_by(u.key_id, u.model)
+        if since is not None:
+            query = query.where(u.created_at >= since)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [
+            {
+                "key_id": r.key_id,
+                "model": r.model,
+                "requests": int(r.requests),
+                "prompt_tokens": int(r.prompt_tokens or 0),
+                "completion_tokens": int(r.completion_tokens or 0),
+                "cost": float(r.cost or 0.0),
+            }
+            for r in rows
+        ]
+
+
+def now() -> float:
+    return time.time()

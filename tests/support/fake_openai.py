@@ -1,0 +1,228 @@
+"""A fake OpenAI-compatible upstream on 127.0.0.1 that speaks the real wire format
+(JSON bodies, SSE chunks, OpenAI error shape) and records what it received.
+
+Behaviour is scripted per instance through `mode`:
+  ok            normal answers
+  fail500       HTTP 500 with an OpenAI error body
+  fail429       HTTP 429 with Retry-After
+  hang          accept, then never answer (the gateway's timeout must fire)
+  die_first     streams: send headers, then drop the connection before any event
+  die_mid       streams: send two events, then drop the connection
+  reject400     HTTP 400 with an OpenAI error body (must be relayed, not retried)
+  slow_stream   streams: wait `slow_seconds` between events (client disconnect tests)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from tests.support.net import free_port
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass
+class FakeOpenAI:
+    mode: str = "ok"
+    reply_text: str = "Hello from the fake upstream"
+    slow_seconds: float = 0.5
+    received: list[Received] = field(default_factory=list)
+    cancelled: int = 0
+    port: int = field(default_factory=free_port)
+
+    def __post_init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._runner: web.AppRunner | None = None
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeOpenAI:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
+        return self
+
+    def stop(self) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def _start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/completions", self._completions)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+
+    async def _common(self, request: web.Request) -> tuple[dict[str, Any], web.StreamResponse | None]:
+        body = orjson.loads(await request.read())
+        self.received.append(Received(request.path, {k.lower(): v for k, v in request.headers.items()}, body))
+        if self.mode == "fail500":
+            return body, _error(500, "upstream exploded", "server_error")
+        if self.mode == "fail429":
+            resp = _error(429, "slow down", "rate_limit_exceeded")
+            resp.headers["Retry-After"] = "7"
+            return body, resp
+        if self.mode == "reject400":
+            return body, _error(400, "upstream says the request is bad", "invalid_request_error")
+        if self.mode == "hang":
+            await asyncio.sleep(3600)
+        return body, None
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body, early = await self._common(request)
+        if early is not None:
+            return early
+        model = body["model"]
+        tools = body.get("tools") or []
+        last = body["messages"][-1]
+        if tools and body.get("tool_choice") != "none" and last.get("role") != "tool":
+            name = tools[0]["function"]["name"]
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_fake1", "type": "function", "function": {"name": name, "arguments": '{"city": "Paris"}'}}
+                ],
+            }
+            finish = "tool_calls"
+        else:
+            text = self.reply_text
+            if last.get("role") == "tool":
+                text = f"The tool said: {last.get('content')}"
+            message = {"role": "assistant", "content": text, "refusal": None}
+            finish = "stop"
+        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+        if body.get("stream"):
+            return await self._stream_chat(request, body, model, message, finish, usage)
+        return web.json_response(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": usage,
+            }
+        )
+
+    async def _stream_chat(
+        self, request: web.Request, body: dict[str, Any], model: str, message: dict[str, Any], finish: str,
+        usage: dict[str, int],
+    ) -> web.StreamResponse:
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+        chunks: list[dict[str, Any]] = [
+            {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
+        ]
+        if message.get("tool_calls"):
+            call = message["tool_calls"][0]
+            chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "id": call["id"], "type": "function",
+                 "function": {"name": call["function"]["name"], "arguments": ""}}]}, "finish_reason": None}]})
+            args = call["function"]["arguments"]
+            for piece in (args[:5], args[5:]):
+                chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [
+                    {"index": 0, "function": {"arguments": piece}}]}, "finish_reason": None}]})
+        else:
+            for word in message["content"].split(" "):
+                chunks.append({**base, "choices": [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}]})
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**base, "choices": [], "usage": usage})
+        return await self._send_stream(request, chunks)
+
+    async def _send_stream(self, request: web.Request, chunks: list[dict[str, Any]]) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        if self.mode == "die_first":
+            assert request.transport is not None
+            request.transport.close()
+            return resp
+        try:
+            for i, chunk in enumerate(chunks):
+                if self.mode == "die_mid" and i == 2:
+                    assert request.transport is not None
+                    request.transport.close()
+                    return resp
+                await resp.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+                if self.mode == "slow_stream":
+                    await asyncio.sleep(self.slow_seconds)
+            await resp.write(b"data: [DONE]\n\n")
+        except (asyncio.CancelledError, ConnectionResetError):
+            self.cancelled += 1
+            raise
+        return resp
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        body, early = await self._common(request)
+        if early is not None:
+            return early
+        model = body["model"]
+        usage = {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
+        text = " and so it continues"
+        if body.get("stream"):
+            base = {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": model}
+            chunks: list[dict[str, Any]] = [
+                {**base, "choices": [{"index": 0, "text": w, "finish_reason": None, "logprobs": None}]}
+                for w in (" and", " so", " it", " continues")
+            ]
+            chunks.append({**base, "choices": [{"index": 0, "text": "", "finish_reason": "stop", "logprobs": None}]})
+            if (body.get("stream_options") or {}).get("include_usage"):
+                chunks.append({**base, "choices": [], "usage": usage})
+            return await self._send_stream(request, chunks)
+        return web.json_response(
+            {
+                "id": "cmpl-fake",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}],
+                "usage": usage,
+            }
+        )
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body, early = await self._common(request)
+        if early is not None:
+            return early
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for i, _ in enumerate(inputs):
+            vector = [0.5, -0.25, 0.125, float(i)]
+            if body.get("encoding_format") == "base64":
+                emb: Any = base64.b64encode(struct.pack("<4f", *vector)).decode()
+            else:
+                emb = vector
+            data.append({"object": "embedding", "index": i, "embedding": emb})
+        return web.json_response(
+            {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 3, "total_tokens": 3}}
+        )
+
+
+def _error(status: int, message: str, kind: str) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": kind, "param": None, "code": kind}}, status=status)

@@ -1,0 +1,106 @@
+"""Run the real `unigate serve` process for end-to-end tests, with its log captured."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.support.net import HTTPResult, free_port, http
+
+ADMIN_KEY = "uga_test_" + secrets.token_hex(16)
+
+
+class GatewayProcess:
+    def __init__(
+        self,
+        workdir: Path,
+        config: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+        workers: int = 1,
+    ) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.log_path = workdir / f"gateway-{self.port}.log"
+        self.env = {
+            **os.environ,
+            "UNIGATE_DATA_DIR": str(workdir / "data"),
+            "UNIGATE_ADMIN_KEY": ADMIN_KEY,
+            "UNIGATE_LOG_LEVEL": "info",
+            **(env or {}),
+        }
+        for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+            self.env.pop(name, None)
+        if config is not None:
+            path = workdir / f"config-{self.port}.yaml"
+            path.write_text(yaml.safe_dump(config))
+            self.env["UNIGATE_CONFIG"] = str(path)
+        self.workers = workers
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 30) -> GatewayProcess:
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "unigate", "serve", "--port", str(self.port), "--workers", str(self.workers)],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gateway exited early:\n{self.log()}")
+            try:
+                if http("GET", self.base_url + "/readyz", timeout=1).status == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"gateway did not become ready:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> HTTPResult:
+        return http(method, self.base_url + path, body, {"Authorization": f"Bearer {ADMIN_KEY}"})
+
+    def create_key(self, **spec: Any) -> str:
+        spec.setdefault("name", "test")
+        res = self.admin("POST", "/admin/keys", spec)
+        assert res.status == 201, res.body
+        return str(res.json()["key"])
+
+    def create_key_record(self, **spec: Any) -> dict[str, Any]:
+        spec.setdefault("name", "test")
+        res = self.admin("POST", "/admin/keys", spec)
+        assert res.status == 201, res.body
+        return dict(res.json())
+
+    def __enter__(self) -> GatewayProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

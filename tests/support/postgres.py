@@ -1,0 +1,57 @@
+"""A throwaway PostgreSQL cluster for the store tests, started from the Debian binaries
+(`.ci/run` installs them). `UNIGATE_TEST_POSTGRES_URL` points at an existing server instead."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.support.net import free_port
+
+
+def _bindir() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    return Path(found[-1]).parent if found else None
+
+
+def _run(cmd: list[str], as_postgres: bool) -> None:
+    if as_postgres:
+        cmd = ["runuser", "-u", "postgres", "--", *cmd]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    existing = os.environ.get("UNIGATE_TEST_POSTGRES_URL")
+    if existing:
+        yield existing
+        return
+    bindir = _bindir()
+    if bindir is None:
+        raise RuntimeError(
+            "PostgreSQL server binaries not found (apt-get install postgresql), "
+            "or set UNIGATE_TEST_POSTGRES_URL"
+        )
+    as_postgres = os.geteuid() == 0  # initdb refuses to run as root
+    root = Path(tempfile.mkdtemp(prefix="unigate-pg-"))
+    data, sock = root / "data", root / "sock"
+    sock.mkdir()
+    if as_postgres:
+        shutil.chown(root, "postgres")
+        shutil.chown(sock, "postgres")
+    port = free_port()
+    _run([str(bindir / "initdb"), "-D", str(data), "-U", "unigate", "--auth=trust", "-E", "UTF8"], as_postgres)
+    opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
+    _run([str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-w", "-l", str(root / "log"), "start"], as_postgres)
+    try:
+        _run([str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "unigate", "unigate"], as_postgres)
+        yield f"postgresql://unigate@127.0.0.1:{port}/unigate"
+    finally:
+        _run([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], as_postgres)
+        shutil.rmtree(root, ignore_errors=True)
