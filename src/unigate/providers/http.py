@@ -74,15 +74,11 @@ async def sse_events(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
     """Yield runs of *complete* SSE events (each run ends with a blank line), exactly as the
     upstream framed them. Several events that arrive together stay together: one write."""
     buf = b""
-    sep = b"\n\n"
     try:
         async for data in resp.content.iter_any():
-            if not buf and b"\r\n" in data:
-                sep = b"\r\n\r\n"
             buf += data
-            cut = buf.rfind(sep)
-            if cut >= 0:
-                cut += len(sep)
+            cut = _last_event_end(buf)
+            if cut > 0:
                 out, buf = buf[:cut], buf[cut:]
                 yield out
     except TimeoutError:
@@ -90,7 +86,14 @@ async def sse_events(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
     except (aiohttp.ClientError, asyncio.IncompleteReadError) as exc:
         raise StreamBroken(f"The upstream stream broke: {type(exc).__name__}.") from None
     if buf.strip():
-        yield buf + sep
+        yield buf + b"\n\n"
+
+
+def _last_event_end(buf: bytes) -> int:
+    """Index just past the last blank line (LF or CRLF framing), or -1."""
+    lf = buf.rfind(b"\n\n")
+    crlf = buf.rfind(b"\r\n\r\n")
+    return max(lf + 2 if lf >= 0 else -1, crlf + 4 if crlf >= 0 else -1)
 
 
 def split_events(run: bytes) -> list[bytes]:
