@@ -58,14 +58,16 @@ class Request:
         return self._query
 
     async def body(self, limit: int) -> bytes:
-        """The whole body; 413 as soon as it is known to exceed `limit` bytes."""
+        """The whole body; 413 once it is known to exceed `limit` bytes."""
         declared = self.header(b"content-length")
         if declared is not None:
             try:
-                if int(declared) > limit:
-                    raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
+                size = int(declared)
             except ValueError:
                 raise InvalidRequest("Invalid Content-Length header.") from None
+            if size > limit:
+                await self._drain(limit)
+                raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -76,11 +78,24 @@ class Request:
             if chunk:
                 size += len(chunk)
                 if size > limit:
+                    if message.get("more_body", False):
+                        await self._drain(limit)
                     raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
                 chunks.append(chunk)
             if not message.get("more_body", False):
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def _drain(self, limit: int) -> None:
+        """Read and discard a moderately oversized body so the client, which is still
+        sending, gets the 413 instead of a connection reset; give up past a cap."""
+        cap = max(limit * 4, 64 * 1024 * 1024)
+        seen = 0
+        while seen <= cap:
+            message = await self.receive()
+            if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                return
+            seen += len(message.get("body", b""))
 
     async def json_object(self, limit: int) -> tuple[bytes, dict[str, Any]]:
         """Raw body and its parsed top-level JSON object; 400 for anything else."""

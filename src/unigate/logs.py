@@ -15,5 +15,8 @@ def configure_logging(level: str = "info") -> None:
     handler._unigate = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # aiohttp/asyncio debug output can include URLs with query-string credentials.
-    logging.getLogger("aiohttp").setLevel(logging.WARNING)
+    # Third-party debug output carries secrets: SQL parameters (key hashes, webhook secrets)
+    # from the database drivers, URLs with query-string credentials from aiohttp. Our own
+    # loggers follow `level`; these never go below WARNING.
+    for name in ("aiosqlite", "sqlalchemy", "asyncpg", "aiohttp", "alembic", "uvicorn.access"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

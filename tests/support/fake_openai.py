@@ -75,7 +75,7 @@ class FakeOpenAI:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
-        self._runner = web.AppRunner(app)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
 
@@ -91,7 +91,7 @@ class FakeOpenAI:
         if self.mode == "reject400":
             return body, _error(400, "upstream says the request is bad", "invalid_request_error")
         if self.mode == "hang":
-            await asyncio.sleep(3600)
+            await asyncio.sleep(30)
         return body, None
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
