@@ -22,8 +22,9 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 def gateway_factory(tmp_path: Path) -> Iterator[Callable[..., GatewayProcess]]:
     started: list[GatewayProcess] = []
 
-    def make(config: dict[str, Any] | None = None, env: dict[str, str] | None = None,
-             workers: int = 1) -> GatewayProcess:
+    def make(
+        config: dict[str, Any] | None = None, env: dict[str, str] | None = None, workers: int = 1
+    ) -> GatewayProcess:
         gw = GatewayProcess(tmp_path, config=config, env=env, workers=workers).start()
         started.append(gw)
         return gw

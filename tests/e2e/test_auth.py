@@ -19,7 +19,9 @@ from tests.support.net import http
 CHAT = {"model": "sandbox-chat", "messages": [{"role": "user", "content": "hello"}]}
 
 
-def _chat(gw: GatewayProcess, headers: dict[str, str], body: dict[str, object] | None = None) -> tuple[int, dict]:
+def _chat(
+    gw: GatewayProcess, headers: dict[str, str], body: dict[str, object] | None = None
+) -> tuple[int, dict]:
     res = http("POST", gw.base_url + "/v1/chat/completions", body or CHAT, headers)
     return res.status, res.json()
 
@@ -119,7 +121,12 @@ def test_rate_limit_rpm(sandbox_gateway: GatewayProcess) -> None:
 def test_admin_api_requires_admin_key(sandbox_gateway: GatewayProcess) -> None:
     key = sandbox_gateway.create_key()
     assert http("GET", sandbox_gateway.base_url + "/admin/keys").status == 401
-    assert http("GET", sandbox_gateway.base_url + "/admin/keys", headers={"Authorization": f"Bearer {key}"}).status == 401
+    assert (
+        http(
+            "GET", sandbox_gateway.base_url + "/admin/keys", headers={"Authorization": f"Bearer {key}"}
+        ).status
+        == 401
+    )
     listing = sandbox_gateway.admin("GET", "/admin/keys").json()["data"]
     assert listing and all("key_hash" not in k and "key" not in k for k in listing)
 
@@ -137,14 +144,32 @@ def test_admin_rejects_bad_key_spec(sandbox_gateway: GatewayProcess) -> None:
 
 def _cli(gw: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "unigate", *args], env=gw.env, cwd=gw.workdir, capture_output=True, text=True,
-        timeout=60, check=False,
+        [sys.executable, "-m", "unigate", *args],
+        env=gw.env,
+        cwd=gw.workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
 def test_cli_keys_create_list_revoke(sandbox_gateway: GatewayProcess) -> None:
-    created = _cli(sandbox_gateway, "keys", "create", "--name", "cli-key", "--model", "sandbox-*",
-                   "--family", "text", "--rpm", "100", "--expires", "2099-01-01")
+    created = _cli(
+        sandbox_gateway,
+        "keys",
+        "create",
+        "--name",
+        "cli-key",
+        "--model",
+        "sandbox-*",
+        "--family",
+        "text",
+        "--rpm",
+        "100",
+        "--expires",
+        "2099-01-01",
+    )
     assert created.returncode == 0, created.stderr
     key = created.stdout.strip().splitlines()[-1]
     assert key.startswith("ugk_")
@@ -158,7 +183,9 @@ def test_cli_keys_create_list_revoke(sandbox_gateway: GatewayProcess) -> None:
     deadline = time.time() + 3
     while time.time() < deadline and _chat(sandbox_gateway, headers)[0] == 200:
         time.sleep(0.1)
-    assert _chat(sandbox_gateway, headers)[0] == 401, "a CLI revoke reaches the running server within a second"
+    assert _chat(sandbox_gateway, headers)[0] == 401, (
+        "a CLI revoke reaches the running server within a second"
+    )
     assert _cli(sandbox_gateway, "keys", "revoke", "key_nope").returncode == 1
     assert _cli(sandbox_gateway, "keys", "create", "--name", "x", "--family", "bogus").returncode == 2
 

@@ -23,11 +23,20 @@ def two_fakes() -> Iterator[tuple[FakeOpenAI, FakeOpenAI]]:
 def _config(first_url: str, second_url: str, **routing: Any) -> dict[str, Any]:
     return {
         "providers": [
-            {"name": "first", "protocol": "openai", "base_url": first_url, "api_key": "sk-1", "read_timeout": 1.0},
+            {
+                "name": "first",
+                "protocol": "openai",
+                "base_url": first_url,
+                "api_key": "sk-1",
+                "read_timeout": 1.0,
+            },
             {"name": "second", "protocol": "openai", "base_url": second_url, "api_key": "sk-2"},
         ],
         "models": [
-            {"name": "m", "routes": [{"provider": "first", "priority": 0}, {"provider": "second", "priority": 1}]}
+            {
+                "name": "m",
+                "routes": [{"provider": "first", "priority": 0}, {"provider": "second", "priority": 1}],
+            }
         ],
         "routing": routing or {"cooldown_after_failures": 3, "cooldown_seconds": 30},
     }
@@ -67,7 +76,9 @@ def test_cooldown_skips_a_failing_route(
 ) -> None:
     first, second = two_fakes
     first.mode = "fail500"
-    gw = gateway_factory(_config(first.base_url, second.base_url, cooldown_after_failures=2, cooldown_seconds=2))
+    gw = gateway_factory(
+        _config(first.base_url, second.base_url, cooldown_after_failures=2, cooldown_seconds=2)
+    )
     client = _client(gw)
     for _ in range(5):
         assert _ask(client) == "from secondary"
@@ -130,9 +141,12 @@ def test_all_routes_failing_gives_502_in_openai_shape(
     first.mode = second.mode = "fail500"
     gw = gateway_factory(_config(first.base_url, second.base_url))
     key = gw.create_key()
-    res = http("POST", gw.base_url + "/v1/chat/completions",
-               {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
-               {"Authorization": f"Bearer {key}"})
+    res = http(
+        "POST",
+        gw.base_url + "/v1/chat/completions",
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        {"Authorization": f"Bearer {key}"},
+    )
     assert res.status == 502
     err = res.json()["error"]
     assert err["type"] == "upstream_error" and "sk-1" not in res.body.decode()

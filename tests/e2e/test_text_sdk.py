@@ -49,7 +49,12 @@ def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     with FakeOpenAI() as fake:
         config = {
             "providers": [
-                {"name": "fake", "protocol": "openai", "base_url": fake.base_url, "api_key": "sk-upstream-secret"}
+                {
+                    "name": "fake",
+                    "protocol": "openai",
+                    "base_url": fake.base_url,
+                    "api_key": "sk-upstream-secret",
+                }
             ],
             "models": [
                 {"name": "gw-chat", "routes": [{"provider": "fake", "model": "upstream-chat-v2"}]},
@@ -58,7 +63,9 @@ def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         }
         with GatewayProcess(workdir, config=config) as gw:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
-            yield Backend("upstream", client, "gw-chat", "gw-embed", fake, "upstream-chat-v2", "upstream-embed-v1")
+            yield Backend(
+                "upstream", client, "gw-chat", "gw-embed", fake, "upstream-chat-v2", "upstream-embed-v1"
+            )
 
 
 def test_chat_plain(backend: Backend) -> None:
@@ -138,7 +145,9 @@ def test_chat_stream_without_usage_hides_usage_chunk(backend: Backend) -> None:
 def test_tool_call_round_trip(backend: Backend) -> None:
     messages: list[dict[str, object]] = [{"role": "user", "content": "What is the weather in Paris?"}]
     first = backend.client.chat.completions.create(
-        model=backend.chat_model, messages=messages, tools=[WEATHER_TOOL]  # type: ignore[arg-type,list-item]
+        model=backend.chat_model,
+        messages=messages,
+        tools=[WEATHER_TOOL],  # type: ignore[arg-type,list-item]
     )
     choice = first.choices[0]
     assert choice.finish_reason == "tool_calls"
@@ -151,7 +160,9 @@ def test_tool_call_round_trip(backend: Backend) -> None:
     messages.append(choice.message.model_dump(exclude_none=True))
     messages.append({"role": "tool", "tool_call_id": call.id, "content": '{"temp_c": 21}'})
     second = backend.client.chat.completions.create(
-        model=backend.chat_model, messages=messages, tools=[WEATHER_TOOL]  # type: ignore[arg-type,list-item]
+        model=backend.chat_model,
+        messages=messages,
+        tools=[WEATHER_TOOL],  # type: ignore[arg-type,list-item]
     )
     assert second.choices[0].finish_reason == "stop"
     assert "21" in (second.choices[0].message.content or "")
@@ -182,11 +193,16 @@ def test_tool_call_streaming(backend: Backend) -> None:
 
 
 def test_completions_plain_and_stream(backend: Backend) -> None:
-    resp = backend.client.completions.create(model=backend.chat_model, prompt="Once upon a time", max_tokens=8)
+    resp = backend.client.completions.create(
+        model=backend.chat_model, prompt="Once upon a time", max_tokens=8
+    )
     assert resp.choices[0].text
     assert resp.usage is not None and resp.usage.prompt_tokens > 0
     stream = backend.client.completions.create(
-        model=backend.chat_model, prompt="Once upon a time", max_tokens=8, stream=True,
+        model=backend.chat_model,
+        prompt="Once upon a time",
+        max_tokens=8,
+        stream=True,
         stream_options={"include_usage": True},
     )
     text = ""
@@ -215,7 +231,9 @@ def test_embeddings_default_base64(backend: Backend) -> None:
 
 
 def test_embeddings_float(backend: Backend) -> None:
-    resp = backend.client.embeddings.create(model=backend.embed_model, input="alpha beta", encoding_format="float")
+    resp = backend.client.embeddings.create(
+        model=backend.embed_model, input="alpha beta", encoding_format="float"
+    )
     assert len(resp.data) == 1 and len(resp.data[0].embedding) >= 4
     if backend.fake is None:
         again = backend.client.embeddings.create(model=backend.embed_model, input="alpha beta")

@@ -107,7 +107,11 @@ class FakeOpenAI:
                 "role": "assistant",
                 "content": None,
                 "tool_calls": [
-                    {"id": "call_fake1", "type": "function", "function": {"name": name, "arguments": '{"city": "Paris"}'}}
+                    {
+                        "id": "call_fake1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": '{"city": "Paris"}'},
+                    }
                 ],
             }
             finish = "tool_calls"
@@ -132,25 +136,73 @@ class FakeOpenAI:
         )
 
     async def _stream_chat(
-        self, request: web.Request, body: dict[str, Any], model: str, message: dict[str, Any], finish: str,
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        model: str,
+        message: dict[str, Any],
+        finish: str,
         usage: dict[str, int],
     ) -> web.StreamResponse:
-        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+        base = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
         chunks: list[dict[str, Any]] = [
-            {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
+            {
+                **base,
+                "choices": [
+                    {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+                ],
+            }
         ]
         if message.get("tool_calls"):
             call = message["tool_calls"][0]
-            chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [
-                {"index": 0, "id": call["id"], "type": "function",
-                 "function": {"name": call["function"]["name"], "arguments": ""}}]}, "finish_reason": None}]})
+            chunks.append(
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "tool_calls": [
+                                    {
+                                        "index": 0,
+                                        "id": call["id"],
+                                        "type": "function",
+                                        "function": {"name": call["function"]["name"], "arguments": ""},
+                                    }
+                                ]
+                            },
+                            "finish_reason": None,
+                        }
+                    ],
+                }
+            )
             args = call["function"]["arguments"]
             for piece in (args[:5], args[5:]):
-                chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [
-                    {"index": 0, "function": {"arguments": piece}}]}, "finish_reason": None}]})
+                chunks.append(
+                    {
+                        **base,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]},
+                                "finish_reason": None,
+                            }
+                        ],
+                    }
+                )
         else:
             for word in message["content"].split(" "):
-                chunks.append({**base, "choices": [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}]})
+                chunks.append(
+                    {
+                        **base,
+                        "choices": [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}],
+                    }
+                )
         chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if (body.get("stream_options") or {}).get("include_usage"):
             chunks.append({**base, "choices": [], "usage": usage})
@@ -186,12 +238,19 @@ class FakeOpenAI:
         usage = {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
         text = " and so it continues"
         if body.get("stream"):
-            base = {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": model}
+            base = {
+                "id": "cmpl-fake",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": model,
+            }
             chunks: list[dict[str, Any]] = [
                 {**base, "choices": [{"index": 0, "text": w, "finish_reason": None, "logprobs": None}]}
                 for w in (" and", " so", " it", " continues")
             ]
-            chunks.append({**base, "choices": [{"index": 0, "text": "", "finish_reason": "stop", "logprobs": None}]})
+            chunks.append(
+                {**base, "choices": [{"index": 0, "text": "", "finish_reason": "stop", "logprobs": None}]}
+            )
             if (body.get("stream_options") or {}).get("include_usage"):
                 chunks.append({**base, "choices": [], "usage": usage})
             return await self._send_stream(request, chunks)
@@ -220,9 +279,16 @@ class FakeOpenAI:
                 emb = vector
             data.append({"object": "embedding", "index": i, "embedding": emb})
         return web.json_response(
-            {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 3, "total_tokens": 3}}
+            {
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": 3, "total_tokens": 3},
+            }
         )
 
 
 def _error(status: int, message: str, kind: str) -> web.Response:
-    return web.json_response({"error": {"message": message, "type": kind, "param": None, "code": kind}}, status=status)
+    return web.json_response(
+        {"error": {"message": message, "type": kind, "param": None, "code": kind}}, status=status
+    )

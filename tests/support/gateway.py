@@ -49,7 +49,16 @@ class GatewayProcess:
     def start(self, timeout: float = 30) -> GatewayProcess:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "unigate", "serve", "--port", str(self.port), "--workers", str(self.workers)],
+            [
+                sys.executable,
+                "-m",
+                "unigate",
+                "serve",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(self.workers),
+            ],
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -46,11 +46,19 @@ def postgres_server() -> Iterator[str]:
         shutil.chown(root, "postgres")
         shutil.chown(sock, "postgres")
     port = free_port()
-    _run([str(bindir / "initdb"), "-D", str(data), "-U", "unigate", "--auth=trust", "-E", "UTF8"], as_postgres)
+    _run(
+        [str(bindir / "initdb"), "-D", str(data), "-U", "unigate", "--auth=trust", "-E", "UTF8"], as_postgres
+    )
     opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
-    _run([str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-w", "-l", str(root / "log"), "start"], as_postgres)
+    _run(
+        [str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-w", "-l", str(root / "log"), "start"],
+        as_postgres,
+    )
     try:
-        _run([str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "unigate", "unigate"], as_postgres)
+        _run(
+            [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "unigate", "unigate"],
+            as_postgres,
+        )
         yield f"postgresql://unigate@127.0.0.1:{port}/unigate"
     finally:
         _run([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], as_postgres)

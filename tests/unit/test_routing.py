@@ -30,11 +30,13 @@ def _catalog(routes: list[dict[str, object]]) -> Catalog:
 
 
 def test_priority_then_weight() -> None:
-    cat = _catalog([
-        {"provider": "c", "priority": 1},
-        {"provider": "a", "priority": 0, "weight": 9},
-        {"provider": "b", "priority": 0, "weight": 1},
-    ])
+    cat = _catalog(
+        [
+            {"provider": "c", "priority": 1},
+            {"provider": "a", "priority": 0, "weight": 9},
+            {"provider": "b", "priority": 0, "weight": 1},
+        ]
+    )
     entry = cat.resolve("m")
     assert entry is not None
     router = Router(RouteHealth(3, 30), random.Random(7))
@@ -72,7 +74,9 @@ async def _events(items: list[bytes | Exception]) -> AsyncIterator[bytes]:
 
 
 def test_engine_falls_back_on_route_failure_and_broken_first_chunk() -> None:
-    cat = _catalog([{"provider": "a", "priority": 0}, {"provider": "b", "priority": 1}, {"provider": "c", "priority": 2}])
+    cat = _catalog(
+        [{"provider": "a", "priority": 0}, {"provider": "b", "priority": 1}, {"provider": "c", "priority": 2}]
+    )
     entry = cat.resolve("m")
     assert entry is not None
     calls: list[str] = []

@@ -62,5 +62,5 @@ def test_usage_chunk_taken_and_stripped() -> None:
 
 
 def test_event_data_joins_lines() -> None:
-    assert event_data(b"event: x\ndata: {\"a\":\ndata: 1}\n\n") == b'{"a":\n1}'
+    assert event_data(b'event: x\ndata: {"a":\ndata: 1}\n\n') == b'{"a":\n1}'
     assert event_data(b"data:{}\n\n") == b"{}"

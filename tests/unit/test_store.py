@@ -16,8 +16,17 @@ from unigate.usage.recorder import UsageRecord, UsageRecorder
 
 def _record(key_id: str, model: str, prompt: int, completion: int) -> UsageRecord:
     return UsageRecord(
-        request_id="r1", key_id=key_id, endpoint="chat", model=model, provider="p", upstream_model="u",
-        status=200, prompt_tokens=prompt, completion_tokens=completion, latency_ms=1.5, cost=0.25,
+        request_id="r1",
+        key_id=key_id,
+        endpoint="chat",
+        model=model,
+        provider="p",
+        upstream_model="u",
+        status=200,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        latency_ms=1.5,
+        cost=0.25,
         created_at=time.time(),
     )
 

@@ -1,0 +1,111 @@
+"""`unigate serve` contracts: admin key printed once, config errors named, several workers
+sharing revocations, PostgreSQL as the database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import openai
+
+from tests.support.gateway import GatewayProcess
+from tests.support.net import http
+
+
+def test_admin_key_generated_and_printed_once(tmp_path: Path) -> None:
+    env = {"UNIGATE_ADMIN_KEY": ""}
+    first = GatewayProcess(tmp_path, env=env).start()
+    first.stop()
+    stored = (tmp_path / "data" / "admin_key").read_text().strip()
+    assert stored.startswith("uga_") and stored in first.log()
+    assert oct((tmp_path / "data" / "admin_key").stat().st_mode & 0o777) == "0o600"
+    second = GatewayProcess(tmp_path, env=env)
+    second.log_path = tmp_path / "second.log"
+    second.start()
+    try:
+        assert stored not in second.log(), "the admin key is printed only when it is created"
+        res = http("GET", second.base_url + "/admin/keys", headers={"Authorization": f"Bearer {stored}"})
+        assert res.status == 200
+    finally:
+        second.stop()
+
+
+def test_config_error_names_key_and_file(tmp_path: Path) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text("providers:\n  - name: x\n    protocol: openai\n    base_urll: http://x\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "unigate", "serve", "--config", str(config)],
+        env={**os.environ, "UNIGATE_DATA_DIR": str(tmp_path / "d")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "providers[0].base_urll: unknown key" in proc.stderr and str(config) in proc.stderr.replace(
+        "\n", ""
+    )
+
+
+def test_unknown_protocol_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text("providers:\n  - {name: x, protocol: carrier-pigeon}\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "unigate", "serve", "--config", str(config)],
+        env={**os.environ, "UNIGATE_DATA_DIR": str(tmp_path / "d")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2 and "carrier-pigeon" in proc.stderr
+
+
+def test_two_workers_share_revocation(tmp_path: Path) -> None:
+    with GatewayProcess(tmp_path, workers=2) as gw:
+        record = gw.create_key_record(name="multi")
+        client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=record["key"], max_retries=0)
+        for _ in range(6):  # new connections spread over both workers
+            client.with_options().chat.completions.create(
+                model="sandbox-chat", messages=[{"role": "user", "content": "x"}]
+            )
+        gw.admin("DELETE", f"/admin/keys/{record['id']}")
+        time.sleep(1.0)
+        statuses = set()
+        for _ in range(10):
+            fresh = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=record["key"], max_retries=0)
+            try:
+                fresh.chat.completions.create(
+                    model="sandbox-chat", messages=[{"role": "user", "content": "x"}]
+                )
+                statuses.add(200)
+            except openai.AuthenticationError:
+                statuses.add(401)
+            fresh.close()
+        assert statuses == {401}
+
+
+def test_gateway_on_postgres(tmp_path: Path, postgres_url: str) -> None:
+    from tests.conftest import _fresh_postgres_database
+
+    url = _fresh_postgres_database(postgres_url, "gateway_e2e")
+    with GatewayProcess(tmp_path, env={"UNIGATE_DATABASE_URL": url}) as gw:
+        assert http("GET", gw.base_url + "/readyz").json()["database"] == "ok"
+        record = gw.create_key_record(name="pg")
+        client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=record["key"], max_retries=0)
+        reply = client.chat.completions.create(
+            model="sandbox-chat", messages=[{"role": "user", "content": "hi pg"}]
+        )
+        assert reply.choices[0].message.content
+        time.sleep(1.3)  # one usage flush interval
+        usage = gw.admin("GET", "/admin/usage").json()["data"]
+        assert any(row["key_id"] == record["id"] and row["requests"] == 1 for row in usage)
+        gw.admin("DELETE", f"/admin/keys/{record['id']}")
+        try:
+            client.chat.completions.create(model="sandbox-chat", messages=[{"role": "user", "content": "x"}])
+            raise AssertionError("revoked key accepted")
+        except openai.AuthenticationError:
+            pass
