@@ -72,7 +72,8 @@ class Gateway:
         return hmac.compare_digest(hashlib.sha256(presented.encode()).digest(), self.admin_key_digest)
 
     async def start(self) -> None:
-        await db.migrate(self.engine)
+        if self.settings.migrate_on_start:
+            await db.migrate(self.engine)
         for provider in self.providers.values():
             await provider.start()
         await self.key_cache.start()

@@ -22,6 +22,8 @@ class Settings:
     admin_key: str | None
     allow_private_webhooks: bool
     log_level: str
+    # False in workers started by `unigate serve`, which migrates once before starting them.
+    migrate_on_start: bool
     # Provider credentials picked up from the environment when no config file is given.
     env_credentials: Mapping[str, str]
 
@@ -44,6 +46,7 @@ class Settings:
             admin_key=env.get("UNIGATE_ADMIN_KEY") or None,
             allow_private_webhooks=env.get("UNIGATE_ALLOW_PRIVATE_WEBHOOKS", "") in ("1", "true", "yes"),
             log_level=(env.get("UNIGATE_LOG_LEVEL") or "info").lower(),
+            migrate_on_start=env.get("UNIGATE_MIGRATE", "1") not in ("0", "false", "no"),
             env_credentials=creds,
         )
 
@@ -57,6 +60,7 @@ class Settings:
             "UNIGATE_DATABASE_URL": self.database_url,
             "UNIGATE_LOG_LEVEL": self.log_level,
             "UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1" if self.allow_private_webhooks else "0",
+            "UNIGATE_MIGRATE": "1" if self.migrate_on_start else "0",
         }
         if self.config_path:
             env["UNIGATE_CONFIG"] = str(self.config_path)

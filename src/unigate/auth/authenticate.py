@@ -16,18 +16,24 @@ _ALT_HEADERS = (b"x-api-key", b"x-goog-api-key")
 
 
 def extract_key(request: Request) -> str | None:
-    if request.header_count(b"authorization") > 1:
-        raise InvalidRequest("Duplicate Authorization headers.")
-    auth = request.header(b"authorization")
+    """The presented key, from the first header form present (one pass over the headers);
+    "" when an Authorization header is present but unusable."""
+    auth: bytes | None = None
+    alt: bytes | None = None
+    for name, value in request.scope["headers"]:
+        if name == b"authorization":
+            if auth is not None:
+                raise InvalidRequest("Duplicate Authorization headers.")
+            auth = value
+        elif alt is None and name in _ALT_HEADERS:
+            alt = value
     if auth is not None:
-        scheme, _, value = auth.decode("latin-1").strip().partition(" ")
-        if scheme.lower() in ("bearer", "token") and value.strip():
-            return value.strip()
-        return ""  # present but unusable: malformed, not missing
-    for name in _ALT_HEADERS:
-        value_b = request.header(name)
-        if value_b is not None:
-            return value_b.decode("latin-1").strip()
+        scheme, _, rest = auth.decode("latin-1").strip().partition(" ")
+        if scheme.lower() in ("bearer", "token") and rest.strip():
+            return rest.strip()
+        return ""
+    if alt is not None:
+        return alt.decode("latin-1").strip()
     return request.query.get("key")
 
 
@@ -37,12 +43,16 @@ async def authenticate(request: Request, cache: KeyCache) -> Principal:
         raise AuthenticationFailed(
             "Missing API key. Send it as 'Authorization: Bearer <key>'.", code="missing_api_key"
         )
-    if not is_well_formed(key):
-        raise AuthenticationFailed("Malformed API key.", code="invalid_api_key")
     key_hash = hash_key(key)
-    principal = cache.peek(key_hash) or await cache.lookup(key_hash)
+    principal = cache.peek(key_hash)
     if principal is None:
-        raise AuthenticationFailed("Invalid API key.", code="invalid_api_key")
+        # Shape and checksum only matter for keys the cache does not know: a typo or a
+        # scanner's guess is refused here without touching the database.
+        if not is_well_formed(key):
+            raise AuthenticationFailed("Malformed API key.", code="invalid_api_key")
+        principal = await cache.lookup(key_hash)
+        if principal is None:
+            raise AuthenticationFailed("Invalid API key.", code="invalid_api_key")
     if principal.revoked_at is not None:
         raise AuthenticationFailed("This API key has been revoked.", code="revoked_api_key")
     if principal.expires_at is not None and principal.expires_at <= time.time():

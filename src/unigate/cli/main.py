@@ -57,8 +57,6 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
 ) -> None:
     """Start the gateway."""
-    import uvicorn
-
     from unigate.logs import configure_logging
 
     settings = _settings(config)
@@ -70,26 +68,39 @@ def serve(
             print(f"Admin key (shown once; also stored in {settings.data_dir / 'admin_key'}):", flush=True)
             print(admin_key, flush=True)
         settings = settings.with_overrides(admin_key=admin_key)
-    # Migrate once here so several workers do not race on the schema.
+    # Migrate once here so several workers do not race on the schema, then replace this
+    # process with uvicorn: the workers never carry the CLI's or Alembic's imports.
     asyncio.run(_migrate(settings.database_url))
-    os.environ.update(settings.to_env())
+    os.environ.update(settings.with_overrides(migrate_on_start=False).to_env())
     print(
         f"unigate listening on http://{host}:{port} ({workers} worker{'s' if workers > 1 else ''})",
         flush=True,
     )
-    uvicorn.run(
+    args = [
+        sys.executable,
+        "-m",
+        "uvicorn",
         "unigate.app:app_factory",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        loop="uvloop",
-        http="httptools",
-        access_log=False,
-        log_level="warning",
-        lifespan="on",
-        timeout_keep_alive=30,
-    )
+        "--factory",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+        "--timeout-keep-alive",
+        "30",
+        "--lifespan",
+        "on",
+    ]
+    os.execv(sys.executable, args)
 
 
 async def _migrate(url: str) -> None:

@@ -7,7 +7,7 @@ relayed as received. Only events that mention `usage` are parsed.
 
 from __future__ import annotations
 
-import contextlib
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -130,11 +130,20 @@ def _usage_from(obj: Any, usage: Usage) -> bool:
     return True
 
 
+_PROMPT_RE = re.compile(rb'"prompt_tokens"\s*:\s*(\d+)')
+_COMPLETION_RE = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
+
+
 def _body_usage(data: bytes) -> Usage:
+    """Usage of a complete JSON reply without parsing the whole body: the `usage` object
+    is the last one in OpenAI replies, and its two counters are plain integers."""
     usage = Usage()
-    if b'"usage"' in data:
-        with contextlib.suppress(orjson.JSONDecodeError):
-            _usage_from(orjson.loads(data), usage)
+    at = data.rfind(b'"usage"')
+    if at >= 0:
+        prompt = _PROMPT_RE.search(data, at)
+        completion = _COMPLETION_RE.search(data, at)
+        usage.prompt_tokens = int(prompt.group(1)) if prompt else 0
+        usage.completion_tokens = int(completion.group(1)) if completion else 0
     return usage
 
 

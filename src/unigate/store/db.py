@@ -6,8 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config as AlembicConfig
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -56,17 +54,21 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def _alembic_config(conn: sa.Connection) -> AlembicConfig:
+def _upgrade(conn: sa.Connection) -> None:
+    # Imported here: Alembic (and Mako) cost several MB that request workers never need.
+    from alembic import command
+    from alembic.config import Config as AlembicConfig
+
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["connection"] = conn
-    return cfg
+    command.upgrade(cfg, "head")
 
 
 async def migrate(engine: AsyncEngine) -> None:
     """Bring the schema to the newest revision (idempotent, safe on every start)."""
     async with engine.begin() as conn:
-        await conn.run_sync(lambda sync_conn: command.upgrade(_alembic_config(sync_conn), "head"))
+        await conn.run_sync(_upgrade)
 
 
 async def ping(conn: AsyncConnection) -> None:

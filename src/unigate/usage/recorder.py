@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -16,6 +16,8 @@ from unigate.store.schema import usage_records
 
 log = logging.getLogger("unigate.usage")
 
+_CHUNK = 500
+
 
 @dataclass(slots=True)
 class Usage:
@@ -23,8 +25,9 @@ class Usage:
     completion_tokens: int = 0
 
 
-@dataclass(slots=True)
-class UsageRecord:
+class UsageRecord(NamedTuple):
+    """One accounted request. A tuple, so buffering and batch inserts cost no conversion."""
+
     request_id: str
     key_id: str
     endpoint: str
@@ -46,6 +49,7 @@ class UsageRecorder:
         self._max_buffer = max_buffer
         self._buffer: list[UsageRecord] = []
         self._task: asyncio.Task[None] | None = None
+        self._insert_sql = _insert_sql(engine.dialect.paramstyle)
         self.dropped = 0
 
     def record(self, rec: UsageRecord) -> None:
@@ -56,16 +60,23 @@ class UsageRecorder:
         self._buffer.append(rec)
 
     async def flush(self) -> int:
+        """Write the buffer in chunks, yielding to the event loop between them so a large
+        backlog never stalls requests for more than a chunk's worth of work."""
         if not self._buffer:
             return 0
         batch, self._buffer = self._buffer, []
+        written = 0
         try:
-            async with self._engine.begin() as conn:
-                await conn.execute(usage_records.insert(), [asdict(r) for r in batch])
+            for start in range(0, len(batch), _CHUNK):
+                async with self._engine.begin() as conn:
+                    await conn.exec_driver_sql(self._insert_sql, batch[start : start + _CHUNK])
+                written = start + _CHUNK
+                await asyncio.sleep(0)
         except Exception:
-            log.exception("usage flush failed; %d records kept for retry", len(batch))
-            self._buffer[:0] = batch
-            return 0
+            kept = batch[written:]
+            log.exception("usage flush failed; %d records kept for retry", len(kept))
+            self._buffer[:0] = kept
+            return min(written, len(batch))
         return len(batch)
 
     async def start(self) -> None:
@@ -112,5 +123,15 @@ class UsageRecorder:
         ]
 
 
-def now() -> float:
-    return time.time()
+def _insert_sql(paramstyle: str) -> str:
+    """A driver-level INSERT: no per-row SQLAlchemy processing on the event loop."""
+    cols = list(UsageRecord._fields)
+    if paramstyle == "qmark":
+        marks = ["?"] * len(cols)
+    elif paramstyle == "numeric_dollar":
+        marks = [f"${i}" for i in range(1, len(cols) + 1)]
+    elif paramstyle in ("format", "pyformat"):
+        marks = ["%s"] * len(cols)
+    else:
+        raise ValueError(f"unsupported DBAPI paramstyle {paramstyle}")
+    return f"INSERT INTO {usage_records.name} ({', '.join(cols)}) VALUES ({', '.join(marks)})"
