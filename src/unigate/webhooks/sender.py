@@ -1,0 +1,189 @@
+"""Webhook delivery: one POST attempt per `deliver` call, classified for the outbox's retry loop.
+
+Contract (Standard Webhooks "delivery success and failure", checklist W6/S4/S8):
+2xx is success; redirects are never followed and count as failures; 410 means the endpoint is gone
+(permanent); 429/502/503/504 honour `Retry-After`; unsafe URLs are refused without dialling.
+Response bodies are read (at most 64 KiB, so the connection can be reused) and discarded, and
+error strings are short fixed phrases: nothing from the receiver or the URL is echoed back.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+import aiohttp
+from aiohttp.abc import AbstractResolver
+
+from unigate.webhooks.ssrf import GuardedResolver, RefusedAddress, UnsafeURL, check_url
+
+# Seconds before attempt n (0 = first delivery): ~2.5 days in total, like Standard Webhooks' example.
+DEFAULT_SCHEDULE: tuple[float, ...] = (0, 5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 43200, 86400)
+DEFAULT_TIMEOUT = 15.0
+MAX_RESPONSE_READ = 64 * 1024
+# A receiver may slow us down, but not park a delivery for longer than a day.
+MAX_RETRY_AFTER = 86400.0
+JITTER = 0.1
+_SLOW_DOWN = frozenset({429, 502, 503, 504})
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryResult:
+    ok: bool
+    status: int | None
+    retry_after: float | None
+    error: str
+    permanent: bool
+
+
+def _failure(error: str, status: int | None = None, *, permanent: bool = False) -> DeliveryResult:
+    return DeliveryResult(ok=False, status=status, retry_after=None, error=error, permanent=permanent)
+
+
+def _refused(reason: str) -> DeliveryResult:
+    return _failure(f"refused: {reason}", permanent=True)
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """`Retry-After` as seconds from now (delay-seconds or HTTP-date), capped; None if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        seconds = float(value)
+    else:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def classify(status: int, headers: Mapping[str, str]) -> DeliveryResult:
+    """Map an HTTP status (and `Retry-After`) to a delivery outcome."""
+    if 200 <= status < 300:
+        return DeliveryResult(ok=True, status=status, retry_after=None, error="", permanent=False)
+    if status == 410:
+        return _failure("endpoint gone (HTTP 410)", status, permanent=True)
+    if 300 <= status < 400:
+        return _failure(f"redirect not followed (HTTP {status})", status)
+    if status in _SLOW_DOWN:
+        retry_after = parse_retry_after(headers.get("Retry-After"))
+        return DeliveryResult(
+            ok=False, status=status, retry_after=retry_after, error=f"HTTP {status}", permanent=False
+        )
+    return _failure(f"HTTP {status}", status)
+
+
+def backoff_schedule(
+    attempt: int, schedule: Sequence[float] = DEFAULT_SCHEDULE, *, rng: random.Random | None = None
+) -> float | None:
+    """Delay in seconds before delivery attempt `attempt` (= attempts already made; 0 before the
+    first one), with +/-10% jitter so retries of many events do not arrive in lockstep.
+    None when the schedule is exhausted: mark the delivery failed and let the user replay it."""
+    if attempt < 0:
+        raise ValueError("attempt must be >= 0")
+    if attempt >= len(schedule):
+        return None
+    base = float(schedule[attempt])
+    uniform = (rng or random).uniform  # not for secrets: jitter only
+    return max(0.0, base * uniform(1 - JITTER, 1 + JITTER))
+
+
+async def _drain(resp: aiohttp.ClientResponse) -> None:
+    """Read and discard at most MAX_RESPONSE_READ bytes; drop the connection if more remain."""
+    remaining = MAX_RESPONSE_READ
+    try:
+        while remaining > 0:
+            chunk = await resp.content.read(remaining)
+            if not chunk:
+                break
+            remaining -= len(chunk)
+    except (aiohttp.ClientError, TimeoutError):
+        pass  # the status line already answered; a broken body does not change the outcome
+    if not resp.content.at_eof():
+        resp.close()
+
+
+class WebhookSender:
+    """One pooled session for all webhook deliveries, dialling only through `GuardedResolver`.
+
+    `allow_private=True` is an explicit operator opt-in (e.g. receivers on a private network);
+    the default refuses loopback/private/link-local/metadata targets (fail closed).
+    """
+
+    def __init__(
+        self, allow_private: bool = False, *, inner_resolver: AbstractResolver | None = None
+    ) -> None:
+        self.allow_private = allow_private
+        self._inner_resolver = inner_resolver
+        self._session: aiohttp.ClientSession | None = None
+
+    async def start(self) -> None:
+        if self._session is not None:
+            return
+        resolver = GuardedResolver(self.allow_private, inner=self._inner_resolver)
+        # No DNS cache: every connection is resolved (and checked) again, at delivery time.
+        connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False, limit=100)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            trust_env=False,  # never route through an env proxy: the guard must see the real target
+            cookie_jar=aiohttp.DummyCookieJar(),  # receivers must not set state on our client
+            auto_decompress=False,  # bodies are discarded; no decompression bombs
+            headers={"User-Agent": "unigate-webhooks/1"},
+        )
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    async def __aenter__(self) -> WebhookSender:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("webhook sender used before start()")
+        return self._session
+
+    async def deliver(
+        self, url: str, body: bytes, headers: dict[str, str], timeout: float = DEFAULT_TIMEOUT
+    ) -> DeliveryResult:
+        """POST `body` once. Never raises for network or policy outcomes; see the module doc."""
+        try:
+            # Re-checked on every attempt (DNS and policy can change over a task's lifetime).
+            target = check_url(url, allow_private=self.allow_private)
+        except UnsafeURL as exc:
+            return _refused(str(exc))
+        session = self.session
+        try:
+            async with session.post(
+                target,  # the checked URL object itself: no second parse of the string
+                data=body,
+                headers=headers,
+                allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as resp:
+                await _drain(resp)
+                return classify(resp.status, resp.headers)
+        except TimeoutError:
+            return _failure("timeout")
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, RefusedAddress):
+                return _refused(str(exc.os_error))
+            return _failure(f"connection failed ({type(exc).__name__})")
+        except aiohttp.InvalidURL:
+            return _refused("URL is not valid")
+        except (aiohttp.ClientError, OSError) as exc:
+            return _failure(f"request failed ({type(exc).__name__})")
