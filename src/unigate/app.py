@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 
-from unigate.api import admin, health, text
+from unigate.api import admin, health, media, music, text
 from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.auth.authenticate import authenticate
 from unigate.endpoints import Endpoint, EndpointTable
@@ -34,6 +34,8 @@ class GatewayApp:
         endpoints: list[Endpoint] = [
             *health.endpoints(gateway),
             *text.endpoints(gateway),
+            *music.endpoints(gateway),
+            *media.endpoints(gateway),
             *admin.endpoints(gateway),
         ]
         self.table = EndpointTable(endpoints)

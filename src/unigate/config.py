@@ -65,11 +65,46 @@ class LimitsConfig(_Strict):
     max_image_upload: int = Field(default=50 * MiB, gt=0)
 
 
+class TasksConfig(_Strict):
+    poll_interval: float = Field(default=1.0, gt=0)  # first poll delay; grows with backoff
+    max_poll_interval: float = Field(default=30.0, gt=0)
+    deadline_seconds: float = Field(default=1800.0, gt=0)  # unfinished by then: FAILURE + refund
+    webhook_retry_schedule: list[float] = Field(
+        default_factory=lambda: [
+            0.0,
+            5.0,
+            30.0,
+            120.0,
+            600.0,
+            1800.0,
+            3600.0,
+            7200.0,
+            14400.0,
+            28800.0,
+            43200.0,
+            86400.0,
+        ]
+    )
+    webhook_timeout: float = Field(default=15.0, gt=0)
+    allow_private_webhooks: bool = False
+
+
+class MusicConfig(_Strict):
+    default_model: str = "chirp-v4"  # the `mv` used when a submit omits it
+
+
+class SandboxConfig(_Strict):
+    music_seconds: float = Field(default=8.0, gt=0)  # time for a sandbox music task to finish
+
+
 class GatewayConfig(_Strict):
     providers: list[ProviderConfig] = Field(default_factory=list)
     models: list[ModelConfig] = Field(default_factory=list)
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    tasks: TasksConfig = Field(default_factory=TasksConfig)
+    music: MusicConfig = Field(default_factory=MusicConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:
@@ -86,6 +121,7 @@ class GatewayConfig(_Strict):
 
 
 SANDBOX_TEXT_MODELS = ("sandbox-chat", "sandbox-embedding")
+SANDBOX_MUSIC_MODELS = ("chirp-v3-0", "chirp-v3-5", "chirp-v4", "chirp-v4-5")
 
 
 def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
@@ -93,7 +129,8 @@ def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
     real vendors whose credentials are present in the environment."""
     providers: list[dict[str, Any]] = [{"name": "sandbox", "protocol": "sandbox"}]
     models: list[dict[str, Any]] = [
-        {"name": name, "routes": [{"provider": "sandbox"}]} for name in SANDBOX_TEXT_MODELS
+        {"name": name, "routes": [{"provider": "sandbox"}]}
+        for name in (*SANDBOX_TEXT_MODELS, *SANDBOX_MUSIC_MODELS)
     ]
     if key := env_credentials.get("OPENAI_API_KEY"):
         base = env_credentials.get("OPENAI_BASE_URL", "https://api.openai.com/v1")

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from unigate.auth.cache import KeyCache
 from unigate.config import GatewayConfig, load_config
 from unigate.limits.rate import RateLimiter
+from unigate.music.record import music_record
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.registry import build_provider
 from unigate.routing.catalog import Catalog
@@ -24,7 +25,13 @@ from unigate.routing.health import RouteHealth
 from unigate.settings import Settings
 from unigate.store import db
 from unigate.store.keys import KeyStore
+from unigate.tasks.group_commit import GroupCommit
+from unigate.tasks.outbox import OutboxDeliverer
+from unigate.tasks.poller import Poller
+from unigate.tasks.service import TaskService
+from unigate.tasks.store import TaskStore
 from unigate.usage.recorder import UsageRecorder
+from unigate.webhooks.sender import WebhookSender
 
 log = logging.getLogger("unigate")
 
@@ -42,6 +49,11 @@ class Gateway:
     catalog: Catalog
     router: Router
     admin_key_digest: bytes
+    tasks: TaskService
+    poller: Poller
+    outbox: OutboxDeliverer
+    webhook_sender: WebhookSender
+    allow_private_webhooks: bool
     started: bool = field(default=False)
 
     @classmethod
@@ -49,9 +61,18 @@ class Gateway:
         config = config or load_config(settings.config_path)
         engine = db.create_engine(settings.database_url)
         keys = KeyStore(engine)
-        context = ProviderContext(data_dir=settings.data_dir)
+        context = ProviderContext(data_dir=settings.data_dir, music_seconds=config.sandbox.music_seconds)
         providers = {p.name: build_provider(p, context) for p in config.providers}
         admin_key = settings.admin_key or read_or_create_admin_key(settings.data_dir)[0]
+        router = Router(RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds))
+        task_store = TaskStore(engine)
+        tasks = TaskService(
+            task_store, GroupCommit(task_store), router, config.tasks, {"music": music_record}
+        )
+        allow_private = settings.allow_private_webhooks or config.tasks.allow_private_webhooks
+        sender = WebhookSender(allow_private)
+        outbox = OutboxDeliverer(task_store, keys, sender, config.tasks.webhook_retry_schedule,
+                                 config.tasks.webhook_timeout)  # fmt: skip
         return cls(
             settings=settings,
             config=config,
@@ -62,10 +83,13 @@ class Gateway:
             usage=UsageRecorder(engine),
             providers=providers,
             catalog=Catalog(config, providers),
-            router=Router(
-                RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds)
-            ),
+            router=router,
             admin_key_digest=hashlib.sha256(admin_key.encode()).digest(),
+            tasks=tasks,
+            poller=Poller(tasks, providers, config.tasks),
+            outbox=outbox,
+            webhook_sender=sender,
+            allow_private_webhooks=allow_private,
         )
 
     def is_admin_key(self, presented: str) -> bool:
@@ -78,9 +102,15 @@ class Gateway:
             await provider.start()
         await self.key_cache.start()
         await self.usage.start()
+        await self.tasks.writer.start()
+        await self.outbox.start()
+        await self.poller.start()
         self.started = True
 
     async def stop(self) -> None:
+        await self.poller.stop()
+        await self.outbox.stop()
+        await self.tasks.writer.stop()
         await self.usage.stop()
         await self.key_cache.stop()
         for provider in self.providers.values():

@@ -70,6 +70,39 @@ class Reply:
     close: Callable[[], Any] | None = None
 
 
+@dataclass(slots=True)
+class TaskSubmission:
+    """An asynchronous job for an upstream: `action` is the family's verb (MUSIC, LYRICS,
+    UPLOAD, ...), `fields` the validated request fields in the upstream family's naming."""
+
+    family: str
+    action: str
+    model: str
+    fields: dict[str, Any]
+    upload: bytes | None = None  # a file the job starts from (audio upload)
+    upload_name: str = ""
+
+
+@dataclass(slots=True)
+class SubmitResult:
+    upstream_id: str
+    clip_ids: list[str] = field(default_factory=list)  # upstream clip ids, when already known
+
+
+@dataclass(slots=True)
+class UpstreamTask:
+    """One task's state as the upstream reports it, already mapped to the task vocabulary
+    (SUBMITTED, QUEUED, IN_PROGRESS, SUCCESS, FAILURE; UNKNOWN never ends a task)."""
+
+    upstream_id: str
+    status: str
+    progress: int | None = None
+    fail_reason: str = ""
+    error_type: str = ""
+    clips: list[dict[str, Any]] = field(default_factory=list)
+    lyrics: dict[str, Any] | None = None
+
+
 class RouteFailed(Exception):
     """This route could not answer; the next one may. `status` is what the client would
     get if every route fails this way."""
@@ -90,7 +123,7 @@ class ProviderContext:
     """Process-wide facilities an adapter may need, handed in at construction."""
 
     data_dir: Path
-    public_base_url: str = ""
+    music_seconds: float = 8.0  # how long the sandbox's music jobs take
 
 
 class Provider:
@@ -122,6 +155,15 @@ class Provider:
 
     async def embed(self, call: TextCall, target: Target) -> Reply:
         raise _unsupported(self, "embeddings")
+
+    async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
+        """Start an upstream job; raise RouteFailed (try another route) or UpstreamRejected."""
+        raise _unsupported(self, f"{job.family} tasks")
+
+    async def poll_tasks(self, upstream_ids: list[str], timeouts: Timeouts) -> dict[str, UpstreamTask]:
+        """Current state of several jobs in one call where the upstream allows it. Ids the
+        upstream does not report are left out (the poller retries them later)."""
+        raise _unsupported(self, "task polling")
 
 
 def _unsupported(provider: Provider, what: str) -> InvalidRequest:

@@ -6,10 +6,12 @@ from unigate.config import ProviderConfig
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.openai import OpenAIProvider
 from unigate.providers.sandbox import SandboxProvider
+from unigate.providers.suno import SunoProvider
 
 PROTOCOLS: dict[str, type[Provider]] = {
     OpenAIProvider.protocol: OpenAIProvider,
     SandboxProvider.protocol: SandboxProvider,
+    SunoProvider.protocol: SunoProvider,
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 from unigate.errors import UpstreamFailed
 from unigate.providers.base import Reply, RouteFailed, StreamBroken, Target
@@ -15,7 +16,7 @@ from unigate.routing.health import RouteHealth
 
 log = logging.getLogger("unigate.routing")
 
-Invoke = Callable[[Target], Awaitable[Reply]]
+T = TypeVar("T")
 
 
 class Router:
@@ -56,12 +57,20 @@ class Router:
         # Efraimidis-Spirakis: an order in which each route leads with probability ∝ weight.
         return sorted(group, key=lambda r: self._rng.random() ** (1.0 / r.weight), reverse=True)
 
-    async def run(self, entry: ModelEntry, model: str, invoke: Invoke) -> tuple[Reply, Target]:
+    async def run(
+        self, entry: ModelEntry, model: str, invoke: Callable[[Target], Awaitable[T]]
+    ) -> tuple[T, Target]:
+        """The first route's answer that did not fail, and that route's target."""
+        return await self.run_targets(self.plan(entry, model), invoke)
+
+    async def run_targets(
+        self, targets: list[Target], invoke: Callable[[Target], Awaitable[T]]
+    ) -> tuple[T, Target]:
         last: RouteFailed | None = None
-        for target in self.plan(entry, model):
+        for target in targets:
             try:
                 reply = await invoke(target)
-                if reply.stream is not None:
+                if isinstance(reply, Reply) and reply.stream is not None:
                     reply.stream = await _peeked(reply)
             except RouteFailed as failure:
                 last = failure

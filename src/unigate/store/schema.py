@@ -50,3 +50,84 @@ usage_records = sa.Table(
     sa.Column("cost", sa.Float, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False, index=True),
 )
+
+# --- asynchronous tasks (one engine for every async family) ---
+
+tasks = sa.Table(
+    "tasks",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),  # public id (UUID)
+    sa.Column("key_id", sa.String(40), nullable=False),  # owner
+    sa.Column("family", sa.String(20), nullable=False),
+    sa.Column("action", sa.String(20), nullable=False),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("provider", sa.String(100), nullable=False),
+    sa.Column("upstream_id", sa.String(200), nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("progress", sa.Integer, nullable=False),
+    sa.Column("fail_reason", sa.Text, nullable=False),
+    sa.Column("submit_time", sa.Integer, nullable=False),
+    sa.Column("start_time", sa.Integer, nullable=False),
+    sa.Column("finish_time", sa.Integer, nullable=False),
+    sa.Column("notify_hook", sa.Text, nullable=False),
+    sa.Column("request", sa.Text, nullable=False),  # JSON: the validated submit fields
+    sa.Column("result", sa.Text, nullable=False),  # JSON: upstream result (clips, lyrics, ...)
+    sa.Column("clip_ids", sa.Text, nullable=False),  # JSON list of public clip ids (fetch = one read)
+    sa.Column("public_base", sa.Text, nullable=False),  # base URL for gateway-served media
+    sa.Column("price", sa.Float, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),  # compare-and-set guard
+    sa.Column("poll_attempts", sa.Integer, nullable=False),
+    sa.Column("next_poll_at", sa.Float, nullable=False),
+    sa.Column("lease_owner", sa.String(64), nullable=True),
+    sa.Column("lease_until", sa.Float, nullable=False),
+    sa.Column("deadline_at", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Index("ix_tasks_due", "status", "next_poll_at"),
+    sa.Index("ix_tasks_key", "key_id"),
+)
+
+# Public clip ids of a task, and the upstream clip each maps to once known. A continuation
+# of a clip is sent to the provider (channel) that produced it.
+task_clips = sa.Table(
+    "task_clips",
+    metadata,
+    sa.Column("clip_id", sa.String(40), primary_key=True),
+    sa.Column("task_id", sa.String(40), nullable=False, index=True),
+    sa.Column("key_id", sa.String(40), nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("provider", sa.String(100), nullable=False),
+    sa.Column("upstream_clip_id", sa.String(200), nullable=True),
+)
+
+# Money moved for a task; the unique (task_id, kind) makes a refund happen at most once.
+billing_ledger = sa.Table(
+    "billing_ledger",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key_id", sa.String(40), nullable=False, index=True),
+    sa.Column("task_id", sa.String(40), nullable=False),
+    sa.Column("kind", sa.String(10), nullable=False),  # reserve | refund
+    sa.Column("amount", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("task_id", "kind", name="uq_billing_task_kind"),
+)
+
+# Webhook events to deliver, written in the same transaction as the change they report.
+webhook_outbox = sa.Table(
+    "webhook_outbox",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),  # webhook-id, stable across retries
+    sa.Column("task_id", sa.String(40), nullable=False, index=True),
+    sa.Column("key_id", sa.String(40), nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Column("state", sa.String(12), nullable=False),  # pending | delivered | failed
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", sa.Float, nullable=False),
+    sa.Column("lease_until", sa.Float, nullable=False),
+    sa.Column("last_error", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("delivered_at", sa.Float, nullable=True),
+    sa.Index("ix_outbox_due", "state", "next_attempt_at"),
+)

@@ -1,0 +1,138 @@
+"""The three things under load: the fake upstream itself (the baseline), the bare proxy (the
+floor of DESIGN §2) and unigate (with auth, a rate-limited key and usage accounting)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import yaml
+from fake_upstream import CHAT_PATH, STREAM_PATH
+from procs import BenchError, Child, Children, free_port, request, wait_ready
+
+BENCH_DIR = Path(__file__).resolve().parent
+UNIGATE_BIN = Path(sys.executable).parent / "unigate"
+
+CHAT_MODEL = "bench-chat"
+STREAM_MODEL = "bench-stream"
+# The same bytes go to every target; the upstream and the bare proxy ignore the model id.
+CHAT_BODY = orjson.dumps({"model": CHAT_MODEL, "messages": [{"role": "user", "content": "hello"}]})
+STREAM_BODY = orjson.dumps(
+    {"model": STREAM_MODEL, "messages": [{"role": "user", "content": "hello"}], "stream": True}
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    port: int
+    chat_path: str
+    stream_path: str
+    key: str = ""
+    child: Child | None = None
+    admin_key: str = ""
+
+    @property
+    def chat_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.chat_path}"
+
+
+def direct_target(upstream: Child, port: int) -> Target:
+    return Target("direct", port, CHAT_PATH, STREAM_PATH, child=upstream)
+
+
+def start_bare_proxy(children: Children, tmp: Path, upstream_port: int) -> Target:
+    port = free_port()
+    cmd = [
+        sys.executable,
+        str(BENCH_DIR / "bare_proxy.py"),
+        "--port",
+        str(port),
+        "--upstream",
+        f"http://127.0.0.1:{upstream_port}",
+    ]
+    child = children.start("bare proxy", cmd, tmp / "bare_proxy.out")
+    wait_ready(child, port, "/", want=None)
+    return Target("bare", port, CHAT_PATH, STREAM_PATH, child=child)
+
+
+def unigate_config(upstream_port: int) -> dict[str, object]:
+    origin = f"http://127.0.0.1:{upstream_port}"
+    return {
+        "providers": [
+            {"name": "up", "protocol": "openai", "base_url": f"{origin}/v1", "api_key": "sk-bench"},
+            {
+                "name": "up-stream",
+                "protocol": "openai",
+                "base_url": f"{origin}/stream/v1",
+                "api_key": "sk-bench",
+            },
+        ],
+        "models": [
+            {"name": CHAT_MODEL, "routes": [{"provider": "up"}]},
+            {"name": STREAM_MODEL, "routes": [{"provider": "up-stream"}]},
+        ],
+    }
+
+
+def start_unigate(children: Children, tmp: Path, upstream_port: int) -> Target:
+    if not UNIGATE_BIN.exists():
+        raise BenchError(f"{UNIGATE_BIN} not found: install unigate in this venv (pip install -e .)")
+    data_dir = tmp / "unigate-data"
+    data_dir.mkdir()
+    config = tmp / "unigate.yaml"
+    config.write_text(yaml.safe_dump(unigate_config(upstream_port), sort_keys=False), encoding="utf-8")
+    admin_key = "adm-" + secrets.token_urlsafe(24)
+    env = {
+        **os.environ,
+        "UNIGATE_DATA_DIR": str(data_dir),
+        "UNIGATE_CONFIG": str(config),
+        "UNIGATE_ADMIN_KEY": admin_key,
+    }
+    for name in ("UNIGATE_DATABASE_URL", "UNIGATE_REDIS_URL"):  # one machine, local SQLite
+        env.pop(name, None)
+    port = free_port()
+    cmd = [str(UNIGATE_BIN), "serve", "--port", str(port), "--workers", "1"]
+    child = children.start("unigate", cmd, tmp / "unigate.out", env=env)
+    wait_ready(child, port, "/readyz", timeout=60)
+    key = _create_key(port, admin_key)
+    return Target("unigate", port, CHAT_PATH, CHAT_PATH, key=key, child=child, admin_key=admin_key)
+
+
+def _create_key(port: int, admin_key: str) -> str:
+    """A key with an rpm limit, so the rate limiter is on the measured path."""
+    body = orjson.dumps({"name": "bench", "rpm": 100_000_000})
+    headers = {"Authorization": f"Bearer {admin_key}", "Content-Type": "application/json"}
+    status, data, _ = request(port, "POST", "/admin/keys", body, headers)
+    if status not in (200, 201):
+        raise BenchError(f"POST /admin/keys gave HTTP {status}: {data[:300]!r}")
+    key = orjson.loads(data).get("key")
+    if not isinstance(key, str):
+        raise BenchError(f"POST /admin/keys answered without a key: {data[:300]!r}")
+    return key
+
+
+def check_reply(target: Target) -> None:
+    """One plain request before any load: a 200 with the upstream's usage in it, and for
+    unigate the rate-limit headers that show the limiter is on the measured path."""
+    headers = {"Content-Type": "application/json"}
+    if target.key:
+        headers["Authorization"] = f"Bearer {target.key}"
+    status, data, reply_headers = request(target.port, "POST", target.chat_path, CHAT_BODY, headers)
+    if status != 200 or b'"usage"' not in data:
+        raise BenchError(f"{target.name}: POST {target.chat_path} gave HTTP {status}: {data[:300]!r}")
+    if target.name == "unigate" and "x-ratelimit-remaining-requests" not in reply_headers:
+        raise BenchError("unigate answered without x-ratelimit-* headers: is the key's rpm limit applied?")
+
+
+def recorded_requests(target: Target) -> int:
+    """How many requests unigate's usage accounting recorded (`GET /admin/usage` flushes first)."""
+    headers = {"Authorization": f"Bearer {target.admin_key}"}
+    status, data, _ = request(target.port, "GET", "/admin/usage", headers=headers, timeout=30)
+    if status != 200:
+        raise BenchError(f"GET /admin/usage gave HTTP {status}: {data[:300]!r}")
+    return sum(int(row.get("requests", 0)) for row in orjson.loads(data).get("data", []))

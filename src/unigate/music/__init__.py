@@ -1,0 +1,1 @@
+"""The music family (Suno-style): request validation and the task record's shape."""

@@ -1,0 +1,101 @@
+"""Webhook delivery from the persisted outbox: at least once, across restarts.
+
+An event row is written in the same transaction as the change it reports; this loop leases
+due rows, signs each per Standard Webhooks with the owner key's secret, POSTs it through the
+SSRF-guarded sender, and either marks it delivered or schedules the next attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+
+from unigate.store.keys import KeyStore
+from unigate.tasks.store import Delivery, TaskStore
+from unigate.webhooks.sender import WebhookSender, backoff_schedule
+from unigate.webhooks.signing import headers as signed_headers
+
+log = logging.getLogger("unigate.webhooks")
+
+_LEASE_SECONDS = 120.0
+
+
+class OutboxDeliverer:
+    def __init__(
+        self,
+        store: TaskStore,
+        keys: KeyStore,
+        sender: WebhookSender,
+        schedule: Sequence[float],
+        timeout: float,
+        concurrency: int = 16,
+    ) -> None:
+        self.store = store
+        self.keys = keys
+        self.sender = sender
+        self.schedule = tuple(schedule)
+        self.timeout = timeout
+        self._slots = asyncio.Semaphore(concurrency)
+        self._secrets: dict[str, str] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.sender.start()
+        self._task = asyncio.create_task(self._loop(), name="webhook-outbox")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.sender.aclose()
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                batch = await self.store.lease_deliveries(64, _LEASE_SECONDS)
+                if batch:
+                    await asyncio.gather(*(self._deliver(d) for d in batch))
+            except Exception:
+                log.exception("webhook outbox pass failed")
+                batch = []
+            await asyncio.sleep(0.05 if len(batch) >= 64 else 0.25)
+
+    async def _secret(self, key_id: str) -> str | None:
+        secret = self._secrets.get(key_id)
+        if secret is None:
+            record = await self.keys.get(key_id)
+            if record is None:
+                return None
+            secret = self._secrets[key_id] = record.webhook_secret
+        return secret
+
+    async def _deliver(self, event: Delivery) -> None:
+        async with self._slots:
+            secret = await self._secret(event.key_id)
+            attempts = event.attempts + 1
+            if secret is None:
+                await self.store.give_up(event.id, attempts, "owner key no longer exists")
+                return
+            result = await self.sender.deliver(
+                event.url, event.payload, signed_headers(secret, event.id, event.payload), self.timeout
+            )
+            if result.ok:
+                await self.store.delivered(event.id)
+                return
+            delay = None if result.permanent else backoff_schedule(attempts, self.schedule)
+            if delay is None:
+                log.warning(
+                    "webhook %s for task %s abandoned after %d attempt(s): %s",
+                    event.id,
+                    event.task_id,
+                    attempts,
+                    result.error,
+                )
+                await self.store.give_up(event.id, attempts, result.error)
+                return
+            delay = max(delay, result.retry_after or 0.0)
+            await self.store.retry_later(event.id, attempts, time.time() + delay, result.error)

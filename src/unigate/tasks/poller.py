@@ -1,0 +1,178 @@
+"""The poller: leases due tasks, polls each provider once per batch, and moves tasks forward.
+
+- Leases keep several workers or replicas from polling one task at once; a lease that is not
+  released (crash) expires and the task is polled again.
+- Each task backs off while nothing changes and is polled promptly again after a change.
+- Past its deadline a task fails with a clear reason (and is refunded); an upstream state the
+  gateway does not know never ends a task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections import defaultdict
+from typing import Any
+
+from unigate.config import TasksConfig
+from unigate.providers.base import Provider, UpstreamTask
+from unigate.tasks.model import FAILURE, IN_PROGRESS, QUEUED, SUCCESS, TERMINAL, Task, may_move
+from unigate.tasks.service import TaskService
+
+log = logging.getLogger("unigate.tasks")
+
+_LEASE_SECONDS = 60.0
+
+
+class Poller:
+    def __init__(
+        self, service: TaskService, providers: dict[str, Provider], config: TasksConfig, batch: int = 200
+    ) -> None:
+        self.service = service
+        self.store = service.store
+        self.providers = providers
+        self.config = config
+        self.batch = batch
+        self.owner = f"{os.getpid()}-{os.urandom(4).hex()}"
+        self._task: asyncio.Task[None] | None = None
+        self.polls = 0  # upstream poll calls made (observability, tests)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="task-poller")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                worked = await self.tick()
+            except Exception:
+                log.exception("poller tick failed")
+                worked = 0
+            await asyncio.sleep(0.05 if worked >= self.batch else 0.25)
+
+    async def tick(self) -> int:
+        leased = await self.store.lease_due(self.owner, self.batch, _LEASE_SECONDS)
+        if not leased:
+            return 0
+        by_provider: dict[str, list[Task]] = defaultdict(list)
+        for task in leased:
+            by_provider[task.provider].append(task)
+        await asyncio.gather(*(self._poll_provider(name, group) for name, group in by_provider.items()))
+        return len(leased)
+
+    async def _poll_provider(self, name: str, group: list[Task]) -> None:
+        provider = self.providers.get(name)
+        states: dict[str, UpstreamTask] = {}
+        if provider is None:
+            log.error("tasks reference provider %s, which is no longer configured", name)
+        else:
+            try:
+                self.polls += 1
+                states = await provider.poll_tasks([t.upstream_id for t in group], provider.timeouts())
+            except Exception as exc:  # one provider's outage must not stop the others
+                log.warning("polling %d task(s) at %s failed: %s", len(group), name, exc)
+        for task in group:
+            try:
+                await self.advance(task, states.get(task.upstream_id), provider is None)
+            except Exception:
+                log.exception("advancing task %s failed", task.id)
+
+    async def advance(self, task: Task, state: UpstreamTask | None, provider_gone: bool = False) -> None:
+        now = time.time()
+        if task.status in TERMINAL:
+            return
+        if now >= task.deadline_at or provider_gone:
+            reason = (
+                f"Task timed out: not finished within {int(self.config.deadline_seconds)} seconds."
+                if not provider_gone
+                else "The provider that ran this task is no longer configured."
+            )
+            await self._fail(task, reason, "timeout" if not provider_gone else "provider_removed")
+            return
+        changes = _changes(task, state, now) if state is not None else None
+        if not changes:
+            attempts = task.poll_attempts + 1
+            delay = min(self.config.poll_interval * (1.5 ** min(attempts, 20)), self.config.max_poll_interval)
+            await self.store.reschedule(task, self.owner, min(now + delay, task.deadline_at), attempts)
+            return
+        changes["next_poll_at"] = now + self.config.poll_interval
+        changes["poll_attempts"] = 0
+        updated = _apply(task, changes)
+        clip_map = []
+        if state is not None and state.clips:
+            clip_map = [
+                (clip_id, str(clip["id"]))
+                for clip_id, clip in zip(task.clip_ids, state.clips, strict=False)
+                if clip.get("id")
+            ]
+        await self.store.transition(task, changes, self.service.event(updated), clip_map)
+
+    async def _fail(self, task: Task, reason: str, error_type: str) -> None:
+        now = time.time()
+        result = {**task.result, "error_type": error_type, "error_message": reason}
+        changes = {
+            "status": FAILURE,
+            "fail_reason": reason,
+            "finish_time": int(now),
+            "progress": 100,
+            "result": result,
+        }
+        await self.store.transition(task, changes, self.service.event(_apply(task, changes)))
+
+
+def _apply(task: Task, changes: dict[str, Any]) -> Task:
+    fields = {name: getattr(task, name) for name in task.__dataclass_fields__}
+    fields.update({k: v for k, v in changes.items() if k in fields})
+    return Task(**fields)
+
+
+def _changes(task: Task, state: UpstreamTask, now: float) -> dict[str, Any]:
+    """What the upstream state changes about `task`; empty when nothing does."""
+    changes: dict[str, Any] = {}
+    status = task.status
+    if may_move(task.status, state.status) and state.status != task.status:
+        status = state.status
+        changes["status"] = status
+    if status in (IN_PROGRESS, SUCCESS, FAILURE) and task.start_time == 0:
+        changes["start_time"] = int(now)
+    if status in TERMINAL:
+        changes["finish_time"] = int(now)
+    progress = _progress(task, status, state)
+    if progress != task.progress:
+        changes["progress"] = progress
+    result = dict(task.result)
+    if state.clips:
+        result["clips"] = state.clips
+        durations = [float(c["duration"]) for c in state.clips if c.get("duration")]
+        if durations:
+            result["duration"] = max(durations)
+    if state.lyrics is not None:
+        result["lyrics"] = state.lyrics
+    if status == FAILURE:
+        reason = state.fail_reason or "The upstream reported a failure."
+        changes["fail_reason"] = reason
+        result["error_type"] = state.error_type or "upstream_error"
+        result["error_message"] = reason
+    if result != task.result:
+        changes["result"] = result
+    return changes
+
+
+def _progress(task: Task, status: str, state: UpstreamTask) -> int:
+    if status in TERMINAL:
+        return 100
+    if state.progress is not None:
+        return max(task.progress, min(99, state.progress))
+    if status == IN_PROGRESS:
+        return min(90, max(task.progress + 10, 20))
+    if status == QUEUED:
+        return max(task.progress, 5)
+    return task.progress

@@ -1,0 +1,136 @@
+"""Submit and fetch tasks for any async family. A submit reaches the upstream first (so a
+rejected submit is never charged), then its row, clips, price reservation and first webhook
+event are committed together, and only then is the answer sent."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from unigate.auth.principal import Principal
+from unigate.config import TasksConfig
+from unigate.errors import GatewayError
+from unigate.providers.base import Provider, SubmitResult, Target, TaskSubmission
+from unigate.routing.catalog import ModelEntry
+from unigate.routing.engine import Router
+from unigate.tasks.group_commit import GroupCommit
+from unigate.tasks.model import SUBMITTED, Task
+from unigate.tasks.store import NewTask, OutboxEvent, TaskStore
+from unigate.webhooks.signing import new_message_id
+
+Renderer = Callable[[Task], dict[str, Any]]
+
+
+class InsufficientBudget(GatewayError):
+    status, type, code = 402, "insufficient_quota", "insufficient_quota"
+
+
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    """Send a job to one given provider (e.g. the one owning a clip being continued)."""
+
+    target: Target
+
+
+class TaskService:
+    def __init__(
+        self,
+        store: TaskStore,
+        writer: GroupCommit,
+        router: Router,
+        config: TasksConfig,
+        renderers: dict[str, Renderer],
+    ) -> None:
+        self.store = store
+        self.writer = writer
+        self.router = router
+        self.config = config
+        self.renderers = renderers
+
+    def render(self, task: Task) -> dict[str, Any]:
+        return self.renderers[task.family](task)
+
+    def event(self, task: Task) -> list[OutboxEvent]:
+        """The webhook event reporting `task`'s current state, if it has a hook."""
+        if not task.notify_hook:
+            return []
+        payload = orjson.dumps({"code": "success", "message": "", "data": self.render(task)})
+        return [OutboxEvent(new_message_id(), task.id, task.key_id, task.notify_hook, payload)]
+
+    async def submit(
+        self,
+        principal: Principal,
+        job: TaskSubmission,
+        route: ModelEntry | Pinned,
+        *,
+        price: float,
+        notify_hook: str,
+        public_base: str,
+        clip_count: int,
+        stored_fields: dict[str, Any] | None = None,
+    ) -> Task:
+        """Submit upstream, then commit the task; `stored_fields` is what the task record
+        shows when it differs from what the upstream is sent (e.g. public vs upstream clip ids)."""
+        if price > 0 and principal.budget is not None:
+            spent = await self.store.spent(principal.key_id)
+            if spent + price > principal.budget:
+                raise InsufficientBudget("This API key's budget does not cover the price of this task.")
+
+        async def invoke(target: Target) -> SubmitResult:
+            upstream_job = TaskSubmission(
+                job.family, job.action, target.upstream_model, job.fields, job.upload, job.upload_name
+            )
+            return await target.provider.submit_task(upstream_job, target)
+
+        if isinstance(route, Pinned):
+            result, target = await self.router.run_targets([route.target], invoke)
+        else:
+            result, target = await self.router.run(route, job.model, invoke)
+        now = time.time()
+        task = Task(
+            id=str(uuid.uuid4()),
+            key_id=principal.key_id,
+            family=job.family,
+            action=job.action,
+            model=job.model,
+            provider=target.provider.name,
+            upstream_id=result.upstream_id,
+            status=SUBMITTED,
+            progress=0,
+            fail_reason="",
+            submit_time=int(now),
+            start_time=0,
+            finish_time=0,
+            notify_hook=notify_hook,
+            request=job.fields if stored_fields is None else stored_fields,
+            result={},
+            public_base=public_base,
+            price=price,
+            next_poll_at=now + self.config.poll_interval,
+            deadline_at=now + self.config.deadline_seconds,
+            created_at=now,
+            updated_at=now,
+            clip_ids=[str(uuid.uuid4()) for _ in range(clip_count)],
+        )
+        upstream_clips: list[str | None] = [*result.clip_ids, *([None] * (clip_count - len(result.clip_ids)))]
+        await self.writer.insert(
+            NewTask(task, list(zip(task.clip_ids, upstream_clips, strict=False)), self.event(task))
+        )
+        return task
+
+    async def fetch(self, principal: Principal, task_id: str) -> Task | None:
+        """The task if it exists and belongs to the caller (another key's id looks unknown)."""
+        task = await self.store.get(task_id)
+        return task if task is not None and task.key_id == principal.key_id else None
+
+    async def fetch_many(self, principal: Principal, ids: list[str]) -> list[Task]:
+        return await self.store.get_many(ids, principal.key_id)
+
+
+def provider_target(provider: Provider, model: str) -> Target:
+    return Target(provider, model, provider.timeouts(), f"{provider.name}/{model}")

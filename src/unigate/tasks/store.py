@@ -1,0 +1,348 @@
+"""Task persistence: inserts (batched by `GroupCommit`), owner-scoped reads, leases for the
+poller, compare-and-set transitions that write the refund and the webhook events in the same
+transaction, and the webhook outbox."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from unigate.store.schema import billing_ledger, task_clips, tasks, webhook_outbox
+from unigate.tasks.model import TERMINAL, Task
+
+
+@dataclass(slots=True)
+class OutboxEvent:
+    id: str
+    task_id: str
+    key_id: str
+    url: str
+    payload: bytes
+
+
+@dataclass(slots=True)
+class NewTask:
+    """Everything one submit writes, in one transaction."""
+
+    task: Task
+    clips: list[tuple[str, str | None]]  # (public clip id, upstream clip id or None)
+    events: list[OutboxEvent]
+
+
+@dataclass(slots=True)
+class Delivery:
+    id: str
+    task_id: str
+    key_id: str
+    url: str
+    payload: bytes
+    attempts: int
+
+
+def _task_values(task: Task) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "key_id": task.key_id,
+        "family": task.family,
+        "action": task.action,
+        "model": task.model,
+        "provider": task.provider,
+        "upstream_id": task.upstream_id,
+        "status": task.status,
+        "progress": task.progress,
+        "fail_reason": task.fail_reason,
+        "submit_time": task.submit_time,
+        "start_time": task.start_time,
+        "finish_time": task.finish_time,
+        "notify_hook": task.notify_hook,
+        "request": orjson.dumps(task.request).decode(),
+        "result": orjson.dumps(task.result).decode(),
+        "clip_ids": orjson.dumps(task.clip_ids).decode(),
+        "public_base": task.public_base,
+        "price": task.price,
+        "version": task.version,
+        "poll_attempts": task.poll_attempts,
+        "next_poll_at": task.next_poll_at,
+        "lease_owner": None,
+        "lease_until": 0.0,
+        "deadline_at": task.deadline_at,
+        "created_at": task.created_at,
+        "updated_at": task.updated_at,
+    }
+
+
+def _row_task(row: Any) -> Task:
+    return Task(
+        id=row.id,
+        key_id=row.key_id,
+        family=row.family,
+        action=row.action,
+        model=row.model,
+        provider=row.provider,
+        upstream_id=row.upstream_id,
+        status=row.status,
+        progress=row.progress,
+        fail_reason=row.fail_reason,
+        submit_time=row.submit_time,
+        start_time=row.start_time,
+        finish_time=row.finish_time,
+        notify_hook=row.notify_hook,
+        request=orjson.loads(row.request),
+        result=orjson.loads(row.result),
+        public_base=row.public_base,
+        price=row.price,
+        version=row.version,
+        poll_attempts=row.poll_attempts,
+        next_poll_at=row.next_poll_at,
+        deadline_at=row.deadline_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        clip_ids=orjson.loads(row.clip_ids),
+    )
+
+
+def _event_values(event: OutboxEvent, now: float) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "task_id": event.task_id,
+        "key_id": event.key_id,
+        "url": event.url,
+        "payload": event.payload.decode(),
+        "state": "pending",
+        "attempts": 0,
+        "next_attempt_at": now,
+        "lease_until": 0.0,
+        "last_error": "",
+        "created_at": now,
+        "delivered_at": None,
+    }
+
+
+class TaskStore:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._postgres = engine.dialect.name == "postgresql"
+
+    # --- writes at submit -------------------------------------------------------------
+
+    async def insert_batch(self, items: Sequence[NewTask]) -> None:
+        """Insert several submitted tasks with their clips, reservations and first events."""
+        now = time.time()
+        task_rows: list[dict[str, Any]] = []
+        clip_rows: list[dict[str, Any]] = []
+        ledger_rows: list[dict[str, Any]] = []
+        event_rows: list[dict[str, Any]] = []
+        for item in items:
+            t = item.task
+            task_rows.append(_task_values(t))
+            for position, (clip_id, upstream_clip) in enumerate(item.clips):
+                clip_rows.append(
+                    {
+                        "clip_id": clip_id,
+                        "task_id": t.id,
+                        "key_id": t.key_id,
+                        "position": position,
+                        "provider": t.provider,
+                        "upstream_clip_id": upstream_clip,
+                    }
+                )
+            if t.price > 0:
+                ledger_rows.append(
+                    {
+                        "key_id": t.key_id,
+                        "task_id": t.id,
+                        "kind": "reserve",
+                        "amount": t.price,
+                        "created_at": now,
+                    }
+                )
+            event_rows.extend(_event_values(e, now) for e in item.events)
+        async with self.engine.begin() as conn:
+            await conn.execute(tasks.insert(), task_rows)
+            if clip_rows:
+                await conn.execute(task_clips.insert(), clip_rows)
+            if ledger_rows:
+                await conn.execute(billing_ledger.insert(), ledger_rows)
+            if event_rows:
+                await conn.execute(webhook_outbox.insert(), event_rows)
+
+    # --- reads ------------------------------------------------------------------------
+
+    async def get(self, task_id: str) -> Task | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
+        return _row_task(row) if row is not None else None
+
+    async def get_many(self, ids: Sequence[str], key_id: str) -> list[Task]:
+        if not ids:
+            return []
+        async with self.engine.connect() as conn:
+            rows = (
+                await conn.execute(tasks.select().where(tasks.c.id.in_(list(ids)), tasks.c.key_id == key_id))
+            ).all()
+        by_id = {r.id: _row_task(r) for r in rows}
+        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+
+    async def clip(self, clip_id: str) -> tuple[str, str, str, str | None] | None:
+        """(task id, owner key id, provider, upstream clip id) of a public clip id."""
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(task_clips.select().where(task_clips.c.clip_id == clip_id))).first()
+        return (row.task_id, row.key_id, row.provider, row.upstream_clip_id) if row else None
+
+    async def spent(self, key_id: str) -> float:
+        signed = sa.case(
+            (billing_ledger.c.kind == "refund", -billing_ledger.c.amount), else_=billing_ledger.c.amount
+        )
+        async with self.engine.connect() as conn:
+            value = (
+                await conn.execute(sa.select(sa.func.sum(signed)).where(billing_ledger.c.key_id == key_id))
+            ).scalar()
+        return float(value or 0.0)
+
+    async def ledger(self, task_id: str) -> list[tuple[str, float]]:
+        async with self.engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    sa.select(billing_ledger.c.kind, billing_ledger.c.amount).where(
+                        billing_ledger.c.task_id == task_id
+                    )
+                )
+            ).all()
+        return [(r.kind, r.amount) for r in rows]
+
+    # --- poller -----------------------------------------------------------------------
+
+    async def lease_due(self, owner: str, limit: int, lease_seconds: float) -> list[Task]:
+        """Claim up to `limit` due, unfinished, unleased tasks for `owner`. Several pollers
+        (workers, replicas) never hold the same task: SQLite serialises writers, PostgreSQL
+        skips rows another transaction has locked."""
+        now = time.time()
+        due = (
+            sa.select(tasks.c.id)
+            .where(
+                tasks.c.status.not_in(list(TERMINAL)),
+                tasks.c.next_poll_at <= now,
+                tasks.c.lease_until < now,
+            )
+            .order_by(tasks.c.next_poll_at)
+            .limit(limit)
+        )
+        if self._postgres:
+            due = due.with_for_update(skip_locked=True)
+        stmt = (
+            tasks.update()
+            .where(tasks.c.id.in_(due.scalar_subquery()))
+            .values(lease_owner=owner, lease_until=now + lease_seconds)
+            .returning(*tasks.c)
+        )
+        async with self.engine.begin() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [_row_task(r) for r in rows]
+
+    async def reschedule(self, task: Task, owner: str, next_poll_at: float, attempts: int) -> None:
+        """No change to report: poll again later and drop the lease."""
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                tasks.update()
+                .where(tasks.c.id == task.id, tasks.c.lease_owner == owner)
+                .values(next_poll_at=next_poll_at, poll_attempts=attempts, lease_owner=None, lease_until=0.0)
+            )
+
+    async def transition(
+        self,
+        task: Task,
+        changes: dict[str, Any],
+        events: Sequence[OutboxEvent],
+        clip_map: Sequence[tuple[str, str]] = (),
+    ) -> bool:
+        """Apply `changes` if the row still has `task.version` (compare-and-set), with the
+        refund of a failed paid task and the webhook events, atomically. False if another
+        poller or the deadline sweep got there first."""
+        now = time.time()
+        values = dict(changes)
+        for name in ("request", "result"):
+            if name in values:
+                values[name] = orjson.dumps(values[name]).decode()
+        values.update(version=task.version + 1, updated_at=now, lease_owner=None, lease_until=0.0)
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                tasks.update().where(tasks.c.id == task.id, tasks.c.version == task.version).values(**values)
+            )
+            if result.rowcount != 1:
+                return False  # nothing was written; the other writer's state stands
+            if changes.get("status") == "FAILURE" and task.price > 0:
+                await conn.execute(
+                    billing_ledger.insert().values(
+                        key_id=task.key_id, task_id=task.id, kind="refund", amount=task.price, created_at=now
+                    )
+                )
+            for clip_id, upstream_clip in clip_map:
+                await conn.execute(
+                    task_clips.update()
+                    .where(task_clips.c.clip_id == clip_id)
+                    .values(upstream_clip_id=upstream_clip)
+                )
+            if events:
+                await conn.execute(webhook_outbox.insert(), [_event_values(e, now) for e in events])
+        return True
+
+    # --- webhook outbox ---------------------------------------------------------------
+
+    async def lease_deliveries(self, limit: int, lease_seconds: float) -> list[Delivery]:
+        now = time.time()
+        o = webhook_outbox.c
+        due = (
+            sa.select(o.id)
+            .where(o.state == "pending", o.next_attempt_at <= now, o.lease_until < now)
+            .order_by(o.created_at)
+            .limit(limit)
+        )
+        if self._postgres:
+            due = due.with_for_update(skip_locked=True)
+        stmt = (
+            webhook_outbox.update()
+            .where(o.id.in_(due.scalar_subquery()))
+            .values(lease_until=now + lease_seconds)
+            .returning(o.id, o.task_id, o.key_id, o.url, o.payload, o.attempts, o.created_at)
+        )
+        async with self.engine.begin() as conn:
+            rows = sorted((await conn.execute(stmt)).all(), key=lambda r: r.created_at)
+        return [Delivery(r.id, r.task_id, r.key_id, r.url, r.payload.encode(), r.attempts) for r in rows]
+
+    async def delivered(self, event_id: str) -> None:
+        await self._update_event(event_id, state="delivered", delivered_at=time.time(), lease_until=0.0)
+
+    async def retry_later(self, event_id: str, attempts: int, at: float, error: str) -> None:
+        await self._update_event(
+            event_id, attempts=attempts, next_attempt_at=at, last_error=error[:500], lease_until=0.0
+        )
+
+    async def give_up(self, event_id: str, attempts: int, error: str) -> None:
+        await self._update_event(
+            event_id, state="failed", attempts=attempts, last_error=error[:500], lease_until=0.0
+        )
+
+    async def _update_event(self, event_id: str, **values: Any) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                webhook_outbox.update().where(webhook_outbox.c.id == event_id).values(**values)
+            )
+
+    async def events_for(self, task_id: str) -> list[dict[str, Any]]:
+        """Delivery state of a task's events, for the admin API."""
+        o = webhook_outbox.c
+        async with self.engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    sa.select(o.id, o.state, o.attempts, o.last_error, o.created_at, o.delivered_at)
+                    .where(o.task_id == task_id)
+                    .order_by(o.created_at)
+                )
+            ).all()
+        return [dict(r._mapping) for r in rows]

@@ -1,0 +1,45 @@
+"""Fetch a user-supplied URL (e.g. audio to upload) through the same SSRF guard as webhooks:
+the address checked is the address dialled, redirects are not followed, size is capped."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from unigate.errors import InvalidRequest, PayloadTooLarge
+from unigate.webhooks.sender import WebhookSender
+from unigate.webhooks.ssrf import RefusedAddress, UnsafeURL, check_url
+
+
+async def fetch_url(
+    sender: WebhookSender, url: str, max_bytes: int, timeout: float = 30.0
+) -> tuple[bytes, str]:
+    """(body, content type) of a GET of `url`; 400 for refused or failed fetches, 413 past
+    `max_bytes`. Messages never echo the upstream's body."""
+    try:
+        target = check_url(url, allow_private=sender.allow_private)
+    except UnsafeURL as exc:
+        raise InvalidRequest(f"The URL was refused: {exc}.", param="url", code="url_refused") from None
+    try:
+        async with sender.session.get(
+            target, allow_redirects=False, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as resp:
+            if resp.status != 200:
+                raise InvalidRequest(
+                    f"Fetching the URL gave HTTP {resp.status}.", param="url", code="url_fetch_failed"
+                )
+            if resp.content_length is not None and resp.content_length > max_bytes:
+                raise PayloadTooLarge(f"The file at the URL exceeds {max_bytes} bytes.")
+            data = await resp.content.read(max_bytes + 1)
+            if len(data) > max_bytes:
+                raise PayloadTooLarge(f"The file at the URL exceeds {max_bytes} bytes.")
+            return data, resp.headers.get("Content-Type", "")
+    except TimeoutError:
+        raise InvalidRequest("Fetching the URL timed out.", param="url", code="url_fetch_failed") from None
+    except aiohttp.ClientConnectorError as exc:
+        if isinstance(exc.os_error, RefusedAddress):
+            raise InvalidRequest(
+                f"The URL was refused: {exc.os_error}.", param="url", code="url_refused"
+            ) from None
+        raise InvalidRequest("Could not connect to the URL.", param="url", code="url_fetch_failed") from None
+    except aiohttp.ClientError:
+        raise InvalidRequest("Fetching the URL failed.", param="url", code="url_fetch_failed") from None
