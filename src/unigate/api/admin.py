@@ -120,7 +120,39 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
             data.append({"name": m.name, "price_per_call": m.price_per_call, "routes": routes})
         await send_json(request.send, 200, {"object": "list", "data": data})
 
+    async def task(request: Request, _: Principal | None) -> None:
+        found = await gw.tasks.store.get(request.params["task_id"])
+        if found is None:
+            raise NotFound("No such task.", code="task_not_exist")
+        ledger = await gw.tasks.store.ledger(found.id)
+        events = await gw.tasks.store.events_for(found.id)
+        await send_json(
+            request.send,
+            200,
+            {
+                "id": found.id,
+                "key_id": found.key_id,
+                "family": found.family,
+                "action": found.action,
+                "model": found.model,
+                "provider": found.provider,
+                "upstream_id": found.upstream_id,
+                "status": found.status,
+                "progress": found.progress,
+                "fail_reason": found.fail_reason,
+                "price": found.price,
+                "clip_ids": found.clip_ids,
+                "poll_attempts": found.poll_attempts,
+                "next_poll_at": found.next_poll_at,
+                "deadline_at": found.deadline_at,
+                "ledger": [{"kind": kind, "amount": amount} for kind, amount in ledger],
+                "events": events,
+                "record": gw.tasks.render(found),
+            },
+        )
+
     return [
+        Endpoint("GET", "/admin/tasks/{task_id}", task, auth="admin"),
         Endpoint("POST", "/admin/keys", create_key, auth="admin"),
         Endpoint("GET", "/admin/keys", list_keys, auth="admin"),
         Endpoint("GET", "/admin/keys/{key_id}", get_key, auth="admin"),
