@@ -642,7 +642,23 @@ def test_example_value_is_valid(schema: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    "schema", [None, [], "string", {"type": 5}, {"properties": []}, {"enum": []}, {"$ref": "#/nowhere"}]
+    "schema",
+    [
+        None,
+        [],
+        "string",
+        {"type": 5},
+        {"properties": []},
+        {"required": True},
+        {"enum": []},
+        {"$ref": "#/nowhere"},
+        {"$ref": "#"},
+        {"anyOf": [{"$ref": "#"}]},
+        {"allOf": [{"$ref": "#"}]},
+        {"type": "object", "properties": {"me": {"$ref": "#"}}, "required": ["me"]},
+        {"type": "number", "minimum": 10**400},
+        {"type": "string", "pattern": "(unclosed"},
+    ],
 )
 def test_example_value_tolerates_malformed_schemas(schema: Any) -> None:
     orjson.dumps(example_value(schema, "text"))

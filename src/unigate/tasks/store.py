@@ -297,9 +297,21 @@ class TaskStore:
     async def lease_deliveries(self, limit: int, lease_seconds: float) -> list[Delivery]:
         now = time.time()
         o = webhook_outbox.c
+        earlier = webhook_outbox.alias("earlier")
+        # Per task, only the oldest undelivered event is due: a receiver sees a task's
+        # status changes in order even when an earlier delivery needed retries.
+        blocked = (
+            sa.select(earlier.c.id)
+            .where(
+                earlier.c.task_id == o.task_id,
+                earlier.c.state == "pending",
+                sa.tuple_(earlier.c.created_at, earlier.c.id) < sa.tuple_(o.created_at, o.id),
+            )
+            .exists()
+        )
         due = (
             sa.select(o.id)
-            .where(o.state == "pending", o.next_attempt_at <= now, o.lease_until < now)
+            .where(o.state == "pending", o.next_attempt_at <= now, o.lease_until < now, ~blocked)
             .order_by(o.created_at)
             .limit(limit)
         )
@@ -345,4 +357,14 @@ class TaskStore:
                     .order_by(o.created_at)
                 )
             ).all()
-        return [dict(r._mapping) for r in rows]
+        return [
+            {
+                "id": r.id,
+                "state": r.state,
+                "attempts": r.attempts,
+                "last_error": r.last_error,
+                "created_at": r.created_at,
+                "delivered_at": r.delivered_at,
+            }
+            for r in rows
+        ]

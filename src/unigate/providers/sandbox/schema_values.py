@@ -28,6 +28,7 @@ Schema = Mapping[str, Any]
 
 _MAX_DEPTH = 8  # beyond this only required properties and minimum item counts are generated
 _MAX_REF_HOPS = 32
+_GIVE_UP_DEPTH = 64
 _SEARCH = 1000  # integers tried around the preferred one for a fractional multipleOf
 
 # Fallback values for string formats the hint text does not supply.
@@ -122,6 +123,8 @@ class _Generator:
         self.hints = hints
 
     def value(self, schema: object, name: str, depth: int, variant: int) -> Any:
+        if depth > _GIVE_UP_DEPTH:
+            return None  # a schema that requires infinite nesting has no finite example
         s = self.resolve(schema)
         if "const" in s:
             return s["const"]
@@ -132,7 +135,8 @@ class _Generator:
             branches = s.get(key)
             if isinstance(branches, list) and branches:
                 rest = {k: v for k, v in s.items() if k != key}
-                return self.value(_merge(rest, self.resolve(_first_branch(branches))), name, depth, variant)
+                branch = self.resolve(_first_branch(branches))
+                return self.value(_merge(rest, branch), name, depth + 1, variant)
         kind = schema_type(s)
         if kind == "object":
             return self.object(s, depth, variant)
@@ -265,15 +269,24 @@ class _Generator:
             text = self.hints.formatted(fmt) or (_uuid(name, variant) if fmt == "uuid" else _FORMATS.get(fmt))
         if text is None:
             text = self.hints.text_for(name, variant)
+        low, high = _count(s, "minLength") or 0, _count(s, "maxLength")
         pattern = s.get("pattern")
-        if isinstance(pattern, str):
-            text = _matching(pattern, text, self.hints.keywords)
-        low, high = _count(s, "minLength"), _count(s, "maxLength")
-        if low is not None and len(text) < low:
-            text += "x" * (low - len(text))
-        if high is not None and len(text) > high:
-            text = text[:high]
-        return text
+        compiled = _compile(pattern) if isinstance(pattern, str) else None
+        if compiled is None:
+            return _fit_length(text, low, high)
+        candidates = [text, *self.hints.keywords, *_PATTERN_FALLBACKS]
+        sample = sample_for_pattern(compiled.pattern)
+        if sample is not None:
+            candidates.insert(1, sample)
+        for candidate in candidates:
+            if not compiled.search(candidate):
+                continue
+            # Pad with a character the value already has, so "123" stays digits-only.
+            for pad in dict.fromkeys([candidate[-1:] or "x", "x", "0", "a"]):
+                fitted = _fit_length(candidate, low, high, pad)
+                if compiled.search(fitted):
+                    return fitted
+        return _fit_length(text, low, high)
 
 
 def _first_branch(branches: list[Any]) -> object:
@@ -332,14 +345,14 @@ def _uuid(name: str, variant: int) -> str:
     return f"{digest[:8]}-{digest[8:12]}-4{digest[13:16]}-8{digest[17:20]}-{digest[20:32]}"
 
 
-def _matching(pattern: str, text: str, keywords: list[str]) -> str:
+def _compile(pattern: str) -> re.Pattern[str] | None:
     try:
-        compiled = re.compile(pattern)
+        return re.compile(pattern)
     except re.error:
-        return text  # an ECMA-only construct: keep the natural candidate
-    sample = sample_for_pattern(pattern)
-    candidates = [text, *keywords, *([sample] if sample is not None else []), *_PATTERN_FALLBACKS]
-    for candidate in candidates:
-        if compiled.search(candidate):
-            return candidate
-    return text
+        return None  # an ECMA-only construct: the natural candidate is kept
+
+
+def _fit_length(text: str, low: int, high: int | None, pad: str = "x") -> str:
+    if len(text) < low:
+        text += pad * (low - len(text))
+    return text[:high] if high is not None else text
