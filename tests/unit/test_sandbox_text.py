@@ -404,6 +404,9 @@ def test_parallel_tool_calls_when_the_user_names_several_tools(tmp_path: Path) -
     calls = both["choices"][0]["message"]["tool_calls"]
     assert [c["function"]["name"] for c in calls] == ["get_weather", "get_stock_price"]
     assert len({c["id"] for c in calls}) == 2
+    # Each call's arguments come from the part of the request that concerns it.
+    assert orjson.loads(calls[0]["function"]["arguments"])["city"] == "Paris"
+    assert orjson.loads(calls[1]["function"]["arguments"]) == {"ticker": "ACME"}
     one = body(tmp_path, "chat", chat(text, tools=[WEATHER_TOOL, STOCK_TOOL], parallel_tool_calls=False))
     assert len(one["choices"][0]["message"]["tool_calls"]) == 1
 
@@ -729,3 +732,18 @@ def test_bad_input_raises_invalid_request(
     with pytest.raises(InvalidRequest) as caught:
         run(tmp_path, op, payload)
     assert caught.value.param == param and caught.value.status == 400
+
+
+# --- wire shapes -----------------------------------------------------------------------
+
+
+def test_replies_parse_as_openai_sdk_types(tmp_path: Path) -> None:
+    types = pytest.importorskip("openai.types")
+    chat_types = pytest.importorskip("openai.types.chat")
+    for payload in (chat("hello there"), chat("weather in Rome", tools=[WEATHER_TOOL])):
+        chat_types.ChatCompletion.model_validate(body(tmp_path, "chat", payload))
+        _, raw = run(tmp_path, "chat", payload, stream=True, include_usage=True)
+        for chunk in events(raw)[:-1]:
+            chat_types.ChatCompletionChunk.model_validate(chunk)
+    types.Completion.model_validate(body(tmp_path, "completions", {"prompt": "hi", "n": 2}))
+    types.CreateEmbeddingResponse.model_validate(body(tmp_path, "embeddings", {"input": ["hi", "there"]}))

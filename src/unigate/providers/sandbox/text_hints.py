@@ -16,6 +16,10 @@ _CAPITALISED_RUN = re.compile(r"\b[A-Z][\w'-]*(?:[ \t]+[A-Z][\w'-]*)*")
 _STATED = re.compile(
     r"""\s*([:=]|\b(?:is|called|named|as|of)\b)?\s*("[^"]+"|'[^']+'|[^\s,.;!?"']+)""", re.IGNORECASE
 )
+_ADDRESS = re.compile(r"\S+@\S+|\bhttps?://\S+")
+_PLACE_AFTER = re.compile(
+    r"\b(?:in|at|near|from|to)\s+([^\W\d_][\w'-]*(?:\s+[^\W\d_][\w'-]*)?)", re.IGNORECASE
+)
 _SENTENCE_END = re.compile(r"[.!?]\s*$")
 _NAME_PART = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _FOUND_FORMATS: Mapping[str, re.Pattern[str]] = MappingProxyType(
@@ -34,9 +38,7 @@ _FORMAT_ALIASES: Mapping[str, str] = MappingProxyType({"url": "uri", "iri": "uri
 _PLACE_WORDS = word_set(
     "location city place country region address destination origin town state where venue"
 )
-_PERSON_WORDS = frozenset(
-    ["name", "person", "author", "user", "username", "recipient", "assignee", "owner", "contact"]
-)
+_PERSON_WORDS = word_set("name person author user username recipient assignee owner contact")
 _TEXT_WORDS = word_set(
     """query q text prompt message content search input question topic description summary body
     keywords keyword term terms subject title comment note notes instructions reply answer reason"""
@@ -72,7 +74,8 @@ def name_parts(name: str) -> list[str]:
 class Hints:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.keywords = keywords(text, 12)
+        # Addresses are values of their own (see `formatted`), not sources of key words.
+        self.keywords = keywords(_ADDRESS.sub(" ", text), 12)
         self.phrases = _capitalised_phrases(text)
 
     def mentions(self, name: str) -> list[tuple[int, int]]:
@@ -118,8 +121,12 @@ class Hints:
             stated = self.value_after(name)
             if stated:
                 return stated
-        if self.phrases and any(p in _PLACE_WORDS or p in _PERSON_WORDS for p in parts):
-            return self.phrases[variant % len(self.phrases)]
+        if any(p in _PLACE_WORDS or p in _PERSON_WORDS for p in parts):
+            if self.phrases:
+                return self.phrases[variant % len(self.phrases)]
+            place = self.place_after_preposition() if variant == 0 else None
+            if place:
+                return place
         if any(p in _TEXT_WORDS for p in parts):
             words = self.keywords[variant:] + self.keywords[:variant]
             return " ".join(words[:6]) if words else shorten(self.text, 12) or "sandbox"
@@ -131,6 +138,18 @@ class Hints:
             return word if variant < len(self.keywords) else f"{word} {variant + 1}"
         label = " ".join(parts) or "value"
         return label if variant == 0 else f"{label} {variant + 1}"
+
+    def place_after_preposition(self) -> str | None:
+        """ "weather in san francisco" -> "san francisco" (up to two content words)."""
+        for match in _PLACE_AFTER.finditer(self.text):
+            found: list[str] = []
+            for word in match.group(1).split():
+                if word.lower() in STOPWORDS:
+                    break
+                found.append(word)
+            if found:
+                return " ".join(found)
+        return None
 
     def value_after(self, name: str) -> str | None:
         """The value stated right after the property name: `city: Paris`, `title "Q3 plan"`."""

@@ -22,9 +22,10 @@ def word_set(spaced: str) -> frozenset[str]:
 
 # Words too common to say anything about what a message is about.
 STOPWORDS = word_set(
-    """a an and are as at be but by can could did do does for from had has have how i if in
-    into is it its just me my no not of on or our please so than that the their them then there
-    these they this to us was we were what when where which who why will with would you your"""
+    """a about also an and any are as at be but by can could did do does for from give had has
+    have hello hey hi how i if in into is it its just let like me my need no not of ok okay on or
+    our please should show so some than thanks that the their them then there these they this
+    to us very want was we were what when where which who why will with would you your"""
 )
 
 

@@ -16,7 +16,6 @@ from unigate.providers.sandbox.text_hints import name_parts
 from unigate.providers.sandbox.tokens import STOPWORDS, count_tokens, words
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +103,7 @@ def _tools(raw: object) -> tuple[Tool, ...]:
             raise invalid_type(f"{where}.function.description", "a string")
         parameters = fn.get("parameters")
         if parameters is None:
-            parameters = _EMPTY_PARAMETERS
+            parameters = {"type": "object", "properties": {}}  # a tool without arguments
         if not isinstance(parameters, dict):
             raise invalid_type(f"{where}.function.parameters", "a JSON Schema object")
         if any(t.name == name for t in out):
@@ -169,15 +168,29 @@ def choose_tools(policy: ToolPolicy, user_text: str) -> list[Tool]:
 def make_calls(tools: list[Tool], user_text: str, salt: str) -> list[ToolCall]:
     calls = []
     for i, tool in enumerate(tools):
-        arguments = orjson.dumps(example_value(tool.parameters, user_text)).decode()
+        hint = _request_for(tool, tools, user_text) if len(tools) > 1 else user_text
+        arguments = orjson.dumps(example_value(tool.parameters, hint)).decode()
         digest = hashlib.blake2b(f"{salt}/{i}/{tool.name}/{arguments}".encode(), digest_size=12).hexdigest()
         calls.append(ToolCall(f"call_{digest}", tool.name, arguments))
     return calls
 
 
-def _names_tool(text: str, name: str) -> bool:
+def _mention(text: str, name: str) -> re.Match[str] | None:
     spaced = r"[\s_-]+".join(re.escape(p) for p in name_parts(name))
-    return bool(spaced) and re.search(rf"\b{spaced}\b", text, re.IGNORECASE) is not None
+    return re.search(rf"\b{spaced}\b", text, re.IGNORECASE) if spaced else None
+
+
+def _names_tool(text: str, name: str) -> bool:
+    return _mention(text, name) is not None
+
+
+def _request_for(tool: Tool, tools: list[Tool], text: str) -> str:
+    """In "call a for Paris and b for ACME", the part that concerns `tool`: "for Paris and"."""
+    found = _mention(text, tool.name)
+    if found is None:
+        return text
+    later = [m.start() for t in tools if (m := _mention(text, t.name)) and m.start() > found.start()]
+    return text[found.end() : min(later, default=len(text))]
 
 
 def _stem(word: str) -> str:
