@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from tests.support.music import (
     assert_music_task_shape,
     file_server,
     is_uuid,
+    make_float_wav,
     make_wav,
     multipart_body,
     parse_iso_utc,
@@ -466,6 +467,61 @@ def _assert_extension(run: Run, source_clip: str, continue_at: int, gw: GatewayP
         _assert_media_url(clip["audio_url"], gw, ".wav")
         _, data = _download(clip["audio_url"])
         assert wav_seconds(data) > 1.0
+
+
+def test_continue_clip_id_in_upper_case_finds_the_clip(first_wave: dict[str, Run], client: MusicClient):
+    """UUIDs are case-insensitive and the validator accepts upper case, so the clip must be found."""
+    clip = first_wave["upload"].final["data"][0]["id"]
+    body = {"prompt": "again", "task": "extend", "continue_clip_id": clip.upper(), "continue_at": 1}
+    res = client.post("/suno/submit/music", body)
+    assert res.status == 200, res.body
+    history = res.json()["data"]["data"][0]["metadata"]["history"]
+    assert [item["id"].lower() for item in history] == [clip]
+
+
+def test_extending_an_unreadable_wav_upload_does_not_stall_other_tasks(
+    gateway_factory: Callable[..., GatewayProcess],
+):
+    """A float WAV (valid audio the sandbox cannot splice) is uploaded and extended; an
+    unrelated task submitted alongside must still finish, and the extension must end."""
+    gw = gateway_factory(config=CONFIG)
+    client = MusicClient(gw.base_url, gw.create_key(name="float-wav"))
+    res = client.upload(make_float_wav(), "studio export.wav")
+    assert res.status == 200, res.body
+    upload_id = res.json()["data"]["task_id"]
+    uploaded = poll_until_terminal(client, [upload_id])[upload_id]
+    assert uploaded["status"] == "SUCCESS"
+    extend = client.submit(
+        {
+            "prompt": "[Outro]\nfade away",
+            "task": "extend",
+            "continue_clip_id": uploaded["data"][0]["id"],
+            "continue_at": 1,
+        }
+    )
+    bystander = client.submit({"prompt": "[Verse]\nan innocent bystander", "title": "Bystander"})
+    final = poll_until_terminal(client, [bystander["task_id"], extend["task_id"]], timeout=12.0)
+    assert final[bystander["task_id"]]["status"] == "SUCCESS"
+    assert final[extend["task_id"]]["status"] in ("SUCCESS", "FAILURE")
+
+
+def test_task_past_its_deadline_fails_with_timeout(gateway_factory: Callable[..., GatewayProcess]):
+    config = {
+        **CONFIG,
+        "sandbox": {"music_seconds": 60},
+        "tasks": {"poll_interval": 0.3, "deadline_seconds": 1.5},
+    }
+    gw = gateway_factory(config=config)
+    client = MusicClient(gw.base_url, gw.create_key(name="slow"))
+    task = client.submit(MUSIC_REQUEST)
+    final = poll_until_terminal(client, [task["task_id"]], timeout=10.0)[task["task_id"]]
+    assert_music_task_shape(final)
+    assert final["status"] == "FAILURE"
+    assert final["progress"] == "100%"
+    assert final["finish_time"] >= final["submit_time"]
+    assert final["error_type"] == "timeout"
+    assert final["fail_reason"] and final["error_message"]
+    assert final["audio_url"] == ""
 
 
 def test_continuing_a_running_task_clip_is_a_client_error(client: MusicClient):

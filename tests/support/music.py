@@ -266,6 +266,18 @@ def make_wav(seconds: float = 2.0, rate: int = 8000, freq: float = 440.0) -> byt
     return out.getvalue()
 
 
+def make_float_wav(seconds: float = 2.0, rate: int = 8000, freq: float = 440.0) -> bytes:
+    """A mono 32-bit IEEE-float WAV (format tag 3), as DAWs commonly export; the `wave`
+    module of Python 3.11 cannot read it, but it is valid WAV audio."""
+    frames = int(seconds * rate)
+    samples = b"".join(
+        struct.pack("<f", 0.4 * math.sin(2 * math.pi * freq * i / rate)) for i in range(frames)
+    )
+    fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
+    chunks = b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(samples)) + samples
+    return b"RIFF" + struct.pack("<I", 4 + len(chunks)) + b"WAVE" + chunks
+
+
 def wav_seconds(data: bytes) -> float:
     with wave.open(io.BytesIO(data), "rb") as w:
         assert w.getnframes() > 0

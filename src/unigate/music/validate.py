@@ -65,6 +65,7 @@ def music_fields(payload: dict[str, Any]) -> dict[str, Any]:
     if clip is not None and clip != "":
         if not isinstance(clip, str) or not _is_uuid(clip):
             raise _bad("continue_clip_id", "must be a clip id in UUID form")
+        clip = clip.lower()  # ids are stored in canonical (lower-case) form
     else:
         clip = ""
     if clip and continue_at is None:

@@ -78,7 +78,17 @@ class SandboxJobs:
                 record = orjson.loads(self._path(upstream_id).read_bytes())
             except (OSError, orjson.JSONDecodeError):
                 continue  # unknown to this upstream: the poller retries, then the deadline decides
-            out[upstream_id] = await self._state(upstream_id, record)
+            try:
+                out[upstream_id] = await self._state(upstream_id, record)
+            except (OSError, ValueError) as exc:
+                # One job that cannot be rendered fails alone; it must not stall the batch.
+                out[upstream_id] = UpstreamTask(
+                    upstream_id,
+                    "FAILURE",
+                    fail_reason=f"The sandbox could not render this job: {exc}",
+                    error_type="sandbox_failure",
+                    clips=[{"id": c, "status": "error"} for c in record.get("clips", [])],
+                )
         return out
 
     async def _state(self, upstream_id: str, record: dict[str, Any]) -> UpstreamTask:
@@ -163,6 +173,11 @@ class SandboxJobs:
         if fields.get("continue_clip_id"):
             found = self.media / f"{fields['continue_clip_id']}.wav"
             source = found.read_bytes() if found.exists() else None  # an MP3 upload is not spliced
+            if source is not None:
+                try:
+                    wav_duration(source)
+                except ValueError:
+                    source = None  # a WAV the synthesiser cannot read (float, extensible): no splice
         clips = []
         for variant, clip_id in enumerate(record["clips"]):
             audio = self.media / f"{clip_id}.wav"
