@@ -76,8 +76,10 @@ class UpstreamRejected(GatewayError):
 
     type, code = "invalid_request_error", "upstream_rejected"
 
-    def __init__(self, status: int, message: str, raw_openai_body: bytes | None = None) -> None:
-        super().__init__(message, status=status)
+    def __init__(
+        self, status: int, message: str, raw_openai_body: bytes | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message, status=status, code=code)
         self.raw_openai_body = raw_openai_body
 
 

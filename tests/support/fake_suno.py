@@ -117,6 +117,7 @@ class FakeSuno:
         self._fetch_calls: list[list[str]] = []
         self._tasks: dict[str, FakeTask] = {}
         self._in_flight = 0
+        self._stopping = False
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -134,8 +135,9 @@ class FakeSuno:
         return self
 
     def stop(self) -> None:
+        self._stopping = True
         if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+            asyncio.run_coroutine_threadsafe(self._shutdown(self._runner), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
         if not self._thread.is_alive():
@@ -146,6 +148,13 @@ class FakeSuno:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    async def _shutdown(self, runner: web.AppRunner) -> None:
+        await runner.cleanup()
+        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     async def _start(self) -> None:
         app = web.Application()
@@ -280,10 +289,9 @@ class FakeSuno:
         with self._lock:
             self._fetch_calls.append([str(i) for i in ids])
             self._in_flight += 1
-            delay, status = self.fetch_delay, self.fetch_status
+            status = self.fetch_status
         try:
-            if delay:
-                await asyncio.sleep(delay)
+            await self._hold(time.monotonic())
             if not self._authorized(request):
                 return _fail(401, "unauthorized", "Invalid API key.")
             if status != 200:
@@ -299,6 +307,16 @@ class FakeSuno:
         finally:
             with self._lock:
                 self._in_flight -= 1
+
+    async def _hold(self, since: float) -> None:
+        """Hold a fetch for `fetch_delay` seconds, re-read while waiting (lowering it releases
+        held fetches; stopping the fake releases them all)."""
+        while not self._stopping:
+            with self._lock:
+                delay = self.fetch_delay
+            if time.monotonic() - since >= delay:
+                return
+            await asyncio.sleep(0.02)
 
     async def _fetch_one(self, request: web.Request) -> web.Response:
         if not self._authorized(request):

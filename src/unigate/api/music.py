@@ -17,7 +17,7 @@ from unigate.gateway import Gateway
 from unigate.multipart import is_multipart, parse_form
 from unigate.music import validate
 from unigate.music.record import envelope
-from unigate.providers.base import TaskSubmission
+from unigate.providers.base import Target, TaskSubmission
 from unigate.routing.catalog import ModelEntry
 from unigate.tasks.model import Task
 from unigate.tasks.service import Pinned, provider_target
@@ -108,7 +108,15 @@ class MusicAPI:
             raise InvalidRequest(
                 "The clip is not ready to be continued yet.", param="continue_clip_id", code="clip_not_ready"
             )
-        return Pinned(provider_target(provider, model)), upstream_clip
+        entry = self.gw.catalog.resolve(model)
+        route = next((r for r in entry.routes if r.provider is provider), None) if entry else None
+        # Keep the route's upstream model id and timeouts when the model routes there.
+        target = (
+            Target(provider, route.upstream_model or model, route.timeouts, route.key(model))
+            if route is not None
+            else provider_target(provider, model)
+        )
+        return Pinned(target), upstream_clip
 
     async def submit_lyrics(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None

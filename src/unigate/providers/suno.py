@@ -121,7 +121,12 @@ class SunoProvider(Provider):
             raise RouteFailed("The music upstream's answer is not a JSON object.")
         if resp.status >= 400 or payload.get("code") not in ("success", 200, "200"):
             message = str(payload.get("message") or "The music upstream rejected the request.")
-            raise UpstreamRejected(400 if resp.status < 400 else resp.status, message)
+            code = payload.get("code")
+            raise UpstreamRejected(
+                400 if resp.status < 400 else resp.status,
+                message,
+                code=code if isinstance(code, str) and code.isidentifier() else "upstream_rejected",
+            )
         return payload.get("data")
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from unigate.config import TasksConfig
 from unigate.providers.base import Provider, UpstreamTask
-from unigate.tasks.model import FAILURE, IN_PROGRESS, QUEUED, SUCCESS, TERMINAL, Task, may_move
+from unigate.tasks.model import CLIP_TO_TASK, FAILURE, IN_PROGRESS, QUEUED, SUCCESS, TERMINAL, Task, may_move
 from unigate.tasks.service import TaskService
 
 log = logging.getLogger("unigate.tasks")
@@ -48,6 +48,10 @@ class Poller:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+            try:
+                await self.store.release_leases(self.owner)
+            except Exception:  # the leases then simply expire
+                log.exception("releasing poll leases failed")
 
     async def _loop(self) -> None:
         while True:
@@ -150,7 +154,7 @@ def _changes(task: Task, state: UpstreamTask, now: float) -> dict[str, Any]:
         changes["progress"] = progress
     result = dict(task.result)
     if state.clips:
-        result["clips"] = state.clips
+        result["clips"] = _known_clip_statuses(state.clips, task.result.get("clips") or [])
         durations = [float(c["duration"]) for c in state.clips if c.get("duration")]
         if durations:
             result["duration"] = max(durations)
@@ -166,13 +170,26 @@ def _changes(task: Task, state: UpstreamTask, now: float) -> dict[str, Any]:
     return changes
 
 
+def _known_clip_statuses(clips: list[dict[str, Any]], previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Clips as reported, except that a clip status the gateway does not know keeps the
+    clip's last known status (clients only ever see the documented vocabulary)."""
+    out = []
+    for i, clip in enumerate(clips):
+        if clip.get("status") not in CLIP_TO_TASK:
+            before = previous[i].get("status") if i < len(previous) else None
+            clip = {**clip, "status": before if before in CLIP_TO_TASK else "submitted"}
+        out.append(clip)
+    return out
+
+
 def _progress(task: Task, status: str, state: UpstreamTask) -> int:
     if status in TERMINAL:
         return 100
+    if status == IN_PROGRESS and not state.progress:
+        # Suno relays report 0% until the end; then the gateway's own estimate rises per poll.
+        return min(90, max(task.progress + 10, 20))
     if state.progress is not None:
         return max(task.progress, min(99, state.progress))
-    if status == IN_PROGRESS:
-        return min(90, max(task.progress + 10, 20))
     if status == QUEUED:
         return max(task.progress, 5)
     return task.progress

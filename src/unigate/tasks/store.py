@@ -254,6 +254,14 @@ class TaskStore:
                 .values(next_poll_at=next_poll_at, poll_attempts=attempts, lease_owner=None, lease_until=0.0)
             )
 
+    async def release_leases(self, owner: str) -> None:
+        """Give back every lease `owner` holds (graceful stop), so another poller can take
+        those tasks at once instead of after the lease expires."""
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                tasks.update().where(tasks.c.lease_owner == owner).values(lease_owner=None, lease_until=0.0)
+            )
+
     async def transition(
         self,
         task: Task,
