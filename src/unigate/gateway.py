@@ -113,6 +113,7 @@ class Gateway:
         await self.tasks.writer.stop()
         await self.usage.stop()
         await self.key_cache.stop()
+        self.tasks.store.close()
         for provider in self.providers.values():
             await provider.aclose()
         await self.engine.dispose()

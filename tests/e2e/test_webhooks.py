@@ -127,7 +127,7 @@ def test_kill_9_loses_no_task_and_no_event(tmp_path: Path, receiver: WebhookRece
             ]
             return all(r["status"] == "SUCCESS" for r in records)
 
-        _wait(finished, 30, "every task to finish after the restart")
+        _wait(finished, 60, "every task to finish after the restart (leases of the killed process expire)")
         for task_id in ids:
             _wait(lambda t=task_id: "SUCCESS" in receiver.statuses(t), 20, f"SUCCESS event of {task_id}")
             events = restarted.admin("GET", f"/admin/tasks/{task_id}").json()["events"]

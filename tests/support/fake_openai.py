@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import struct
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from tests.support.loopback import LoopbackServer
 from tests.support.net import free_port
 
 
@@ -36,7 +36,7 @@ class Received:
 
 
 @dataclass
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     mode: str = "ok"
     reply_text: str = "Hello from the fake upstream"
     slow_seconds: float = 0.5
@@ -45,39 +45,16 @@ class FakeOpenAI:
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._init_server()
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> FakeOpenAI:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def stop(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    async def _start(self) -> None:
-        app = web.Application()
+    def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
 
     async def _common(self, request: web.Request) -> tuple[dict[str, Any], web.StreamResponse | None]:
         body = orjson.loads(await request.read())

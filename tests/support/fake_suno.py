@@ -46,6 +46,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from tests.support.loopback import LoopbackServer
 from tests.support.net import free_port
 
 SCRIPTS: dict[str, list[str]] = {
@@ -97,7 +98,7 @@ class FakeTask:
 
 
 @dataclass
-class FakeSuno:
+class FakeSuno(LoopbackServer):
     api_key: str = "sk-relay"
     script: str = "ok"
     submit_shape: str = "id"  # "id" | "record"
@@ -118,9 +119,7 @@ class FakeSuno:
         self._tasks: dict[str, FakeTask] = {}
         self._in_flight = 0
         self._stopping = False
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._init_server()
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -129,41 +128,14 @@ class FakeSuno:
         """The relay root, as the gateway's `base_url` (paths /suno/... hang off it)."""
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> FakeSuno:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
     def stop(self) -> None:
         self._stopping = True
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._shutdown(self._runner), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-        if not self._thread.is_alive():
-            self._loop.close()
+        super().stop()
 
-    def __enter__(self) -> FakeSuno:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    async def _shutdown(self, runner: web.AppRunner) -> None:
-        await runner.cleanup()
-        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-
-    async def _start(self) -> None:
-        app = web.Application()
+    def _routes(self, app: web.Application) -> None:
         app.router.add_post("/suno/submit/{action}", self._submit)
         app.router.add_post("/suno/fetch", self._fetch)
         app.router.add_get("/suno/fetch/{task_id}", self._fetch_one)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
 
     # --- test-side controls and observations -------------------------------------------
 

@@ -3,7 +3,6 @@ every delivery. `fail_next` answers that many requests with 500 first; `down` an
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from tests.support.loopback import LoopbackServer
 from tests.support.net import free_port
 from unigate.webhooks.signing import SignatureError, verify
 
@@ -24,7 +24,7 @@ class Delivered:
 
 
 @dataclass
-class WebhookReceiver:
+class WebhookReceiver(LoopbackServer):
     secret: str = ""
     fail_next: int = 0
     down: bool = False
@@ -34,31 +34,14 @@ class WebhookReceiver:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
+        self._init_server()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hook"
 
-    def start(self) -> WebhookReceiver:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def stop(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
-
-    async def _start(self) -> None:
-        app = web.Application()
+    def _routes(self, app: web.Application) -> None:
         app.router.add_post("/hook", self._hook)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
 
     async def _hook(self, request: web.Request) -> web.Response:
         raw = await request.read()

@@ -35,6 +35,9 @@ def create_engine(url: str) -> AsyncEngine:
         if db_path and db_path != ":memory:":
             Path(db_path).parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"timeout": 30}
+        # SQLite has one writer; hot reads bypass the pool (store/sqlite_reader.py). A small
+        # pool bounds the threads and page caches each connection costs.
+        kwargs.update(pool_size=3, max_overflow=4)
     else:
         kwargs.update(pool_size=10, max_overflow=10, pool_pre_ping=True)
     engine = create_async_engine(target, **kwargs)

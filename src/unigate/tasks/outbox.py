@@ -20,7 +20,7 @@ from unigate.webhooks.signing import headers as signed_headers
 
 log = logging.getLogger("unigate.webhooks")
 
-_LEASE_SECONDS = 120.0
+_LEASE_SECONDS = 45.0  # > 2 x the default webhook timeout: a delivery in flight is not sent twice
 
 
 class OutboxDeliverer:

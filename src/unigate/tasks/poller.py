@@ -24,7 +24,9 @@ from unigate.tasks.service import TaskService
 
 log = logging.getLogger("unigate.tasks")
 
-_LEASE_SECONDS = 60.0
+# Short enough that tasks held by a crashed process resume soon; a poll outliving its lease
+# only means a duplicate poll, which the compare-and-set transition makes harmless.
+_LEASE_SECONDS = 20.0
 
 
 class Poller:

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.store.schema import billing_ledger, task_clips, tasks, webhook_outbox
+from unigate.store.sqlite_reader import SQLiteReader, compile_select, sqlite_path
 from unigate.tasks.model import TERMINAL, Task
 
 
@@ -128,6 +129,24 @@ class TaskStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._postgres = engine.dialect.name == "postgresql"
+        self._sqlite_path = sqlite_path(engine.url.render_as_string(hide_password=False))
+        self._reader: SQLiteReader | None = None
+        self._select_tasks = compile_select(tasks.select())
+        self._select_clip = compile_select(
+            task_clips.select().where(task_clips.c.clip_id == sa.bindparam("c"))
+        )
+
+    @property
+    def reader(self) -> SQLiteReader | None:
+        """The on-loop reader for SQLite (fetches are the hot path of async families)."""
+        if self._reader is None and self._sqlite_path is not None:
+            self._reader = SQLiteReader(self._sqlite_path)
+        return self._reader
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     # --- writes at submit -------------------------------------------------------------
 
@@ -175,6 +194,10 @@ class TaskStore:
     # --- reads ------------------------------------------------------------------------
 
     async def get(self, task_id: str) -> Task | None:
+        reader = self.reader
+        if reader is not None:
+            found = reader.one(self._select_tasks + " WHERE tasks.id = ?", (task_id,))
+            return _row_task(found) if found is not None else None
         async with self.engine.connect() as conn:
             row = (await conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
         return _row_task(row) if row is not None else None
@@ -182,17 +205,27 @@ class TaskStore:
     async def get_many(self, ids: Sequence[str], key_id: str) -> list[Task]:
         if not ids:
             return []
-        async with self.engine.connect() as conn:
-            rows = (
-                await conn.execute(tasks.select().where(tasks.c.id.in_(list(ids)), tasks.c.key_id == key_id))
-            ).all()
+        unique = list(dict.fromkeys(ids))
+        reader = self.reader
+        if reader is not None:
+            marks = ", ".join("?" * len(unique))
+            sql = f"{self._select_tasks} WHERE tasks.key_id = ? AND tasks.id IN ({marks})"
+            rows: Sequence[Any] = reader.all(sql, [key_id, *unique])
+        else:
+            async with self.engine.connect() as conn:
+                query = tasks.select().where(tasks.c.id.in_(unique), tasks.c.key_id == key_id)
+                rows = (await conn.execute(query)).all()
         by_id = {r.id: _row_task(r) for r in rows}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     async def clip(self, clip_id: str) -> tuple[str, str, str, str | None] | None:
         """(task id, owner key id, provider, upstream clip id) of a public clip id."""
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(task_clips.select().where(task_clips.c.clip_id == clip_id))).first()
+        reader = self.reader
+        if reader is not None:
+            row = reader.one(self._select_clip, (clip_id,))
+        else:
+            async with self.engine.connect() as conn:
+                row = (await conn.execute(task_clips.select().where(task_clips.c.clip_id == clip_id))).first()
         return (row.task_id, row.key_id, row.provider, row.upstream_clip_id) if row else None
 
     async def spent(self, key_id: str) -> float:

@@ -54,5 +54,8 @@ class SandboxProvider(Provider):
     async def poll_tasks(self, upstream_ids: list[str], timeouts: Timeouts) -> dict[str, UpstreamTask]:
         return await self.jobs.poll(upstream_ids)
 
+    async def aclose(self) -> None:
+        self.jobs.journal.close()
+
 
 __all__ = ["SandboxProvider"]

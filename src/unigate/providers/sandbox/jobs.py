@@ -1,7 +1,7 @@
 """The sandbox's asynchronous jobs (music, lyrics, audio upload), behaving like a Suno relay.
 
-Jobs are files under `<data dir>/sandbox/jobs`, so they survive a gateway restart (even a
-kill -9) just as an upstream's would. A job's state is a function of the time since it was
+Jobs are appended to a journal under `<data dir>/sandbox/jobs`, so they survive a gateway
+restart (even a kill -9) just as an upstream's would. A job's state is a function of the time since it was
 submitted: submitted -> queued -> streaming -> complete within `music_seconds`. On
 completion two WAV clips and their covers are rendered (in a thread) into `<data dir>/media`,
 which the gateway serves under `/media/`. A prompt containing `[sandbox:fail]` makes the job
@@ -16,10 +16,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from unigate.errors import InvalidRequest
 from unigate.providers.base import SubmitResult, TaskSubmission, UpstreamTask
+from unigate.providers.sandbox.journal import JobJournal
 from unigate.providers.sandbox.music import render_clip, render_cover, wav_duration, write_lyrics
 from unigate.tasks.model import CLIP_TO_TASK, combine_clip_statuses
 
@@ -29,12 +28,9 @@ CLIP_SECONDS = 6.0
 
 class SandboxJobs:
     def __init__(self, data_dir: Path, music_seconds: float) -> None:
-        self.jobs = data_dir / "sandbox" / "jobs"
+        self.journal = JobJournal(data_dir / "sandbox" / "jobs")
         self.media = data_dir / "media"
         self.music_seconds = music_seconds
-
-    def _path(self, upstream_id: str) -> Path:
-        return self.jobs / f"{upstream_id}.json"
 
     async def submit(self, job: TaskSubmission) -> SubmitResult:
         upstream_id = "sbx_" + uuid.uuid4().hex
@@ -51,8 +47,10 @@ class SandboxJobs:
             "created": time.time(),
             "clips": clip_ids,
         }
-        suffix = Path(job.upload_name).suffix.lower() if job.upload_name else ".wav"
-        await asyncio.to_thread(self._write, upstream_id, record, job.upload, suffix)
+        if job.upload is not None:
+            suffix = Path(job.upload_name).suffix.lower() if job.upload_name else ".wav"
+            await asyncio.to_thread(self._store_upload, upstream_id, job.upload, suffix)
+        self.journal.append(upstream_id, record)
         return SubmitResult(upstream_id, clip_ids)
 
     def _audio(self, clip_id: str) -> Path | None:
@@ -62,21 +60,15 @@ class SandboxJobs:
                 return path
         return None
 
-    def _write(self, upstream_id: str, record: dict[str, Any], upload: bytes | None, suffix: str) -> None:
-        self.jobs.mkdir(parents=True, exist_ok=True)
-        if upload is not None:
-            self.media.mkdir(parents=True, exist_ok=True)
-            _atomic_write(self.media / f"{upstream_id}-0{suffix}", upload)
-        tmp = self._path(upstream_id).with_suffix(".tmp")
-        tmp.write_bytes(orjson.dumps(record))
-        tmp.replace(self._path(upstream_id))  # atomic: a crash never leaves half a job
+    def _store_upload(self, upstream_id: str, upload: bytes, suffix: str) -> None:
+        self.media.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.media / f"{upstream_id}-0{suffix}", upload)
 
     async def poll(self, upstream_ids: list[str]) -> dict[str, UpstreamTask]:
         out: dict[str, UpstreamTask] = {}
         for upstream_id in upstream_ids:
-            try:
-                record = orjson.loads(self._path(upstream_id).read_bytes())
-            except (OSError, orjson.JSONDecodeError):
+            record = self.journal.get(upstream_id)
+            if record is None:
                 continue  # unknown to this upstream: the poller retries, then the deadline decides
             try:
                 out[upstream_id] = await self._state(upstream_id, record)
