@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Any
-
-import orjson
 
 from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
@@ -16,7 +13,6 @@ from unigate.errors import InvalidRequest, NotFound, PermissionDenied
 from unigate.gateway import Gateway
 from unigate.multipart import is_multipart, parse_form
 from unigate.music import validate
-from unigate.music.record import envelope
 from unigate.providers.base import Target, TaskSubmission
 from unigate.routing.catalog import ModelEntry
 from unigate.tasks.model import Task
@@ -25,6 +21,7 @@ from unigate.webhooks.fetch import fetch_url
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
 MAX_FETCH_IDS = 200
+_ENVELOPE_HEAD = b'{"code":"success","message":"","data":'  # + data + "}": no re-serialisation
 LYRICS_MODEL = "suno-lyrics"
 
 
@@ -52,13 +49,11 @@ class MusicAPI:
         self.tasks = gw.tasks
         self.allow_private = gw.allow_private_webhooks
 
-    async def _respond(self, request: Request, data: Any) -> None:
-        await send_body(
-            request.send,
-            200,
-            orjson.dumps(envelope(data)),
-            extra=[(b"x-request-id", request.request_id.encode())],
-        )
+    async def _send_task(self, request: Request, task: Task) -> None:
+        await self._send(request, _ENVELOPE_HEAD + self.tasks.rendered(task) + b"}")
+
+    async def _send(self, request: Request, body: bytes) -> None:
+        await send_body(request.send, 200, body, extra=[(b"x-request-id", request.request_id.encode())])
 
     def _model(self, principal: Principal, mv: str) -> tuple[str, ModelEntry]:
         model = mv or self.gw.config.music.default_model
@@ -91,7 +86,7 @@ class MusicAPI:
             clip_count=2,
             stored_fields=fields,
         )
-        await self._respond(request, self.tasks.render(task))
+        await self._send_task(request, task)
 
     async def _continuation(self, principal: Principal, clip_id: str, model: str) -> tuple[Pinned, str]:
         """The provider that owns the clip, and the clip's id at that provider."""
@@ -136,7 +131,7 @@ class MusicAPI:
             public_base=public_base(request),
             clip_count=0,
         )
-        await self._respond(request, self.tasks.render(task))
+        await self._send_task(request, task)
 
     async def upload_audio(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
@@ -180,14 +175,14 @@ class MusicAPI:
         task = await self.tasks.submit(
             principal, job, entry, price=0.0, notify_hook=hook, public_base=public_base(request), clip_count=1
         )
-        await self._respond(request, self.tasks.render(task))
+        await self._send_task(request, task)
 
     async def fetch_one(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
         task = await self.tasks.fetch(principal, request.params["task_id"])
         if task is None:
             raise NotFound("No task with this id.", code="task_not_exist")
-        await self._respond(request, self.tasks.render(task))
+        await self._send_task(request, task)
 
     async def fetch_many(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
@@ -206,7 +201,9 @@ class MusicAPI:
         if action:
             wanted = {action.upper()} | ({"UPLOAD"} if action.upper() == "MUSIC" else set())
             found = [t for t in found if t.action in wanted]
-        await self._respond(request, [self.tasks.render(t) for t in found])
+        await self._send(
+            request, _ENVELOPE_HEAD + b"[" + b",".join(self.tasks.rendered(t) for t in found) + b"]}"
+        )
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:

@@ -24,6 +24,7 @@ from unigate.tasks.store import NewTask, OutboxEvent, TaskStore
 from unigate.webhooks.signing import new_message_id
 
 Renderer = Callable[[Task], dict[str, Any]]
+_RENDER_CACHE = 2048  # records (a few KB each)
 
 
 class InsufficientBudget(GatewayError):
@@ -51,9 +52,22 @@ class TaskService:
         self.router = router
         self.config = config
         self.renderers = renderers
+        self._rendered: dict[str, tuple[int, bytes]] = {}
 
     def render(self, task: Task) -> dict[str, Any]:
         return self.renderers[task.family](task)
+
+    def rendered(self, task: Task) -> bytes:
+        """The task's record as JSON, rendered once per task version: clients poll the same
+        task many times between changes, and rendering is most of a fetch's cost."""
+        cached = self._rendered.get(task.id)
+        if cached is not None and cached[0] == task.version:
+            return cached[1]
+        data = orjson.dumps(self.render(task))
+        if len(self._rendered) >= _RENDER_CACHE:
+            self._rendered.pop(next(iter(self._rendered)))  # oldest insertion first
+        self._rendered[task.id] = (task.version, data)
+        return data
 
     def event(self, task: Task) -> list[OutboxEvent]:
         """The webhook event reporting `task`'s current state, if it has a hook."""

@@ -206,17 +206,17 @@ class TaskStore:
         if not ids:
             return []
         unique = list(dict.fromkeys(ids))
+        # By primary key only: with the owner in the WHERE clause SQLite prefers the owner
+        # index and scans every task of that key. Ownership is filtered here instead.
         reader = self.reader
         if reader is not None:
-            marks = ", ".join("?" * len(unique))
-            sql = f"{self._select_tasks} WHERE tasks.key_id = ? AND tasks.id IN ({marks})"
-            rows: Sequence[Any] = reader.all(sql, [key_id, *unique])
+            sql = f"{self._select_tasks} WHERE tasks.id IN ({', '.join('?' * len(unique))})"
+            rows: Sequence[Any] = reader.all(sql, unique)
         else:
             async with self.engine.connect() as conn:
-                query = tasks.select().where(tasks.c.id.in_(unique), tasks.c.key_id == key_id)
-                rows = (await conn.execute(query)).all()
-        by_id = {r.id: _row_task(r) for r in rows}
-        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+                rows = (await conn.execute(tasks.select().where(tasks.c.id.in_(unique)))).all()
+        by_id = {r.id: _row_task(r) for r in rows if r.key_id == key_id}
+        return [by_id[i] for i in unique if i in by_id]
 
     async def clip(self, clip_id: str) -> tuple[str, str, str, str | None] | None:
         """(task id, owner key id, provider, upstream clip id) of a public clip id."""
