@@ -108,10 +108,12 @@ class Gateway:
         self.started = True
 
     async def stop(self) -> None:
+        # Usage first: its final flush must not wait behind a write lock that a cancelled
+        # background transaction is still giving back.
+        await self.usage.stop()
         await self.poller.stop()
         await self.outbox.stop()
         await self.tasks.writer.stop()
-        await self.usage.stop()
         await self.key_cache.stop()
         self.tasks.store.close()
         for provider in self.providers.values():

@@ -19,17 +19,17 @@ from unigate.providers.base import RouteFailed, StreamBroken, Timeouts
 class UpstreamHTTP:
     def __init__(self, base_url: str, headers: Mapping[str, str]) -> None:
         self.base_url = base_url.rstrip("/")
-        self._headers = dict(headers)
+        # Explicit values instead of `skip_auto_headers`, which makes aiohttp build a header
+        # dict per request. `identity`: bodies are relayed byte for byte, never re-encoded.
+        self._headers = {"Accept-Encoding": "identity", "User-Agent": "unigate/1.0", **headers}
         self._session: aiohttp.ClientSession | None = None
+        self._timeouts: dict[Timeouts, aiohttp.ClientTimeout] = {}
 
     async def start(self) -> None:
         connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30, ttl_dns_cache=300)
         # auto_decompress off: bodies are relayed byte for byte, so never ask for encodings.
         self._session = aiohttp.ClientSession(
-            connector=connector,
-            headers=self._headers,
-            auto_decompress=False,
-            skip_auto_headers=("Accept-Encoding", "User-Agent"),
+            connector=connector, headers=self._headers, auto_decompress=False
         )
 
     async def aclose(self) -> None:
@@ -46,9 +46,11 @@ class UpstreamHTTP:
         self, path: str, data: bytes, timeouts: Timeouts, headers: Mapping[str, str] | None = None
     ) -> aiohttp.ClientResponse:
         """Send a request and return the response with its headers read; body unread."""
-        timeout = aiohttp.ClientTimeout(
-            total=timeouts.total, sock_connect=timeouts.connect, sock_read=timeouts.read
-        )
+        timeout = self._timeouts.get(timeouts)
+        if timeout is None:
+            timeout = self._timeouts[timeouts] = aiohttp.ClientTimeout(
+                total=timeouts.total, sock_connect=timeouts.connect, sock_read=timeouts.read
+            )
         try:
             return await self.session.post(
                 self.base_url + path, data=data, headers=headers, timeout=timeout, allow_redirects=False
