@@ -8,6 +8,7 @@ rendered here, once, in the endpoint family's shape.
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
 import os
 
@@ -40,6 +41,10 @@ class GatewayApp:
             *admin.endpoints(gateway),
         ]
         self.table = EndpointTable(endpoints)
+        # Request ids: unique, not secret; a per-process random prefix and a counter cost
+        # nothing per request (os.urandom is a syscall).
+        self._id_prefix = os.urandom(4).hex()
+        self._ids = itertools.count(1)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -49,7 +54,7 @@ class GatewayApp:
             await self._lifespan(receive, send)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive, send, os.urandom(8).hex())
+        request = Request(scope, receive, send, f"{self._id_prefix}{next(self._ids):x}")
         endpoint, params, other_method = self.table.match(request.method, request.path)
         style: ErrorStyle = endpoint.style if endpoint else self.table.style_for(request.path)
         try:

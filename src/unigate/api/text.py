@@ -61,37 +61,38 @@ def _stream_flags(payload: dict[str, Any]) -> tuple[bool, bool]:
     return stream, bool(stream and options and options.get("include_usage") is True)
 
 
+_TYPED_FIELDS = (
+    ("tools", list, "an array"),
+    ("max_tokens", int, "an integer"),
+    ("max_completion_tokens", int, "an integer"),
+    ("n", int, "an integer"),
+)
+
+
 def _check_messages(payload: dict[str, Any]) -> None:
     messages = payload.get("messages")
     if messages is None:
         raise _missing("messages")
-    if not isinstance(messages, list):
+    if type(messages) is not list:
         raise _wrong_type("messages", "an array")
     if not messages:
         raise InvalidRequest("'messages' must contain at least one message.", param="messages")
     for i, msg in enumerate(messages):
-        if not isinstance(msg, dict):
+        if type(msg) is not dict:
             raise _wrong_type(f"messages[{i}]", "an object")
-        role = msg.get("role")
-        if role not in _ROLES:
+        if msg.get("role") not in _ROLES:
             raise InvalidRequest(f"Invalid value for 'messages[{i}].role'.", param=f"messages[{i}].role")
         content = msg.get("content")
-        if content is not None and not isinstance(content, str | list):
+        if content is not None and type(content) is not str and type(content) is not list:
             raise _wrong_type(f"messages[{i}].content", "a string or an array of content parts")
-    for name, kind, label in (
-        ("tools", list, "an array"),
-        ("max_tokens", int, "an integer"),
-        ("max_completion_tokens", int, "an integer"),
-        ("n", int, "an integer"),
-    ):
-        value = payload.get(name)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            raise _wrong_type(name, label)
-    temperature = payload.get("temperature")
-    if temperature is not None and (
-        not isinstance(temperature, int | float) or isinstance(temperature, bool)
-    ):
-        raise _wrong_type("temperature", "a number")
+    if len(payload) > 2:  # only model + messages: nothing else to check
+        for name, kind, label in _TYPED_FIELDS:
+            value = payload.get(name)
+            if value is not None and (type(value) is not kind):
+                raise _wrong_type(name, label)
+        temperature = payload.get("temperature")
+        if temperature is not None and type(temperature) not in (int, float):
+            raise _wrong_type("temperature", "a number")
 
 
 class TextAPI:

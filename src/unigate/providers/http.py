@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -61,11 +60,10 @@ class UpstreamHTTP:
             raise RouteFailed(f"Could not reach the upstream: {type(exc).__name__}.") from None
 
 
-@asynccontextmanager
-async def reading(what: str = "response") -> AsyncIterator[None]:
-    """Map errors while reading an upstream body, before anything reached the client."""
+async def read_all(resp: aiohttp.ClientResponse, what: str = "response") -> bytes:
+    """The whole upstream body; errors mapped while nothing has reached the client yet."""
     try:
-        yield
+        return await resp.read()
     except TimeoutError:
         raise RouteFailed(f"The upstream {what} timed out.", status=504) from None
     except (aiohttp.ClientError, asyncio.IncompleteReadError) as exc:

@@ -17,7 +17,7 @@ import orjson
 from unigate.config import ProviderConfig
 from unigate.errors import UpstreamRejected
 from unigate.providers.base import Provider, ProviderContext, Reply, RouteFailed, Target, TextCall
-from unigate.providers.http import UpstreamHTTP, event_data, reading, split_events, sse_events
+from unigate.providers.http import UpstreamHTTP, event_data, read_all, split_events, sse_events
 from unigate.usage.recorder import Usage
 
 PROVIDER_TYPE = "openai"
@@ -63,8 +63,7 @@ class OpenAIProvider(Provider):
             reply = Reply(status=resp.status, content_type=content_type, close=resp.close)
             reply.stream = _relay_events(resp, reply.usage, strip_usage_chunk=injected)
             return reply
-        async with reading():
-            data = await resp.read()
+        data = await read_all(resp)
         return Reply(status=resp.status, content_type=content_type, body=data, usage=_body_usage(data))
 
 
@@ -83,8 +82,7 @@ def _upstream_body(call: TextCall, upstream_model: str, inject_usage: bool) -> b
 async def _raise_for_status(resp: aiohttp.ClientResponse) -> None:
     status = resp.status
     try:
-        async with reading("error response"):
-            data = await resp.read()
+        data = await read_all(resp, "error response")
     finally:
         resp.release()
     if status == 429:

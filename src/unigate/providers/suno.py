@@ -24,7 +24,7 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
-from unigate.providers.http import UpstreamHTTP, reading
+from unigate.providers.http import UpstreamHTTP, read_all
 from unigate.tasks.model import TERMINAL, UNKNOWN, combine_clip_statuses
 
 PROVIDER_TYPE = "suno"
@@ -105,8 +105,7 @@ class SunoProvider(Provider):
     async def _call(self, path: str, body: dict[str, Any], timeouts: Timeouts) -> Any:
         resp = await self.http.post(path, orjson.dumps(body), timeouts)
         try:
-            async with reading():
-                raw = await resp.read()
+            raw = await read_all(resp)
         finally:
             resp.release()
         if resp.status == 429 or resp.status >= 500 or resp.status in (401, 403):
