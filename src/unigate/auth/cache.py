@@ -5,12 +5,11 @@ through the `key_events` change feed."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 
 from unigate.auth.principal import Principal
+from unigate.background import Periodic
 from unigate.store.keys import KeyStore
 
 log = logging.getLogger("unigate.auth")
@@ -22,11 +21,10 @@ _MAX_NEGATIVE = 10_000
 class KeyCache:
     def __init__(self, store: KeyStore, poll_interval: float = 0.5) -> None:
         self._store = store
-        self._poll_interval = poll_interval
         self._known: dict[str, Principal] = {}
         self._unknown: dict[str, float] = {}  # hash -> time until which a miss is remembered
         self._seq = 0
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("key-cache-watch", self._poll, poll_interval)
 
     def peek(self, key_hash: str) -> Principal | None:
         """Cache-only lookup: the hot path for every known key."""
@@ -58,23 +56,15 @@ class KeyCache:
 
     async def start(self) -> None:
         self._seq = await self._store.latest_change()
-        self._task = asyncio.create_task(self._watch(), name="key-cache-watch")
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._loop.stop()
 
     async def refresh(self) -> None:
         self._seq, hashes = await self._store.changes_since(self._seq)
         for key_hash in hashes:
             self.invalidate(key_hash)
 
-    async def _watch(self) -> None:
-        while True:
-            await asyncio.sleep(self._poll_interval)
-            try:
-                await self.refresh()
-            except Exception:  # the loop must survive a database hiccup
-                log.exception("key change feed poll failed")
+    async def _poll(self) -> None:
+        await self.refresh()

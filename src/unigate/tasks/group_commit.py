@@ -8,7 +8,6 @@ submit would cap throughput at the commit rate; one commit per batch does not.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from unigate.tasks.store import NewTask, TaskStore
@@ -23,6 +22,7 @@ class GroupCommit:
         self._pending: list[tuple[NewTask, asyncio.Future[None]]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def insert(self, item: NewTask) -> None:
         """Returns once `item` is committed; raises if its batch failed."""
@@ -35,15 +35,16 @@ class GroupCommit:
         self._task = asyncio.create_task(self._run(), name="task-group-commit")
 
     async def stop(self) -> None:
+        # Cooperative: the loop finishes the batch in flight (never cancelled mid-commit).
+        self._stopping = True
+        self._wake.set()
         if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        if self._pending:
+            await self._task
+        while self._pending:
             await self._flush()
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             await self._wake.wait()
             self._wake.clear()
             while self._pending:

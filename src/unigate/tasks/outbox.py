@@ -8,11 +8,11 @@ SSRF-guarded sender, and either marks it delivered or schedules the next attempt
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Sequence
 
+from unigate.background import Periodic
 from unigate.store.keys import KeyStore
 from unigate.tasks.store import Delivery, TaskStore
 from unigate.webhooks.sender import WebhookSender, backoff_schedule
@@ -40,29 +40,21 @@ class OutboxDeliverer:
         self.timeout = timeout
         self._slots = asyncio.Semaphore(concurrency)
         self._secrets: dict[str, str] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("webhook-outbox", self._pass, 0.25, grace=timeout + 5)
 
     async def start(self) -> None:
         await self.sender.start()
-        self._task = asyncio.create_task(self._loop(), name="webhook-outbox")
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._loop.stop()
         await self.sender.aclose()
 
-    async def _loop(self) -> None:
-        while True:
-            try:
-                batch = await self.store.lease_deliveries(64, _LEASE_SECONDS)
-                if batch:
-                    await asyncio.gather(*(self._deliver(d) for d in batch))
-            except Exception:
-                log.exception("webhook outbox pass failed")
-                batch = []
-            await asyncio.sleep(0.05 if len(batch) >= 64 else 0.25)
+    async def _pass(self) -> float:
+        batch = await self.store.lease_deliveries(64, _LEASE_SECONDS)
+        if batch:
+            await asyncio.gather(*(self._deliver(d) for d in batch))
+        return 0.05 if len(batch) >= 64 else 0.25
 
     async def _secret(self, key_id: str) -> str | None:
         secret = self._secrets.get(key_id)

@@ -10,13 +10,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
 from collections import defaultdict
 from typing import Any
 
+from unigate.background import Periodic
 from unigate.config import TasksConfig
 from unigate.providers.base import Provider, UpstreamTask
 from unigate.tasks.model import CLIP_TO_TASK, FAILURE, IN_PROGRESS, QUEUED, SUCCESS, TERMINAL, Task, may_move
@@ -39,30 +39,21 @@ class Poller:
         self.config = config
         self.batch = batch
         self.owner = f"{os.getpid()}-{os.urandom(4).hex()}"
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("task-poller", self._step, 0.25)
         self.polls = 0  # upstream poll calls made (observability, tests)
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="task-poller")
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            try:
-                await self.store.release_leases(self.owner)
-            except Exception:  # the leases then simply expire
-                log.exception("releasing poll leases failed")
+        await self._loop.stop()
+        try:
+            await self.store.release_leases(self.owner)
+        except Exception:  # the leases then simply expire
+            log.exception("releasing poll leases failed")
 
-    async def _loop(self) -> None:
-        while True:
-            try:
-                worked = await self.tick()
-            except Exception:
-                log.exception("poller tick failed")
-                worked = 0
-            await asyncio.sleep(0.05 if worked >= self.batch else 0.25)
+    async def _step(self) -> float:
+        return 0.05 if await self.tick() >= self.batch else 0.25
 
     async def tick(self) -> int:
         leased = await self.store.lease_due(self.owner, self.batch, _LEASE_SECONDS)

@@ -4,7 +4,6 @@ buffer in one multi-row INSERT per interval, and on shutdown."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -12,6 +11,7 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from unigate.background import Periodic
 from unigate.store.schema import usage_records
 
 log = logging.getLogger("unigate.usage")
@@ -45,10 +45,9 @@ class UsageRecord(NamedTuple):
 class UsageRecorder:
     def __init__(self, engine: AsyncEngine, interval: float = 1.0, max_buffer: int = 100_000) -> None:
         self._engine = engine
-        self._interval = interval
         self._max_buffer = max_buffer
         self._buffer: list[UsageRecord] = []
-        self._task: asyncio.Task[None] | None = None
+        self._loop = Periodic("usage-flush", self._flush_step, interval)
         self._insert_sql = _insert_sql(engine.dialect.paramstyle)
         self.dropped = 0
 
@@ -80,19 +79,14 @@ class UsageRecorder:
         return len(batch)
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="usage-flush")
+        self._loop.start()
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._loop.stop()
         await self.flush()
 
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            await self.flush()
+    async def _flush_step(self) -> None:
+        await self.flush()
 
     async def summary(self, since: float | None = None) -> list[dict[str, object]]:
         """Totals per key and model, for the admin API."""
