@@ -49,6 +49,7 @@ usage_records = sa.Table(
     sa.Column("latency_ms", sa.Float, nullable=False),
     sa.Column("cost", sa.Float, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False, index=True),
+    sa.Column("requests", sa.Integer, nullable=False, server_default="1"),  # requests in this row
 )
 
 # --- asynchronous tasks (one engine for every async family) ---

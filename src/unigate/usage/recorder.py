@@ -1,12 +1,16 @@
-"""Buffered usage writer. `record` is a list append (no I/O); a background task flushes the
-buffer in one multi-row INSERT per interval, and on shutdown."""
+"""Usage accounting off the request path.
+
+`record` adds a request to an in-memory bucket per (key, endpoint, model, provider, upstream
+model, status); a background task writes one row per bucket each interval (and on shutdown).
+A few rows a second instead of one per request: per-request rows kept a database thread busy
+under load and cost the request path ~70 µs each in GIL hand-offs on this machine."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -42,41 +46,74 @@ class UsageRecord(NamedTuple):
     created_at: float
 
 
+_BucketKey = tuple[str, str, str, str, str, int]
+
+
 class UsageRecorder:
-    def __init__(self, engine: AsyncEngine, interval: float = 1.0, max_buffer: int = 100_000) -> None:
+    def __init__(self, engine: AsyncEngine, interval: float = 1.0, max_buckets: int = 100_000) -> None:
         self._engine = engine
-        self._max_buffer = max_buffer
-        self._buffer: list[UsageRecord] = []
+        self._max_buckets = max_buckets
+        # bucket -> [requests, prompt tokens, completion tokens, latency ms (sum), cost, first seen]
+        self._buckets: dict[_BucketKey, list[float]] = {}
         self._loop = Periodic("usage-flush", self._flush_step, interval)
         self._insert_sql = _insert_sql(engine.dialect.paramstyle)
         self.dropped = 0
 
     def record(self, rec: UsageRecord) -> None:
-        if len(self._buffer) >= self._max_buffer:
-            # The database is not keeping up; shedding accounting beats exhausting memory.
-            self.dropped += 1
+        key = (rec.key_id, rec.endpoint, rec.model, rec.provider, rec.upstream_model, rec.status)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= self._max_buckets:
+                # The database is not keeping up; shedding accounting beats exhausting memory.
+                self.dropped += 1
+                return
+            self._buckets[key] = [1, rec.prompt_tokens, rec.completion_tokens, rec.latency_ms, rec.cost,
+                                  rec.created_at]  # fmt: skip
             return
-        self._buffer.append(rec)
+        bucket[0] += 1
+        bucket[1] += rec.prompt_tokens
+        bucket[2] += rec.completion_tokens
+        bucket[3] += rec.latency_ms
+        bucket[4] += rec.cost
+
+    @property
+    def pending(self) -> int:
+        """Requests recorded but not yet written."""
+        return int(sum(b[0] for b in self._buckets.values()))
 
     async def flush(self) -> int:
-        """Write the buffer in chunks, yielding to the event loop between them so a large
-        backlog never stalls requests for more than a chunk's worth of work."""
-        if not self._buffer:
+        """Write every bucket (chunked, yielding between chunks); returns the number of
+        requests written. On failure the buckets are merged back for the next attempt."""
+        if not self._buckets:
             return 0
-        batch, self._buffer = self._buffer, []
+        buckets, self._buckets = self._buckets, {}
+        rows = [
+            ("", key_id, endpoint, model, provider, upstream, status, int(b[1]), int(b[2]), b[3], b[4], b[5],
+             int(b[0]))
+            for (key_id, endpoint, model, provider, upstream, status), b in buckets.items()
+        ]  # fmt: skip
         written = 0
         try:
-            for start in range(0, len(batch), _CHUNK):
+            for start in range(0, len(rows), _CHUNK):
                 async with self._engine.begin() as conn:
-                    await conn.exec_driver_sql(self._insert_sql, batch[start : start + _CHUNK])
+                    await conn.exec_driver_sql(self._insert_sql, rows[start : start + _CHUNK])
                 written = start + _CHUNK
                 await asyncio.sleep(0)
         except Exception:
-            kept = batch[written:]
-            log.exception("usage flush failed; %d records kept for retry", len(kept))
-            self._buffer[:0] = kept
-            return min(written, len(batch))
-        return len(batch)
+            log.exception("usage flush failed; kept for retry")
+            for row in rows[written:]:
+                self._merge(row)
+            return sum(int(r[-1]) for r in rows[:written])
+        return sum(int(r[-1]) for r in rows)
+
+    def _merge(self, row: tuple[Any, ...]) -> None:
+        key = (row[1], row[2], row[3], row[4], row[5], row[6])
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            self._buckets[key] = [row[12], row[7], row[8], row[9], row[10], row[11]]
+        else:
+            for i, j in ((0, 12), (1, 7), (2, 8), (3, 9), (4, 10)):
+                bucket[i] += row[j]
 
     async def start(self) -> None:
         self._loop.start()
@@ -95,7 +132,7 @@ class UsageRecorder:
         query = sa.select(
             u.key_id,
             u.model,
-            sa.func.count().label("requests"),
+            sa.func.sum(u.requests).label("requests"),
             sa.func.sum(u.prompt_tokens).label("prompt_tokens"),
             sa.func.sum(u.completion_tokens).label("completion_tokens"),
             sa.func.sum(u.cost).label("cost"),
@@ -119,7 +156,7 @@ class UsageRecorder:
 
 def _insert_sql(paramstyle: str) -> str:
     """A driver-level INSERT: no per-row SQLAlchemy processing on the event loop."""
-    cols = list(UsageRecord._fields)
+    cols = [*UsageRecord._fields, "requests"]
     if paramstyle == "qmark":
         marks = ["?"] * len(cols)
     elif paramstyle == "numeric_dollar":
