@@ -41,6 +41,7 @@ class OutboxDeliverer:
         self._slots = asyncio.Semaphore(concurrency)
         self._secrets: dict[str, str] = {}
         self._loop = Periodic("webhook-outbox", self._pass, 0.25, grace=timeout + 5)
+        self._idle_delay = 0.25
 
     async def start(self) -> None:
         await self.sender.start()
@@ -54,7 +55,9 @@ class OutboxDeliverer:
         batch = await self.store.lease_deliveries(64, _LEASE_SECONDS)
         if batch:
             await asyncio.gather(*(self._deliver(d) for d in batch))
-        return 0.05 if len(batch) >= 64 else 0.25
+        # Idle: back off to 1 s; an event written meanwhile waits at most that long.
+        self._idle_delay = 0.25 if batch else min(self._idle_delay * 2, 1.0)
+        return 0.05 if len(batch) >= 64 else self._idle_delay
 
     async def _secret(self, key_id: str) -> str | None:
         secret = self._secrets.get(key_id)

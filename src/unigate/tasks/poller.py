@@ -27,6 +27,7 @@ log = logging.getLogger("unigate.tasks")
 # Short enough that tasks held by a crashed process resume soon; a poll outliving its lease
 # only means a duplicate poll, which the compare-and-set transition makes harmless.
 _LEASE_SECONDS = 20.0
+_MAX_IDLE_DELAY = 1.0
 
 
 class Poller:
@@ -40,6 +41,7 @@ class Poller:
         self.batch = batch
         self.owner = f"{os.getpid()}-{os.urandom(4).hex()}"
         self._loop = Periodic("task-poller", self._step, 0.25)
+        self._idle_delay = 0.25
         self.polls = 0  # upstream poll calls made (observability, tests)
 
     async def start(self) -> None:
@@ -53,7 +55,10 @@ class Poller:
             log.exception("releasing poll leases failed")
 
     async def _step(self) -> float:
-        return 0.05 if await self.tick() >= self.batch else 0.25
+        worked = await self.tick()
+        # Idle: back off to 1 s (tasks are due at poll_interval granularity anyway); busy: go on.
+        self._idle_delay = 0.25 if worked else min(self._idle_delay * 2, _MAX_IDLE_DELAY)
+        return 0.05 if worked >= self.batch else self._idle_delay
 
     async def tick(self) -> int:
         leased = await self.store.lease_due(self.owner, self.batch, _LEASE_SECONDS)
