@@ -179,10 +179,10 @@ class MusicAPI:
 
     async def fetch_one(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
-        task = await self.tasks.fetch(principal, request.params["task_id"])
-        if task is None:
+        record = await self.tasks.fetch_rendered(principal, request.params["task_id"])
+        if record is None:
             raise NotFound("No task with this id.", code="task_not_exist")
-        await self._send_task(request, task)
+        await self._send(request, _ENVELOPE_HEAD + record + b"}")
 
     async def fetch_many(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None

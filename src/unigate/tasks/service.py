@@ -20,7 +20,7 @@ from unigate.routing.catalog import ModelEntry
 from unigate.routing.engine import Router
 from unigate.tasks.group_commit import GroupCommit
 from unigate.tasks.model import SUBMITTED, Task
-from unigate.tasks.store import NewTask, OutboxEvent, TaskStore
+from unigate.tasks.store import NewTask, OutboxEvent, TaskStore, row_task
 from unigate.webhooks.signing import new_message_id
 
 Renderer = Callable[[Task], dict[str, Any]]
@@ -136,6 +136,17 @@ class TaskService:
             NewTask(task, list(zip(task.clip_ids, upstream_clips, strict=False)), self.event(task))
         )
         return task
+
+    async def fetch_rendered(self, principal: Principal, task_id: str) -> bytes | None:
+        """The caller's task as rendered JSON, or None. A task polled again before it changed
+        is answered from the render cache without decoding the row."""
+        row = await self.store.get_row(task_id)
+        if row is None or row.key_id != principal.key_id:
+            return None
+        cached = self._rendered.get(task_id)
+        if cached is not None and cached[0] == row.version:
+            return cached[1]
+        return self.rendered(row_task(row))
 
     async def fetch(self, principal: Principal, task_id: str) -> Task | None:
         """The task if it exists and belongs to the caller (another key's id looks unknown)."""

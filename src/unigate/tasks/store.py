@@ -78,7 +78,7 @@ def _task_values(task: Task) -> dict[str, Any]:
     }
 
 
-def _row_task(row: Any) -> Task:
+def row_task(row: Any) -> Task:
     return Task(
         id=row.id,
         key_id=row.key_id,
@@ -132,6 +132,7 @@ class TaskStore:
         self._sqlite_path = sqlite_path(engine.url.render_as_string(hide_password=False))
         self._reader: SQLiteReader | None = None
         self._select_tasks = compile_select(tasks.select())
+        self._sql_get = self._select_tasks + " WHERE tasks.id = ?"
         self._select_clip = compile_select(
             task_clips.select().where(task_clips.c.clip_id == sa.bindparam("c"))
         )
@@ -194,13 +195,17 @@ class TaskStore:
     # --- reads ------------------------------------------------------------------------
 
     async def get(self, task_id: str) -> Task | None:
+        row = await self.get_row(task_id)
+        return row_task(row) if row is not None else None
+
+    async def get_row(self, task_id: str) -> Any | None:
+        """The raw row (attribute access by column name), for callers that may not need a
+        whole `Task` (a fetch whose rendering is cached for this version)."""
         reader = self.reader
         if reader is not None:
-            found = reader.one(self._select_tasks + " WHERE tasks.id = ?", (task_id,))
-            return _row_task(found) if found is not None else None
+            return reader.one(self._sql_get, (task_id,))
         async with self.engine.connect() as conn:
-            row = (await conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
-        return _row_task(row) if row is not None else None
+            return (await conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
 
     async def get_many(self, ids: Sequence[str], key_id: str) -> list[Task]:
         if not ids:
@@ -215,7 +220,7 @@ class TaskStore:
         else:
             async with self.engine.connect() as conn:
                 rows = (await conn.execute(tasks.select().where(tasks.c.id.in_(unique)))).all()
-        by_id = {r.id: _row_task(r) for r in rows if r.key_id == key_id}
+        by_id = {r.id: row_task(r) for r in rows if r.key_id == key_id}
         return [by_id[i] for i in unique if i in by_id]
 
     async def clip(self, clip_id: str) -> tuple[str, str, str, str | None] | None:
@@ -276,7 +281,7 @@ class TaskStore:
         )
         async with self.engine.begin() as conn:
             rows = (await conn.execute(stmt)).all()
-        return [_row_task(r) for r in rows]
+        return [row_task(r) for r in rows]
 
     async def reschedule(self, task: Task, owner: str, next_poll_at: float, attempts: int) -> None:
         """No change to report: poll again later and drop the lease."""
