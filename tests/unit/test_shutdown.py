@@ -25,9 +25,7 @@ def test_stop_under_load_flushes_everything_quickly(tmp_path: Path) -> None:
         deadline = time.monotonic() + 3.0
         while time.monotonic() < deadline:  # keep the flush loop, poller and outbox busy
             for _ in range(400):
-                gw.usage.record(
-                    UsageRecord("r", "k", "chat", "m", "p", "u", 200, 1, 1, 0.1, 0.0, time.time())
-                )
+                gw.usage.record(UsageRecord("k", "chat", "m", "p", "u", 200, 1, 1, 0.1, 0.0, time.time()))
                 sent += 1
             await asyncio.sleep(0.02)
         started = time.monotonic()

@@ -16,7 +16,6 @@ from unigate.usage.recorder import UsageRecord, UsageRecorder
 
 def _record(key_id: str, model: str, prompt: int, completion: int) -> UsageRecord:
     return UsageRecord(
-        request_id="r1",
         key_id=key_id,
         endpoint="chat",
         model=model,

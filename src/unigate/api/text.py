@@ -172,7 +172,6 @@ class TextAPI:
         usage = reply.usage if reply else None
         self.gw.usage.record(
             UsageRecord(
-                request_id=request.request_id,
                 key_id=principal.key_id,
                 endpoint=call.op,
                 model=call.model,

@@ -30,9 +30,8 @@ class Usage:
 
 
 class UsageRecord(NamedTuple):
-    """One accounted request. A tuple, so buffering and batch inserts cost no conversion."""
+    """One accounted request, as the request path hands it over."""
 
-    request_id: str
     key_id: str
     endpoint: str
     model: str
@@ -156,7 +155,8 @@ class UsageRecorder:
 
 def _insert_sql(paramstyle: str) -> str:
     """A driver-level INSERT: no per-row SQLAlchemy processing on the event loop."""
-    cols = [*UsageRecord._fields, "requests"]
+    # Rows are buckets; the per-request `request_id` column stays empty for them.
+    cols = ["request_id", *UsageRecord._fields, "requests"]
     if paramstyle == "qmark":
         marks = ["?"] * len(cols)
     elif paramstyle == "numeric_dollar":
