@@ -1,0 +1,1 @@
+"""Pure format translators between the canonical OpenAI chat format and other families."""

@@ -1,0 +1,25 @@
+"""OpenAI chat completions ⇄ Anthropic Messages: the public entry points in one import.
+
+Requests live in `anthropic_request`, non-streaming responses in `anthropic_response`, and the
+incremental SSE translators in `anthropic_stream`.
+"""
+
+from __future__ import annotations
+
+from unigate.translate.anthropic_request import (
+    DEFAULT_MAX_TOKENS,
+    anthropic_to_openai_request,
+    openai_to_anthropic_request,
+)
+from unigate.translate.anthropic_response import anthropic_to_openai_response, openai_to_anthropic_response
+from unigate.translate.anthropic_stream import AnthropicToOpenAIStream, OpenAIToAnthropicStream
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "AnthropicToOpenAIStream",
+    "OpenAIToAnthropicStream",
+    "anthropic_to_openai_request",
+    "anthropic_to_openai_response",
+    "openai_to_anthropic_request",
+    "openai_to_anthropic_response",
+]

@@ -1,0 +1,339 @@
+"""Streaming translation: Anthropic Messages SSE ⇄ OpenAI chat completion chunks.
+
+Each translator is fed raw upstream bytes in whatever pieces the network delivers and returns
+complete client-side SSE events; `finish()` is called once the upstream body has ended. A
+stream that ends without its terminator (`message_stop` / `[DONE]`) was cut off, so instead of
+a clean ending the client gets an in-band error and `broken` is set: the SDKs then raise rather
+than silently return a truncated answer.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from unigate.translate.anthropic_response import (
+    anthropic_id,
+    anthropic_usage,
+    as_object,
+    finish_reason,
+    openai_id,
+    openai_usage,
+    prompt_tokens_of,
+    stop_reason,
+)
+from unigate.translate.sse import SSEEvent, SSEParser
+
+Json = dict[str, Any]
+
+_CUT_OFF = "The upstream stream ended before completion."
+# Anthropic error types the Anthropic SDK knows; anything else is reported as `api_error`.
+_ANTHROPIC_ERROR_TYPES = frozenset(
+    {
+        "invalid_request_error",
+        "authentication_error",
+        "permission_error",
+        "not_found_error",
+        "rate_limit_error",
+        "timeout_error",
+        "api_error",
+        "overloaded_error",
+    }
+)
+
+
+def _loads(data: bytes) -> Json | None:
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+class AnthropicToOpenAIStream:
+    """Anthropic `/v1/messages` events in, OpenAI `chat.completion.chunk` events out."""
+
+    def __init__(self, model: str, include_usage: bool, *, created: int | None = None) -> None:
+        self.model = model
+        self.include_usage = include_usage
+        self.created = int(time.time()) if created is None else created
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.cached_tokens = 0
+        self.broken = False
+        self._id = openai_id(None)
+        self._parser = SSEParser()
+        self._tool_index: dict[int, int] = {}  # Anthropic block index -> OpenAI tool call index
+        self._finish: str | None = None
+        self._finish_sent = False
+        self._stopped = False
+        self._errored = False
+
+    def feed(self, data: bytes) -> bytes:
+        return self._handle(self._parser.feed(data))
+
+    def finish(self) -> bytes:
+        out = self._handle(self._parser.flush())
+        if self._errored:
+            return out  # The error event already ended the stream for the client.
+        if not self._stopped:
+            self.broken = True
+            return out + _openai_error(_CUT_OFF, "upstream_error", "stream_broken")
+        if not self._finish_sent:
+            out += self._chunk({}, self._finish or "stop")
+        if self.include_usage:
+            usage = openai_usage(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
+            out += self._event({"choices": [], "usage": usage})
+        return out + b"data: [DONE]\n\n"
+
+    def _handle(self, events: list[SSEEvent]) -> bytes:
+        out = b""
+        for name, data in events:
+            if self._stopped or self._errored:
+                break
+            obj = _loads(data)
+            if obj is not None:
+                out += self._on_event(str(obj.get("type") or name), obj)
+        return out
+
+    def _on_event(self, kind: str, obj: Json) -> bytes:
+        if kind == "message_start":
+            return self._on_message_start(as_object(obj.get("message")))
+        if kind == "content_block_start":
+            return self._on_block_start(obj.get("index"), as_object(obj.get("content_block")))
+        if kind == "content_block_delta":
+            return self._on_block_delta(obj.get("index"), as_object(obj.get("delta")))
+        if kind == "message_delta":
+            return self._on_message_delta(as_object(obj.get("delta")), as_object(obj.get("usage")))
+        if kind == "message_stop":
+            self._stopped = True
+        elif kind == "error":
+            return self._on_error(as_object(obj.get("error")))
+        # `ping` and `content_block_stop` carry nothing an OpenAI client needs.
+        return b""
+
+    def _on_message_start(self, message: Json) -> bytes:
+        self._id = openai_id(message.get("id"))
+        self._take_usage(as_object(message.get("usage")))
+        return self._chunk({"role": "assistant", "content": ""})
+
+    def _on_block_start(self, index: Any, block: Json) -> bytes:
+        if block.get("type") == "text" and block.get("text"):
+            return self._chunk({"content": block["text"]})
+        if block.get("type") != "tool_use" or not isinstance(index, int):
+            return b""  # Thinking blocks have no place in an OpenAI chat stream.
+        tool_index = self._tool_index[index] = len(self._tool_index)
+        call = {
+            "index": tool_index,
+            "id": block.get("id"),
+            "type": "function",
+            "function": {"name": block.get("name"), "arguments": ""},
+        }
+        return self._chunk({"tool_calls": [call]})
+
+    def _on_block_delta(self, index: Any, delta: Json) -> bytes:
+        kind = delta.get("type")
+        if kind == "text_delta" and delta.get("text"):
+            return self._chunk({"content": delta["text"]})
+        if kind == "input_json_delta" and delta.get("partial_json") and index in self._tool_index:
+            call = {"index": self._tool_index[index], "function": {"arguments": delta["partial_json"]}}
+            return self._chunk({"tool_calls": [call]})
+        return b""
+
+    def _on_message_delta(self, delta: Json, usage: Json) -> bytes:
+        self._take_usage(usage)
+        reason = finish_reason(delta.get("stop_reason"))
+        if reason is None or self._finish_sent:
+            return b""
+        self._finish, self._finish_sent = reason, True
+        return self._chunk({}, reason)
+
+    def _take_usage(self, usage: Json) -> None:
+        # `message_delta` usage is cumulative and may repeat input counts: take what is present.
+        if "input_tokens" in usage or "cache_read_input_tokens" in usage:
+            self.prompt_tokens, self.cached_tokens = prompt_tokens_of(usage)
+        if isinstance(usage.get("output_tokens"), int):
+            self.completion_tokens = usage["output_tokens"]
+
+    def _on_error(self, error: Json) -> bytes:
+        self._errored = self.broken = True
+        message = str(error.get("message") or "The upstream reported an error.")
+        return _openai_error(message, str(error.get("type") or "upstream_error"), None)
+
+    def _chunk(self, delta: Json, finish: str | None = None) -> bytes:
+        return self._event({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    def _event(self, fields: Json) -> bytes:
+        head = {
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+        }
+        return b"data: " + orjson.dumps({**head, **fields}) + b"\n\n"
+
+
+def _openai_error(message: str, kind: str, code: str | None) -> bytes:
+    return (
+        b"data: "
+        + orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}})
+        + b"\n\n"
+    )
+
+
+class OpenAIToAnthropicStream:
+    """OpenAI `chat.completion.chunk` events in, Anthropic `/v1/messages` events out.
+
+    Anthropic content blocks are sequential: a text run or a tool call opens a block and the
+    next one closes it. OpenAI upstreams stream tool calls one after another, so each new call
+    `index` opens the next block; a late fragment for an earlier call still names that call's
+    block index, which is how the Anthropic SDK routes deltas."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.cached_tokens = 0
+        self.broken = False
+        self._parser = SSEParser()
+        self._started = False
+        self._open: int | None = None  # index of the open Anthropic block
+        self._open_is_text = False
+        self._blocks = 0
+        self._tool_block: dict[int, int] = {}  # OpenAI tool call index -> Anthropic block index
+        self._finish: str | None = None
+        self._done = False
+        self._errored = False
+
+    def feed(self, data: bytes) -> bytes:
+        return self._handle(self._parser.feed(data))
+
+    def finish(self) -> bytes:
+        out = self._handle(self._parser.flush())
+        if self._done or self._errored:
+            return out
+        self.broken = True
+        return out + _anthropic_event("error", {"error": {"type": "api_error", "message": _CUT_OFF}})
+
+    def _handle(self, events: list[SSEEvent]) -> bytes:
+        out = b""
+        for _name, data in events:
+            if self._done or self._errored:
+                break
+            if data.strip() == b"[DONE]":
+                out += self._on_done()
+                continue
+            obj = _loads(data)
+            if obj is None:
+                continue
+            out += self._on_error(obj["error"]) if obj.get("error") else self._on_chunk(obj)
+        return out
+
+    def _on_chunk(self, chunk: Json) -> bytes:
+        out = self._start(chunk.get("id"))
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            counts = anthropic_usage(usage)
+            self.cached_tokens = counts["cache_read_input_tokens"]
+            self.prompt_tokens = counts["input_tokens"] + self.cached_tokens
+            self.completion_tokens = counts["output_tokens"]
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return out  # The usage-only chunk.
+        choice = as_object(choices[0])
+        delta = as_object(choice.get("delta"))
+        text = delta.get("content") or delta.get("refusal")
+        if isinstance(text, str) and text:
+            out += self._text(text)
+        for call in delta.get("tool_calls") or []:
+            if isinstance(call, dict):
+                out += self._tool_call(call)
+        if choice.get("finish_reason"):
+            self._finish = str(choice["finish_reason"])
+            out += self._close()
+        return out
+
+    def _start(self, chunk_id: Any) -> bytes:
+        if self._started:
+            return b""
+        self._started = True
+        message: Json = {
+            "id": anthropic_id(chunk_id),
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            # OpenAI reports usage only at the end; the real counts follow in `message_delta`.
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        return _anthropic_event("message_start", {"message": message})
+
+    def _text(self, text: str) -> bytes:
+        out = b""
+        if self._open is None or not self._open_is_text:
+            out += self._open_block({"type": "text", "text": ""}, is_text=True)
+        delta = {"type": "text_delta", "text": text}
+        return out + _anthropic_event("content_block_delta", {"index": self._open, "delta": delta})
+
+    def _tool_call(self, call: Json) -> bytes:
+        out = b""
+        index = call.get("index", 0)
+        fn = as_object(call.get("function"))
+        if index not in self._tool_block:
+            block: Json = {
+                "type": "tool_use",
+                "id": call.get("id") or f"toolu_{self._blocks}",
+                "name": fn.get("name"),
+                "input": {},
+            }
+            out += self._open_block(block, is_text=False)
+            self._tool_block[index] = self._blocks - 1
+        args = fn.get("arguments")
+        if isinstance(args, str) and args:
+            delta = {"type": "input_json_delta", "partial_json": args}
+            out += _anthropic_event("content_block_delta", {"index": self._tool_block[index], "delta": delta})
+        return out
+
+    def _open_block(self, block: Json, *, is_text: bool) -> bytes:
+        out = self._close()
+        self._open, self._open_is_text = self._blocks, is_text
+        self._blocks += 1
+        return out + _anthropic_event("content_block_start", {"index": self._open, "content_block": block})
+
+    def _close(self) -> bytes:
+        if self._open is None:
+            return b""
+        index, self._open = self._open, None
+        return _anthropic_event("content_block_stop", {"index": index})
+
+    def _on_done(self) -> bytes:
+        self._done = True
+        out = self._start(None) + self._close()
+        usage = {
+            "input_tokens": self.prompt_tokens - self.cached_tokens,
+            "output_tokens": self.completion_tokens,
+        }
+        if self.cached_tokens:
+            usage["cache_read_input_tokens"] = self.cached_tokens
+        delta = {"stop_reason": stop_reason(self._finish) or "end_turn", "stop_sequence": None}
+        out += _anthropic_event("message_delta", {"delta": delta, "usage": usage})
+        return out + _anthropic_event("message_stop", {})
+
+    def _on_error(self, error: Any) -> bytes:
+        self._errored = self.broken = True
+        error = error if isinstance(error, dict) else {"message": str(error)}
+        kind = error.get("type")
+        payload = {
+            "type": kind if kind in _ANTHROPIC_ERROR_TYPES else "api_error",
+            "message": str(error.get("message") or "The upstream reported an error."),
+        }
+        return _anthropic_event("error", {"error": payload})
+
+
+def _anthropic_event(kind: str, fields: Json) -> bytes:
+    """Both the `event:` line and the `type` field: the Anthropic SDK dispatches on the former."""
+    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps({"type": kind, **fields}) + b"\n\n"

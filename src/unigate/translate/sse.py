@@ -1,0 +1,66 @@
+"""Incremental SSE parsing shared by the stream translators.
+
+Upstream bytes arrive in arbitrary pieces: a piece may end mid-line, between the CR and LF of a
+CRLF pair, or inside a multi-byte UTF-8 character. The parser therefore works on bytes only and
+hands out an event's data once its terminating blank line has arrived; callers decode (or
+`orjson.loads`) complete payloads, never fragments.
+"""
+
+from __future__ import annotations
+
+SSEEvent = tuple[str | None, bytes]
+
+
+class SSEParser:
+    """Feed raw bytes, get back complete `(event name or None, data)` pairs.
+
+    Follows the WHATWG framing rules the SDKs rely on: lines end with LF or CRLF, several
+    `data:` lines join with LF, one space after the colon is optional, `:` lines are comments,
+    and a blank line dispatches the event. Events without any `data:` line are dropped.
+    """
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._name: str | None = None
+        self._data: list[bytes] = []
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        self._buf += data
+        events: list[SSEEvent] = []
+        start = 0
+        while True:
+            end = self._buf.find(b"\n", start)
+            if end < 0:
+                break
+            line = self._buf[start:end]
+            start = end + 1
+            # A CR left at the end of the buffer is held with its line until the LF arrives.
+            self._line(line[:-1] if line.endswith(b"\r") else line, events)
+        self._buf = self._buf[start:]
+        return events
+
+    def flush(self) -> list[SSEEvent]:
+        """End of input: an unterminated last line or event still counts (some upstreams
+        close the connection right after the final `data:` line)."""
+        events: list[SSEEvent] = []
+        if self._buf:
+            line, self._buf = self._buf, b""
+            self._line(line.rstrip(b"\r"), events)
+        self._line(b"", events)
+        return events
+
+    def _line(self, line: bytes, events: list[SSEEvent]) -> None:
+        if not line:
+            if self._data:
+                events.append((self._name, b"\n".join(self._data)))
+            self._name, self._data = None, []
+            return
+        if line.startswith(b":"):
+            return
+        field, _, value = line.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        if field == b"data":
+            self._data.append(value)
+        elif field == b"event":
+            self._name = value.decode("utf-8", "replace")
