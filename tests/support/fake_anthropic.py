@@ -1,0 +1,158 @@
+"""A fake Anthropic Messages upstream on 127.0.0.1: JSON answers and `event:`/`data:` SSE in
+Anthropic's real framing, tool use when tools are offered, recorded requests, scripted death."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from tests.support.loopback import LoopbackServer
+from tests.support.net import free_port
+
+
+@dataclass
+class FakeAnthropic(LoopbackServer):
+    mode: str = "ok"  # ok | die_mid
+    text: str = "Hello from the fake Anthropic upstream"
+    received: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    port: int = field(default_factory=free_port)
+
+    def __post_init__(self) -> None:
+        self._init_server()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/messages", self._messages)
+
+    def _answer(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+        last = body["messages"][-1]
+        content = last["content"] if isinstance(last["content"], list) else []
+        result = next((b for b in content if b.get("type") == "tool_result"), None)
+        if body.get("tools") and result is None:
+            tool = body["tools"][0]["name"]
+            return [
+                {"type": "tool_use", "id": "toolu_fake1", "name": tool, "input": {"city": "Paris"}}
+            ], "tool_use"
+        text = f"The tool said: {result['content']}" if result else self.text
+        return [{"type": "text", "text": text}], "end_turn"
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = orjson.loads(await request.read())
+        self.received.append(body)
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        blocks, stop = self._answer(body)
+        usage = {"input_tokens": 21, "output_tokens": 9}
+        if not body.get("stream"):
+            return web.json_response(
+                {
+                    "id": "msg_fake",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body["model"],
+                    "content": blocks,
+                    "stop_reason": stop,
+                    "stop_sequence": None,
+                    "usage": usage,
+                }
+            )
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        events = self._events(body["model"], blocks, stop, usage)
+        for i, (kind, data) in enumerate(events):
+            if self.mode == "die_mid" and i == 4:
+                assert request.transport is not None
+                request.transport.close()
+                return resp
+            await resp.write(b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n")
+            await asyncio.sleep(0)
+        return resp
+
+    def _events(
+        self, model: str, blocks: list[dict[str, Any]], stop: str, usage: dict[str, int]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        message = {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1},
+        }
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("message_start", {"type": "message_start", "message": message}),
+            ("ping", {"type": "ping"}),
+        ]
+        block = blocks[0]
+        if block["type"] == "text":
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+            )
+            for word in block["text"].split(" "):
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": word + " "},
+                        },
+                    )
+                )
+        else:
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": block["id"],
+                            "name": block["name"],
+                            "input": {},
+                        },
+                    },
+                )
+            )
+            args = orjson.dumps(block["input"]).decode()
+            for piece in (args[:4], args[4:]):
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "input_json_delta", "partial_json": piece},
+                        },
+                    )
+                )
+        events += [
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": usage["output_tokens"]},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+        return events
