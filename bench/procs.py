@@ -1,5 +1,5 @@
 """Child processes: each in its own process group (so stopping it stops its workers too),
-plain HTTP helpers for readiness checks, and resident memory from /proc."""
+plain HTTP helpers for readiness checks, and resident memory and CPU time from /proc."""
 
 from __future__ import annotations
 
@@ -142,6 +142,11 @@ def rss_kb(pid: int) -> int | None:
     return None
 
 
+def workers_rss_kb(pids: Sequence[int]) -> dict[int, int]:
+    """VmRSS in KiB of each of these processes that is still there."""
+    return {pid: kb for pid in pids if (kb := rss_kb(pid)) is not None}
+
+
 def _children_of(pid: int) -> list[int]:
     kids: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*/children"):
@@ -188,6 +193,12 @@ def system_busy_seconds() -> float:
     return (sum(values) - values[3] - values[4]) / _TICKS
 
 
+def reaped_cpu_seconds() -> float:
+    """CPU time of this process's reaped children: the wrk runs."""
+    times = os.times()
+    return times.children_user + times.children_system
+
+
 def own_cpu_seconds(pgids: Sequence[int]) -> float:
     """CPU time of this process, of its reaped children (the wrk runs) and of every live
     process in the process groups `pgids` (the servers started by the benchmark)."""
@@ -203,3 +214,17 @@ def own_cpu_seconds(pgids: Sequence[int]) -> float:
         if int(fields[2]) in wanted:  # pgrp (field 5)
             ticks += int(fields[11]) + int(fields[12])
     return total + ticks / _TICKS
+
+
+class OtherLoad:
+    """From its creation on: the CPU the whole machine uses minus what the benchmark's own
+    processes (this one, the wrk runs, the process groups `pgids`) use, in cores."""
+
+    def __init__(self, pgids: Sequence[int]) -> None:
+        self.pgids = list(pgids)
+        self._busy, self._own = system_busy_seconds(), own_cpu_seconds(self.pgids)
+        self._wall = time.monotonic()
+
+    def cores(self) -> float:
+        others = system_busy_seconds() - self._busy - (own_cpu_seconds(self.pgids) - self._own)
+        return max(0.0, others / (time.monotonic() - self._wall))

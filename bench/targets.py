@@ -1,5 +1,6 @@
 """The three things under load: the fake upstream itself (the baseline), the bare proxy (the
-floor of DESIGN §2) and unigate (with auth, a rate-limited key and usage accounting)."""
+floor of DESIGN §2) and unigate (with auth, a rate-limited key and usage accounting); how to
+start unigate and give it a key, for both benchmarks."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 import yaml
@@ -60,7 +62,7 @@ def start_bare_proxy(children: Children, tmp: Path, upstream_port: int) -> Targe
     return Target("bare", port, CHAT_PATH, STREAM_PATH, child=child)
 
 
-def unigate_config(upstream_port: int) -> dict[str, object]:
+def unigate_config(upstream_port: int) -> dict[str, Any]:
     origin = f"http://127.0.0.1:{upstream_port}"
     return {
         "providers": [
@@ -79,41 +81,68 @@ def unigate_config(upstream_port: int) -> dict[str, object]:
     }
 
 
-def start_unigate(children: Children, tmp: Path, upstream_port: int) -> Target:
+@dataclass(frozen=True)
+class Unigate:
+    """A running `unigate serve` on local SQLite in `data_dir`, ready, with its admin key."""
+
+    child: Child
+    port: int
+    admin_key: str
+    data_dir: Path
+
+
+def launch_unigate(
+    children: Children, tmp: Path, config: dict[str, Any], workers: int = 1, data_dir: str = "unigate-data"
+) -> Unigate:
+    """`unigate serve` with `config`, a fresh data directory `tmp/data_dir` and its default
+    storage (SQLite there), once `/readyz` answers 200."""
     if not UNIGATE_BIN.exists():
         raise BenchError(f"{UNIGATE_BIN} not found: install unigate in this venv (pip install -e .)")
-    data_dir = tmp / "unigate-data"
-    data_dir.mkdir()
-    config = tmp / "unigate.yaml"
-    config.write_text(yaml.safe_dump(unigate_config(upstream_port), sort_keys=False), encoding="utf-8")
+    data = tmp / data_dir
+    data.mkdir()
+    config_file = tmp / "unigate.yaml"
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     admin_key = "adm-" + secrets.token_urlsafe(24)
     env = {
         **os.environ,
-        "UNIGATE_DATA_DIR": str(data_dir),
-        "UNIGATE_CONFIG": str(config),
+        "UNIGATE_DATA_DIR": str(data),
+        "UNIGATE_CONFIG": str(config_file),
         "UNIGATE_ADMIN_KEY": admin_key,
     }
     for name in ("UNIGATE_DATABASE_URL", "UNIGATE_REDIS_URL"):  # one machine, local SQLite
         env.pop(name, None)
     port = free_port()
-    cmd = [str(UNIGATE_BIN), "serve", "--port", str(port), "--workers", "1"]
+    cmd = [str(UNIGATE_BIN), "serve", "--port", str(port), "--workers", str(workers)]
     child = children.start("unigate", cmd, tmp / "unigate.out", env=env)
     wait_ready(child, port, "/readyz", timeout=60)
-    key = _create_key(port, admin_key)
-    return Target("unigate", port, CHAT_PATH, CHAT_PATH, key=key, child=child, admin_key=admin_key)
+    return Unigate(child, port, admin_key, data)
 
 
-def _create_key(port: int, admin_key: str) -> str:
-    """A key with an rpm limit, so the rate limiter is on the measured path."""
-    body = orjson.dumps({"name": "bench", "rpm": 100_000_000})
-    headers = {"Authorization": f"Bearer {admin_key}", "Content-Type": "application/json"}
-    status, data, _ = request(port, "POST", "/admin/keys", body, headers)
+def create_key(gateway: Unigate, **fields: Any) -> str:
+    """A new API key named "bench", with `fields` (limits) set."""
+    body = orjson.dumps({"name": "bench", **fields})
+    headers = {"Authorization": f"Bearer {gateway.admin_key}", "Content-Type": "application/json"}
+    status, data, _ = request(gateway.port, "POST", "/admin/keys", body, headers)
     if status not in (200, 201):
         raise BenchError(f"POST /admin/keys gave HTTP {status}: {data[:300]!r}")
     key = orjson.loads(data).get("key")
     if not isinstance(key, str):
         raise BenchError(f"POST /admin/keys answered without a key: {data[:300]!r}")
     return key
+
+
+def start_unigate(children: Children, tmp: Path, upstream_port: int) -> Target:
+    gateway = launch_unigate(children, tmp, unigate_config(upstream_port))
+    key = create_key(gateway, rpm=100_000_000)  # an rpm limit: the rate limiter is on the measured path
+    return Target(
+        "unigate",
+        gateway.port,
+        CHAT_PATH,
+        CHAT_PATH,
+        key=key,
+        child=gateway.child,
+        admin_key=gateway.admin_key,
+    )
 
 
 def check_reply(target: Target) -> None:

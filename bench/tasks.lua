@@ -2,8 +2,8 @@
 --   submit  POST /suno/submit/music with the body in BENCH_BODY
 --   fetch   GET /suno/fetch/<id>, cycling over the ids in BENCH_IDS_FILE (one per line)
 --   batch   POST /suno/fetch with {"ids": [BENCH_BATCH ids]}, cycling over the same ids
--- BENCH_KEY is the API key. done() prints one parsable BENCH line; the first non-2xx answer
--- of each thread is printed as a BENCH_ERR line (status and the start of the body).
+-- BENCH_KEY is the API key. done() (done.lua) prints one parsable BENCH line; the first
+-- non-2xx answer of each thread is printed as a BENCH_ERR line (status and the start of the body).
 
 local mode = os.getenv("BENCH_MODE") or "submit"
 local key = os.getenv("BENCH_KEY") or ""
@@ -82,13 +82,6 @@ function response(status, _headers, body)
   end
 end
 
-function done(summary, latency, _requests)
-  local e = summary.errors
-  io.write(string.format(
-    "BENCH requests=%d duration_us=%d bytes=%d mean_us=%.1f p50_us=%d p90_us=%d p99_us=%d"
-      .. " p999_us=%d max_us=%d err_connect=%d err_read=%d err_write=%d err_status=%d err_timeout=%d\n",
-    summary.requests, summary.duration, summary.bytes, latency.mean,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99),
-    latency:percentile(99.9), latency.max,
-    e.connect, e.read, e.write, e.status, e.timeout))
-end
+-- done(): the shared BENCH line, from done.lua next to this script (wrk loads scripts with
+-- luaL_loadfile, so the chunk name is "@" .. the path given to -s).
+dofile((debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/done.lua")

@@ -1,10 +1,12 @@
-"""Drive one target with wrk and `post.lua`, and parse the line its `done()` prints."""
+"""Drive a server with wrk and a Lua script (`post.lua`, `tasks.lua`), and parse the line their
+shared `done()` (`done.lua`) prints."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +39,24 @@ class WrkResult:
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "failed": self.failed}
 
+    def with_server_cpu(self, cpu_s: float) -> WrkResult:
+        """This result with the server's CPU time per request, from `cpu_s` for the whole run."""
+        return replace(self, server_cpu_us=cpu_s / max(self.requests, 1) * 1e6)
 
-def run_wrk(
+
+def run_script(
     wrk: str,
+    script: Path,
     url: str,
-    body: bytes,
-    key: str,
     duration: float,
     connections: int,
     threads: int,
-) -> WrkResult:
+    env: Mapping[str, str],
+    timeout: str = "5s",
+    what: str = "",
+) -> tuple[WrkResult, list[str]]:
+    """Run wrk with a Lua script whose `done()` is `done.lua`'s, with `env` added to the
+    environment; the result and wrk's output lines. `what` names the run in errors."""
     threads = max(1, min(threads, connections))
     cmd = [
         wrk,
@@ -54,16 +64,23 @@ def run_wrk(
         f"-c{connections}",
         f"-d{max(1, round(duration))}s",
         "--timeout",
-        "5s",
+        timeout,
         "-s",
-        str(LUA_SCRIPT),
+        str(script),
         url,
     ]
-    env = {**os.environ, "BENCH_BODY": body.decode(), "BENCH_KEY": key}
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=duration + 60, check=False)
-    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("BENCH ")), None)
+    out = subprocess.run(
+        cmd, env={**os.environ, **env}, capture_output=True, text=True, timeout=duration + 60, check=False
+    )
+    lines = out.stdout.splitlines()
+    line = next((ln for ln in lines if ln.startswith("BENCH ")), None)
     if out.returncode != 0 or line is None:
-        raise BenchError(f"wrk failed ({out.returncode}) on {url}:\n{out.stdout}\n{out.stderr}")
+        raise BenchError(f"wrk failed ({out.returncode}) {what or 'on ' + url}:\n{out.stdout}\n{out.stderr}")
+    return parse_result(line, threads, connections), lines
+
+
+def parse_result(line: str, threads: int, connections: int) -> WrkResult:
+    """The `BENCH key=value ...` line `done.lua` prints."""
     fields = {k: float(v) for k, v in (item.split("=", 1) for item in line.split()[1:])}
     duration_s = fields["duration_us"] / 1e6
     return WrkResult(
@@ -80,3 +97,18 @@ def run_wrk(
         max_us=fields["max_us"],
         errors={k.removeprefix("err_"): int(v) for k, v in fields.items() if k.startswith("err_")},
     )
+
+
+def run_wrk(
+    wrk: str,
+    url: str,
+    body: bytes,
+    key: str,
+    duration: float,
+    connections: int,
+    threads: int,
+) -> WrkResult:
+    """POST `body` to `url` with `post.lua`."""
+    env = {"BENCH_BODY": body.decode(), "BENCH_KEY": key}
+    result, _ = run_script(wrk, LUA_SCRIPT, url, duration, connections, threads, env)
+    return result
