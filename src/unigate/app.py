@@ -12,7 +12,7 @@ import itertools
 import logging
 import os
 
-from unigate.api import admin, health, media, music, text
+from unigate.api import admin, health, media, messages, music, text
 from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.auth.authenticate import authenticate
 from unigate.endpoints import Endpoint, EndpointTable
@@ -36,6 +36,7 @@ class GatewayApp:
         endpoints: list[Endpoint] = [
             *health.endpoints(gateway),
             *text.endpoints(gateway),
+            *messages.endpoints(gateway),
             *music.endpoints(gateway),
             *media.endpoints(gateway),
             *admin.endpoints(gateway),

@@ -16,7 +16,7 @@ from unigate.endpoints import Endpoint
 from unigate.errors import GatewayError, InvalidRequest, NotFound, PermissionDenied
 from unigate.gateway import Gateway
 from unigate.providers.base import Provider, Reply, Target, TextCall
-from unigate.relay import send_reply
+from unigate.relay import ErrorEvent, openai_error_event, send_reply
 from unigate.routing.catalog import ModelEntry
 from unigate.usage.recorder import UsageRecord
 
@@ -105,7 +105,7 @@ class TextAPI:
         model = _model(payload)
         _check_messages(payload)
         stream, usage = _stream_flags(payload)
-        await self._serve(request, principal, TextCall("chat", raw, payload, model, stream, usage))
+        await self.serve(request, principal, TextCall("chat", raw, payload, model, stream, usage))
 
     async def completions(self, request: Request, principal: Principal | None) -> None:
         raw, payload = await request.json_object(self.limit)
@@ -116,7 +116,7 @@ class TextAPI:
         if not isinstance(prompt, str | list):
             raise _wrong_type("prompt", "a string or an array")
         stream, usage = _stream_flags(payload)
-        await self._serve(request, principal, TextCall("completions", raw, payload, model, stream, usage))
+        await self.serve(request, principal, TextCall("completions", raw, payload, model, stream, usage))
 
     async def embeddings(self, request: Request, principal: Principal | None) -> None:
         raw, payload = await request.json_object(self.limit)
@@ -126,7 +126,7 @@ class TextAPI:
             raise _missing("input")
         if not isinstance(value, str | list):
             raise _wrong_type("input", "a string or an array")
-        await self._serve(request, principal, TextCall("embeddings", raw, payload, model))
+        await self.serve(request, principal, TextCall("embeddings", raw, payload, model))
 
     def resolve(self, principal: Principal, model: str) -> ModelEntry:
         entry = self.gw.catalog.resolve(model)
@@ -136,7 +136,16 @@ class TextAPI:
             raise PermissionDenied(f"This API key may not use the model '{model}'.", code="model_not_allowed")
         return entry
 
-    async def _serve(self, request: Request, principal: Principal | None, call: TextCall) -> None:
+    async def serve(
+        self,
+        request: Request,
+        principal: Principal | None,
+        call: TextCall,
+        present: Callable[[Reply], Reply] | None = None,
+        error_event: ErrorEvent = openai_error_event,
+    ) -> None:
+        """Route `call`, then send the reply; `present` turns the OpenAI-format reply into
+        another client format (after routing, so fallback still happens before any byte)."""
         assert principal is not None
         gw = self.gw
         entry = self.resolve(principal, call.model)
@@ -155,7 +164,8 @@ class TextAPI:
             self._account(request, principal, call, entry, None, None, err.status, started)
             raise
         reply.headers.extend(extra)
-        outcome = await send_reply(request, reply)
+        shown = present(reply) if present is not None else reply
+        outcome = await send_reply(request, shown, error_event)
         self._account(request, principal, call, entry, target, reply, outcome.status, started)
 
     def _account(
