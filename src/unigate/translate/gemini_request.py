@@ -1,0 +1,643 @@
+"""Request bodies: OpenAI chat completions ⇄ Gemini generateContent (v1beta).
+
+The Gemini model name travels in the URL (`models/{model}:generateContent`), so the Gemini body
+has no `model` field and the reverse direction takes it as an argument. Gemini function calls
+carry no ids in older models: OpenAI `tool_call_id`s are mapped back to function names through
+the earlier assistant `tool_calls`, and ids `call_<n>` are synthesized the other way.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any
+from urllib.parse import unquote_to_bytes, urlsplit
+
+import orjson
+
+from unigate.errors import InvalidRequest
+
+Json = dict[str, Any]
+
+_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+
+_MODE_FROM_CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+_SAMPLING_TO_GEMINI = {
+    "temperature": "temperature",
+    "top_p": "topP",
+    "n": "candidateCount",
+    "seed": "seed",
+    "presence_penalty": "presencePenalty",
+    "frequency_penalty": "frequencyPenalty",
+    "top_logprobs": "logprobs",
+}
+# `max_completion_tokens` rather than the legacy `max_tokens`: OpenAI reasoning models reject
+# the latter, while OpenAI-compatible servers that predate the new name merely ignore it.
+_SAMPLING_TO_OPENAI = {gemini: openai for openai, gemini in _SAMPLING_TO_GEMINI.items()} | {
+    "maxOutputTokens": "max_completion_tokens",
+    "responseLogprobs": "logprobs",
+}
+# Gemini `Schema` is an OpenAPI 3.0 subset and rejects any other keyword with a 400 (JSON Schema
+# `additionalProperties`, `$schema`, `$ref`, `strict`, `examples`, `exclusiveMinimum`, ...).
+_SCHEMA_KEYS = frozenset(
+    {
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "maxItems",
+        "minItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "example",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "items",
+        "minimum",
+        "maximum",
+    }
+)
+# Other `format` values (`uri`, `email`, ...) are refused by Gemini for STRING fields.
+_SCHEMA_FORMATS = frozenset({"enum", "date-time", "int32", "int64", "float", "double"})
+_MIME_BY_EXTENSION = {
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "heic": "image/heic",
+    "heif": "image/heif",
+    "pdf": "application/pdf",
+}
+_AUDIO_MIME = {"wav": "audio/wav", "mp3": "audio/mp3"}
+_AUDIO_FORMAT = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mp3": "mp3", "audio/mpeg": "mp3"}
+
+
+def field(obj: Json, name: str) -> Any:
+    """`obj[name]` by its camelCase wire name, or by the snake_case spelling Google also accepts."""
+    value = obj.get(name)
+    return obj.get(_SNAKE.sub("_", name).lower()) if value is None else value
+
+
+def as_object(value: Any) -> Json:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+# --- OpenAI -> Gemini -------------------------------------------------------------------------
+
+
+def openai_to_gemini_request(payload: Json) -> Json:
+    """The generateContent body for an OpenAI chat completions request."""
+    messages = payload.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("`messages` must be a non-empty array.", param="messages")
+    system, contents = _contents(messages)
+    body: Json = {"contents": contents}
+    if system:
+        body["systemInstruction"] = {"parts": system}
+    calling, only = _calling_config(payload.get("tool_choice"))
+    declarations = _declarations(payload.get("tools"), only)
+    if declarations:
+        body["tools"] = [{"functionDeclarations": declarations}]
+    if calling is not None and declarations:  # a toolConfig without functions has nothing to steer
+        body["toolConfig"] = {"functionCallingConfig": calling}
+    config = _generation_config(payload)
+    if config:
+        body["generationConfig"] = config
+    return body
+
+
+def _contents(messages: list[Any]) -> tuple[list[Json], list[Json]]:
+    system: list[Json] = []
+    contents: list[Json] = []
+    call_names: dict[str, str] = {}  # tool_call_id -> function name; a later turn may reuse an id
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise InvalidRequest(f"messages[{i}] must be an object.", param=f"messages[{i}]")
+        role = message.get("role")
+        if role in ("system", "developer"):
+            system.extend({"text": text} for text in _texts(message.get("content"), i) if text)
+        elif role == "user":
+            _append(contents, "user", _user_parts(message.get("content"), i))
+        elif role == "assistant":
+            _append(contents, "model", _assistant_parts(message, i, call_names))
+        elif role in ("tool", "function"):
+            _append_response(contents, _function_response(message, i, call_names))
+        else:
+            raise InvalidRequest(
+                f"messages[{i}].role {role!r} is not supported.", param=f"messages[{i}].role"
+            )
+    return system, contents
+
+
+def _append(contents: list[Json], role: str, parts: list[Json]) -> None:
+    # Gemini refuses a content without parts, so an empty message is dropped rather than sent.
+    if parts:
+        contents.append({"role": role, "parts": parts})
+
+
+def _append_response(contents: list[Json], part: Json) -> None:
+    """Results of parallel calls go back in one user turn, as Gemini expects."""
+    last = contents[-1] if contents else None
+    if last is not None and last["role"] == "user" and all("functionResponse" in p for p in last["parts"]):
+        last["parts"].append(part)
+    else:
+        contents.append({"role": "user", "parts": [part]})
+
+
+def _texts(content: Any, i: int) -> list[str]:
+    """The text of a string or text-parts content (refusals count as the assistant's text)."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        raise InvalidRequest(f"messages[{i}].content must be a string or an array of parts.")
+    texts = []
+    for part in map(as_object, content):
+        kind = part.get("type")
+        if kind not in ("text", "refusal") or not isinstance(part.get(str(kind)), str):
+            raise InvalidRequest(f"messages[{i}].content: only text parts are allowed here.")
+        texts.append(part[str(kind)])
+    return texts
+
+
+def _user_parts(content: Any, i: int) -> list[Json]:
+    if isinstance(content, str):
+        return [{"text": content}] if content else []
+    if not isinstance(content, list):
+        raise InvalidRequest(f"messages[{i}].content must be a string or an array of parts.")
+    return [_user_part(as_object(part), i) for part in content if as_object(part).get("text") != ""]
+
+
+def _user_part(part: Json, i: int) -> Json:
+    kind = part.get("type")
+    if kind == "text" and isinstance(part.get("text"), str):
+        return {"text": part["text"]}
+    if kind == "image_url":
+        url = as_object(part.get("image_url")).get("url")
+        if isinstance(url, str):
+            return _media_part(url, i)
+    elif kind == "input_audio":
+        audio = as_object(part.get("input_audio"))
+        mime = _AUDIO_MIME.get(str(audio.get("format")))
+        if mime and isinstance(audio.get("data"), str):
+            return {"inlineData": {"mimeType": mime, "data": audio["data"]}}
+    elif kind == "file":
+        data = as_object(part.get("file")).get("file_data")
+        if isinstance(data, str) and data.startswith("data:"):
+            return _media_part(data, i)
+    raise InvalidRequest(f"messages[{i}].content: a {kind!r} part cannot be sent to Gemini.")
+
+
+def _media_part(url: str, i: int) -> Json:
+    if url.startswith("data:"):
+        mime, data = _split_data_url(url, i)
+        return {"inlineData": {"mimeType": mime, "data": data}}
+    if urlsplit(url).scheme.lower() in ("http", "https", "gs"):
+        return {"fileData": {"mimeType": guess_mime(url), "fileUri": url}}
+    raise InvalidRequest(f"messages[{i}]: image URLs must be http(s), gs or data URLs.")
+
+
+def _split_data_url(url: str, i: int) -> tuple[str, str]:
+    """`data:image/png;base64,AAAA` -> ("image/png", "AAAA"); a percent-encoded payload is
+    base64-encoded, since inlineData only takes base64."""
+    header, comma, payload = url[5:].partition(",")
+    if not comma:
+        raise InvalidRequest(f"messages[{i}]: malformed data URL.")
+    params = header.split(";")
+    mime = params[0] or "text/plain"
+    if "base64" in params[1:]:
+        return mime, payload
+    return mime, base64.b64encode(unquote_to_bytes(payload)).decode("ascii")
+
+
+def guess_mime(url: str) -> str:
+    """Gemini needs a mimeType for fileData; the URL's extension is all there is to go on, and an
+    `image_url` part with an unknown extension is most likely a JPEG."""
+    name = urlsplit(url).path.rsplit("/", 1)[-1]
+    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return _MIME_BY_EXTENSION.get(extension, "image/jpeg")
+
+
+def _assistant_parts(message: Json, i: int, call_names: dict[str, str]) -> list[Json]:
+    parts: list[Json] = [{"text": text} for text in _texts(message.get("content"), i) if text]
+    calls = as_list(message.get("tool_calls"))
+    if isinstance(message.get("function_call"), dict):  # the legacy single-call form
+        calls = [*calls, {"function": message["function_call"]}]
+    for j, call in enumerate(map(as_object, calls)):
+        fn = as_object(call.get("function"))
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidRequest(f"messages[{i}].tool_calls[{j}].function.name is required.")
+        parts.append({"functionCall": {"name": name, "args": _arguments(fn.get("arguments"), i, j)}})
+        if isinstance(call.get("id"), str):
+            call_names[call["id"]] = name
+    return parts
+
+
+def _arguments(raw: Any, i: int, j: int) -> Json:
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or raw == "":
+        return {}
+    try:
+        args = orjson.loads(raw) if isinstance(raw, str) else None
+    except orjson.JSONDecodeError:
+        args = None
+    if not isinstance(args, dict):
+        raise InvalidRequest(
+            f"messages[{i}].tool_calls[{j}].function.arguments must be a JSON object.",
+            param=f"messages[{i}].tool_calls[{j}].function.arguments",
+        )
+    return args
+
+
+def _function_response(message: Json, i: int, call_names: dict[str, str]) -> Json:
+    name = message.get("name") if message.get("role") == "function" else None
+    if name is None:
+        name = call_names.get(str(message.get("tool_call_id")))
+    if not isinstance(name, str):
+        raise InvalidRequest(
+            f"messages[{i}].tool_call_id does not match a tool call of an earlier assistant message.",
+            param=f"messages[{i}].tool_call_id",
+        )
+    text = "".join(_texts(message.get("content"), i))
+    return {"functionResponse": {"name": name, "response": _response_object(text)}}
+
+
+def _response_object(text: str) -> Json:
+    """Gemini wants an object: a JSON-object result passes as it is, anything else goes under
+    `output`, the key Google's docs name for a function's result."""
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"output": text}
+
+
+def _calling_config(choice: Any) -> tuple[Json | None, set[str] | None]:
+    """`functionCallingConfig` for `tool_choice`, and the tool names the declarations must be
+    narrowed to: Gemini honours `allowedFunctionNames` only in ANY mode, so OpenAI's
+    `allowed_tools` in auto mode is expressed by declaring only those tools."""
+    if choice is None:
+        return None, None
+    if isinstance(choice, str) and choice in _MODE_FROM_CHOICE:
+        return {"mode": _MODE_FROM_CHOICE[choice]}, None
+    kind = as_object(choice).get("type")
+    if kind == "function":
+        return {"mode": "ANY", "allowedFunctionNames": [_tool_name(choice)]}, None
+    if kind == "allowed_tools":
+        allowed = as_object(choice.get("allowed_tools"))
+        names = [_tool_name(tool) for tool in as_list(allowed.get("tools"))]
+        if allowed.get("mode") == "required":
+            return {"mode": "ANY", "allowedFunctionNames": names}, None
+        return {"mode": "AUTO"}, set(names)
+    raise InvalidRequest("`tool_choice` has an unsupported form.", param="tool_choice")
+
+
+def _tool_name(tool: Any) -> str:
+    name = as_object(as_object(tool).get("function")).get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidRequest("`tool_choice` must name a function.", param="tool_choice")
+    return name
+
+
+def _declarations(tools: Any, only: set[str] | None) -> list[Json]:
+    declarations = []
+    for j, tool in enumerate(map(as_object, as_list(tools))):
+        fn = tool.get("function")
+        if tool.get("type", "function") != "function" or not isinstance(fn, dict):
+            raise InvalidRequest(f"tools[{j}]: only function tools can be sent to Gemini.", param="tools")
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidRequest(f"tools[{j}].function.name is required.", param="tools")
+        if only is not None and name not in only:
+            continue
+        declaration: Json = {"name": name}
+        if isinstance(fn.get("description"), str):
+            declaration["description"] = fn["description"]
+        parameters = gemini_schema(as_object(fn.get("parameters")))
+        # Gemini rejects an OBJECT schema with no properties: a function without arguments
+        # is declared without `parameters` instead (`strict` is dropped: Gemini has no such flag).
+        if parameters.get("properties") or parameters.get("type", "object") != "object":
+            declaration["parameters"] = parameters
+        declarations.append(declaration)
+    return declarations
+
+
+def gemini_schema(schema: Json) -> Json:
+    """A JSON Schema narrowed to the OpenAPI subset Gemini's `Schema` accepts: local `$ref`s are
+    inlined, `["x", "null"]` types become `nullable`, unknown keywords are dropped."""
+    defs = {**as_object(schema.get("definitions")), **as_object(schema.get("$defs"))}
+    return _clean_schema(schema, defs, ())
+
+
+def _clean_schema(node: Json, defs: Json, seen: tuple[str, ...]) -> Json:
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        if name in seen or not isinstance(defs.get(name), dict):
+            return {"type": "object"}  # Gemini has no references: a recursive one is cut here
+        merged = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
+        return _clean_schema(merged, defs, (*seen, name))
+    all_of = as_list(node.get("allOf"))
+    if len(all_of) == 1 and isinstance(all_of[0], dict):  # pydantic wraps described refs this way
+        return _clean_schema({**all_of[0], **{k: v for k, v in node.items() if k != "allOf"}}, defs, seen)
+    out: Json = {}
+    for key, value in node.items():
+        key = "anyOf" if key == "oneOf" else key
+        if key == "const":
+            out.setdefault("enum", [value])
+        elif key == "type":
+            out.update(_schema_type(value))
+        elif key == "properties":
+            out[key] = {
+                name: _clean_schema(as_object(sub), defs, seen) for name, sub in as_object(value).items()
+            }
+        elif key == "items":
+            out[key] = _clean_schema(as_object(value), defs, seen)
+        elif key == "anyOf":
+            out[key] = [_clean_schema(as_object(sub), defs, seen) for sub in as_list(value)]
+        elif key in _SCHEMA_KEYS and (key != "format" or value in _SCHEMA_FORMATS):
+            out[key] = value
+    if "enum" in out and not all(isinstance(v, str) for v in as_list(out["enum"])):
+        del out["enum"]  # Gemini enums are string-only
+    return _fold_null(out) if "anyOf" in out else out
+
+
+def _fold_null(out: Json) -> Json:
+    """`anyOf: [X, {type: null}]` (how pydantic spells Optional[X]) becomes X with `nullable`."""
+    branches = [branch for branch in out["anyOf"] if branch.get("type") != "null"]
+    if len(branches) == len(out["anyOf"]):
+        return out
+    rest = {key: value for key, value in out.items() if key != "anyOf"}
+    if len(branches) == 1:
+        return {**branches[0], **rest, "nullable": True}
+    return {**rest, "anyOf": branches, "nullable": True}
+
+
+def _schema_type(value: Any) -> Json:
+    if not isinstance(value, list):
+        return {"type": value}
+    kinds = [kind for kind in value if kind != "null"]
+    out: Json = {"type": kinds[0]} if kinds else {}
+    if len(kinds) < len(value):
+        out["nullable"] = True
+    return out
+
+
+def _generation_config(payload: Json) -> Json:
+    config: Json = {
+        gemini: payload[openai]
+        for openai, gemini in _SAMPLING_TO_GEMINI.items()
+        if payload.get(openai) is not None
+    }
+    limit = payload.get("max_completion_tokens")
+    limit = payload.get("max_tokens") if limit is None else limit
+    if limit is not None:
+        config["maxOutputTokens"] = limit
+    stop = payload.get("stop")
+    if stop:
+        config["stopSequences"] = [stop] if isinstance(stop, str) else stop
+    if payload.get("logprobs"):
+        config["responseLogprobs"] = True
+    fmt = as_object(payload.get("response_format"))
+    kind = fmt.get("type")
+    if kind in ("json_object", "json_schema"):
+        config["responseMimeType"] = "application/json"
+        schema = as_object(fmt.get("json_schema")).get("schema")
+        if kind == "json_schema" and isinstance(schema, dict):
+            config["responseSchema"] = gemini_schema(schema)
+    elif kind not in (None, "text"):
+        raise InvalidRequest(f"response_format {kind!r} is not supported.", param="response_format")
+    return config
+
+
+# --- Gemini -> OpenAI -------------------------------------------------------------------------
+
+
+class _CallIds:
+    """Ids for Gemini function calls: the call's own `id` when the model gave one, else `call_<n>`
+    in order; a functionResponse without an id answers the oldest open call of its name."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._open: dict[str, list[str]] = {}
+
+    def issue(self, name: str, given: Any) -> str:
+        call_id = given if isinstance(given, str) and given else f"call_{self._count}"
+        self._count += 1
+        self._open.setdefault(name, []).append(call_id)
+        return call_id
+
+    def answer(self, name: str, given: Any) -> str | None:
+        open_ids = self._open.get(name, [])
+        if isinstance(given, str) and given:
+            if given in open_ids:
+                open_ids.remove(given)
+            return given
+        return open_ids.pop(0) if open_ids else None
+
+
+def gemini_to_openai_request(payload: Json, model: str) -> Json:
+    """The OpenAI chat completions body for a generateContent request addressed to `model`."""
+    contents = field(payload, "contents")
+    if not isinstance(contents, list) or not contents:
+        raise InvalidRequest("`contents` must be a non-empty array.", param="contents")
+    messages: list[Json] = []
+    system = _system_text(field(payload, "systemInstruction"))
+    if system:
+        messages.append({"role": "system", "content": system})
+    ids = _CallIds()
+    for i, content in enumerate(contents):
+        messages.extend(_messages(as_object(content), i, ids))
+    body: Json = {"model": model, "messages": messages}
+    tools = _openai_tools(field(payload, "tools"))
+    if tools:
+        body["tools"] = tools
+    choice = _tool_choice(as_object(field(as_object(field(payload, "toolConfig")), "functionCallingConfig")))
+    if choice is not None:
+        body["tool_choice"] = choice
+    body.update(_sampling(as_object(field(payload, "generationConfig"))))
+    return body
+
+
+def _system_text(instruction: Any) -> str:
+    if isinstance(instruction, str):
+        return instruction
+    parts = as_list(as_object(instruction).get("parts"))
+    return "\n".join(str(part["text"]) for part in parts if isinstance(part, dict) and "text" in part)
+
+
+def _messages(content: Json, i: int, ids: _CallIds) -> list[Json]:
+    role = content.get("role") or "user"
+    parts = [as_object(part) for part in as_list(content.get("parts"))]
+    if role == "model":
+        return [_assistant_message(parts, i, ids)]
+    if role not in ("user", "function", "tool"):
+        raise InvalidRequest(f"contents[{i}].role {role!r} is not supported.", param=f"contents[{i}].role")
+    # OpenAI wants tool results right after the assistant turn that made the calls.
+    tool_messages = [
+        _tool_message(as_object(field(p, "functionResponse")), i, ids) for p in parts if _is_response(p)
+    ]
+    user_parts = [
+        _openai_part(part, i) for part in parts if not _is_response(part) and not part.get("thought")
+    ]
+    if not user_parts:
+        return tool_messages
+    if all(part["type"] == "text" for part in user_parts):
+        return [*tool_messages, {"role": "user", "content": "".join(part["text"] for part in user_parts)}]
+    return [*tool_messages, {"role": "user", "content": user_parts}]
+
+
+def _is_response(part: Json) -> bool:
+    return field(part, "functionResponse") is not None
+
+
+def _assistant_message(parts: list[Json], i: int, ids: _CallIds) -> Json:
+    # Thought summaries and thought signatures have no place in an OpenAI conversation.
+    text = "".join(str(part["text"]) for part in parts if "text" in part and not part.get("thought"))
+    calls = []
+    for part in parts:
+        call = field(part, "functionCall")
+        if isinstance(call, dict):
+            calls.append(tool_call(call, ids.issue(str(call.get("name")), call.get("id"))))
+    message: Json = {"role": "assistant", "content": text or (None if calls else "")}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def tool_call(call: Json, call_id: str) -> Json:
+    """An OpenAI tool call for a Gemini `functionCall` (the whole argument object at once)."""
+    arguments = orjson.dumps(call.get("args") or {}).decode()
+    return {"id": call_id, "type": "function", "function": {"name": call.get("name"), "arguments": arguments}}
+
+
+def _tool_message(response: Json, i: int, ids: _CallIds) -> Json:
+    name = str(response.get("name"))
+    call_id = ids.answer(name, response.get("id"))
+    if call_id is None:
+        raise InvalidRequest(f"contents[{i}]: functionResponse {name!r} answers no earlier functionCall.")
+    return {"role": "tool", "tool_call_id": call_id, "content": response_text(response.get("response"))}
+
+
+def response_text(response: Any) -> str:
+    """Inverse of `_response_object`: a lone `output` string comes back as it was sent."""
+    if isinstance(response, dict) and response.keys() == {"output"} and isinstance(response["output"], str):
+        return response["output"]
+    return orjson.dumps(response if response is not None else {}).decode()
+
+
+def _openai_part(part: Json, i: int) -> Json:
+    if isinstance(part.get("text"), str):
+        return {"type": "text", "text": part["text"]}
+    inline = field(part, "inlineData")
+    if isinstance(inline, dict):
+        mime, data = str(field(inline, "mimeType")), str(inline.get("data"))
+        if mime in _AUDIO_FORMAT:
+            return {"type": "input_audio", "input_audio": {"data": data, "format": _AUDIO_FORMAT[mime]}}
+        url = f"data:{mime};base64,{data}"
+        if mime.startswith("image/"):
+            return {"type": "image_url", "image_url": {"url": url}}
+        return {"type": "file", "file": {"file_data": url}}
+    file = field(part, "fileData")
+    if isinstance(file, dict):
+        uri = str(field(file, "fileUri"))
+        if str(field(file, "mimeType") or guess_mime(uri)).startswith("image/"):
+            return {"type": "image_url", "image_url": {"url": uri}}
+    raise InvalidRequest(f"contents[{i}]: a part of kind {sorted(part)} has no OpenAI chat equivalent.")
+
+
+def _openai_tools(tools: Any) -> list[Json]:
+    out = []
+    for j, tool in enumerate(as_list(tools)):
+        declarations = field(as_object(tool), "functionDeclarations")
+        if not isinstance(declarations, list):
+            # googleSearch, codeExecution, urlContext ... run inside Google; nothing to map them to.
+            raise InvalidRequest(f"tools[{j}]: only functionDeclarations can be translated.", param="tools")
+        for declaration in map(as_object, declarations):
+            fn: Json = {"name": declaration.get("name")}
+            if isinstance(declaration.get("description"), str):
+                fn["description"] = declaration["description"]
+            json_schema = field(declaration, "parametersJsonSchema")
+            parameters = field(declaration, "parameters")
+            if isinstance(json_schema, dict):
+                fn["parameters"] = json_schema
+            elif isinstance(parameters, dict):
+                fn["parameters"] = json_schema_of(parameters)
+            out.append({"type": "function", "function": fn})
+    return out
+
+
+def json_schema_of(schema: Json) -> Json:
+    """A Gemini `Schema` as JSON Schema: types lower-cased (`OBJECT` -> `object`), `nullable`
+    folded into the type."""
+    out: Json = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            out["type"] = [value.lower(), "null"] if schema.get("nullable") else value.lower()
+        elif key == "properties":
+            out[key] = {name: json_schema_of(as_object(sub)) for name, sub in as_object(value).items()}
+        elif key == "items":
+            out[key] = json_schema_of(as_object(value))
+        elif key in ("anyOf", "any_of"):
+            out["anyOf"] = [json_schema_of(as_object(sub)) for sub in as_list(value)]
+        elif key not in ("nullable", "propertyOrdering", "property_ordering"):
+            out[key] = value
+    return out
+
+
+def _tool_choice(config: Json) -> Any:
+    mode = str(config.get("mode") or "").upper()
+    names = [name for name in as_list(field(config, "allowedFunctionNames")) if isinstance(name, str)]
+    if mode == "NONE":
+        return "none"
+    if mode == "ANY" and len(names) == 1:
+        return {"type": "function", "function": {"name": names[0]}}
+    if mode == "ANY" and names:
+        tools = [{"type": "function", "function": {"name": name}} for name in names]
+        return {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": tools}}
+    if mode == "ANY":
+        return "required"
+    # AUTO and VALIDATED (AUTO that checks the call against the schema) are OpenAI's default.
+    return "auto" if mode else None
+
+
+def _sampling(config: Json) -> Json:
+    """Gemini generationConfig -> OpenAI sampling fields (`topK` has no OpenAI equivalent)."""
+    out: Json = {}
+    for gemini, openai in _SAMPLING_TO_OPENAI.items():
+        value = field(config, gemini)
+        if value is not None:
+            out[openai] = value
+    stop = field(config, "stopSequences")
+    if stop:
+        out["stop"] = stop
+    if field(config, "responseMimeType") == "application/json":
+        json_schema = field(config, "responseJsonSchema")
+        schema = field(config, "responseSchema")
+        if isinstance(json_schema, dict):
+            out["response_format"] = _schema_format(json_schema)
+        elif isinstance(schema, dict):
+            out["response_format"] = _schema_format(json_schema_of(schema))
+        else:
+            out["response_format"] = {"type": "json_object"}
+    return out
+
+
+def _schema_format(schema: Json) -> Json:
+    return {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
