@@ -12,7 +12,7 @@ import itertools
 import logging
 import os
 
-from unigate.api import admin, health, media, messages, music, text
+from unigate.api import admin, gemini, health, media, messages, music, text
 from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.auth.authenticate import authenticate
 from unigate.endpoints import Endpoint, EndpointTable
@@ -37,6 +37,7 @@ class GatewayApp:
             *health.endpoints(gateway),
             *text.endpoints(gateway),
             *messages.endpoints(gateway),
+            *gemini.endpoints(gateway),
             *music.endpoints(gateway),
             *media.endpoints(gateway),
             *admin.endpoints(gateway),

@@ -7,17 +7,16 @@ back to Anthropic's shape. Errors use Anthropic's error body.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import orjson
 
+from unigate.api.present import presenter
 from unigate.api.text import TextAPI
 from unigate.asgi import Request
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
-from unigate.providers.base import Reply, StreamBroken, TextCall
+from unigate.providers.base import TextCall
 from unigate.translate.anthropic import (
     OpenAIToAnthropicStream,
     anthropic_to_openai_request,
@@ -29,33 +28,6 @@ def anthropic_error_event(message: str) -> bytes:
     """The Anthropic SDK raises on an `error` event; no `message_stop` follows."""
     body = orjson.dumps({"type": "error", "error": {"type": "api_error", "message": message}})
     return b"event: error\ndata: " + body + b"\n\n"
-
-
-def _present(model: str, reply: Reply) -> Reply:
-    if reply.stream is None:
-        body = orjson.dumps(openai_to_anthropic_response(orjson.loads(reply.body), model))
-        return Reply(reply.status, b"application/json", body, usage=reply.usage, headers=reply.headers)
-    return Reply(
-        reply.status,
-        b"text/event-stream",
-        stream=_events(model, reply.stream),
-        usage=reply.usage,
-        headers=reply.headers,
-        close=reply.close,
-    )
-
-
-async def _events(model: str, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    translator = OpenAIToAnthropicStream(model)
-    async for run in chunks:
-        out = translator.feed(run)
-        if out:
-            yield out
-    tail = translator.finish()
-    if translator.broken:
-        raise StreamBroken("The upstream stream ended before completion.")
-    if tail:
-        yield tail
 
 
 class MessagesAPI:
@@ -76,7 +48,11 @@ class MessagesAPI:
         canonical = anthropic_to_openai_request(payload)
         call = TextCall("chat", orjson.dumps(canonical), canonical, model, bool(stream), bool(stream))
         await self.text.serve(
-            request, principal, call, lambda reply: _present(model, reply), anthropic_error_event
+            request,
+            principal,
+            call,
+            presenter(model, openai_to_anthropic_response, OpenAIToAnthropicStream),
+            anthropic_error_event,
         )
 
 

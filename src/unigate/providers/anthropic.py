@@ -7,24 +7,19 @@ answers and SSE events are translated back chunk by chunk by the stateful transl
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-
-import aiohttp
 import orjson
 
 from unigate.config import ProviderConfig
-from unigate.errors import UpstreamRejected
 from unigate.providers.base import (
     Provider,
     ProviderContext,
     Reply,
     RouteFailed,
-    StreamBroken,
     Target,
     TextCall,
 )
 from unigate.providers.http import UpstreamHTTP, read_all
+from unigate.providers.translated import raise_for_status, translate_stream
 from unigate.translate.anthropic import (
     AnthropicToOpenAIStream,
     anthropic_to_openai_response,
@@ -58,11 +53,11 @@ class AnthropicProvider(Provider):
         body = orjson.dumps(openai_to_anthropic_request(call.payload, target.upstream_model))
         resp = await self.http.post("/v1/messages", body, target.timeouts)
         if resp.status >= 400:
-            await _raise_for_status(resp)
+            await raise_for_status(resp)
         if call.stream:
             reply = Reply(content_type=b"text/event-stream", close=resp.close)
             translator = AnthropicToOpenAIStream(call.model, call.include_usage)
-            reply.stream = _translate(resp, translator, reply.usage)
+            reply.stream = translate_stream(resp, translator, reply.usage)
             return reply
         data = await read_all(resp)
         try:
@@ -74,55 +69,3 @@ class AnthropicProvider(Provider):
             body=orjson.dumps(answer),
             usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
         )
-
-
-async def _translate(
-    resp: aiohttp.ClientResponse, translator: AnthropicToOpenAIStream, usage: Usage
-) -> AsyncIterator[bytes]:
-    try:
-        try:
-            async for data in resp.content.iter_any():
-                out = translator.feed(data)
-                usage.prompt_tokens, usage.completion_tokens = (
-                    translator.prompt_tokens,
-                    translator.completion_tokens,
-                )
-                if out:
-                    yield out
-        except TimeoutError:
-            raise StreamBroken("The upstream stream stalled past the read timeout.") from None
-        except (aiohttp.ClientError, asyncio.IncompleteReadError) as exc:
-            raise StreamBroken(f"The upstream stream broke: {type(exc).__name__}.") from None
-        tail = translator.finish()
-        usage.prompt_tokens, usage.completion_tokens = translator.prompt_tokens, translator.completion_tokens
-        if translator.broken:
-            # The relay ends the client's stream with the in-band error of its own format.
-            raise StreamBroken("The upstream stream ended before completion.")
-        if tail:
-            yield tail
-    finally:
-        resp.release()
-
-
-async def _raise_for_status(resp: aiohttp.ClientResponse) -> None:
-    status = resp.status
-    try:
-        data = await read_all(resp, "error response")
-    finally:
-        resp.release()
-    if status == 429 or status >= 500:  # 529 is Anthropic's "overloaded"
-        raise RouteFailed(
-            f"The upstream answered HTTP {status}.",
-            429 if status == 429 else 502,
-            resp.headers.get("Retry-After"),
-        )
-    if status in (401, 403):
-        raise RouteFailed("The upstream refused the gateway's credentials.")
-    message = "The upstream rejected the request."
-    try:
-        err = orjson.loads(data).get("error")
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            message = err["message"]
-    except (orjson.JSONDecodeError, AttributeError):
-        pass
-    raise UpstreamRejected(status, message)

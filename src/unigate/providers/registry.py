@@ -5,12 +5,14 @@ from __future__ import annotations
 from unigate.config import ProviderConfig
 from unigate.providers.anthropic import AnthropicProvider
 from unigate.providers.base import Provider, ProviderContext
+from unigate.providers.gemini import GeminiProvider
 from unigate.providers.openai import OpenAIProvider
 from unigate.providers.sandbox import SandboxProvider
 from unigate.providers.suno import SunoProvider
 
 PROTOCOLS: dict[str, type[Provider]] = {
     AnthropicProvider.protocol: AnthropicProvider,
+    GeminiProvider.protocol: GeminiProvider,
     OpenAIProvider.protocol: OpenAIProvider,
     SandboxProvider.protocol: SandboxProvider,
     SunoProvider.protocol: SunoProvider,

@@ -1,0 +1,57 @@
+"""Gemini-format endpoints: `POST /v1beta/models/{model}:generateContent` and
+`:streamGenerateContent` (also under `/v1/models/...`), routed to any upstream through the
+canonical form. Keys arrive as `x-goog-api-key` or `?key=`; errors use Google's error shape."""
+
+from __future__ import annotations
+
+import orjson
+
+from unigate.api.present import presenter
+from unigate.api.text import TextAPI
+from unigate.asgi import Request
+from unigate.auth.principal import Principal
+from unigate.endpoints import Endpoint
+from unigate.gateway import Gateway
+from unigate.providers.base import TextCall
+from unigate.translate.gemini import OpenAIToGeminiStream, gemini_to_openai_request, openai_to_gemini_response
+
+
+def gemini_error_event(message: str) -> bytes:
+    """google-genai raises on a stream chunk whose JSON starts with `{"error":`."""
+    body = orjson.dumps({"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}})
+    return b"data: " + body + b"\n\n"
+
+
+class GeminiAPI:
+    def __init__(self, gw: Gateway) -> None:
+        self.text = TextAPI(gw)
+        self.limit = gw.config.limits.max_json_body
+
+    async def generate(self, request: Request, principal: Principal | None) -> None:
+        await self._serve(request, principal, stream=False)
+
+    async def stream(self, request: Request, principal: Principal | None) -> None:
+        await self._serve(request, principal, stream=True)
+
+    async def _serve(self, request: Request, principal: Principal | None, stream: bool) -> None:
+        _, payload = await request.json_object(self.limit)
+        model = request.params["model"]
+        canonical = gemini_to_openai_request(payload, model)
+        canonical["stream"] = stream
+        if stream:
+            canonical["stream_options"] = {"include_usage": True}  # Gemini's last chunk has usage
+        call = TextCall("chat", orjson.dumps(canonical), canonical, model, stream, stream)
+        show = presenter(model, openai_to_gemini_response, OpenAIToGeminiStream)
+        await self.text.serve(request, principal, call, show, gemini_error_event)
+
+
+def endpoints(gw: Gateway) -> list[Endpoint]:
+    api = GeminiAPI(gw)
+    out = []
+    for version in ("v1beta", "v1"):
+        base = f"/{version}/models/{{model}}"
+        out.append(Endpoint("POST", base + ":generateContent", api.generate, family="text", style="gemini"))
+        out.append(
+            Endpoint("POST", base + ":streamGenerateContent", api.stream, family="text", style="gemini")
+        )
+    return out
