@@ -1,0 +1,72 @@
+"""A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON and
+`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from tests.support.loopback import LoopbackServer
+from tests.support.net import free_port
+
+
+@dataclass
+class FakeGemini(LoopbackServer):
+    text: str = "Hello from the fake Gemini upstream"
+    received: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
+    port: int = field(default_factory=free_port)
+
+    def __post_init__(self) -> None:
+        self._init_server()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1beta/models/{call}", self._call)
+
+    def _parts(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+        last = body["contents"][-1]["parts"]
+        answer = next((p["functionResponse"] for p in last if "functionResponse" in p), None)
+        if body.get("tools") and answer is None:
+            name = body["tools"][0]["functionDeclarations"][0]["name"]
+            return [{"functionCall": {"name": name, "args": {"city": "Paris"}}}], "STOP"
+        text = f"The tool said: {orjson.dumps(answer['response']).decode()}" if answer else self.text
+        return [{"text": text}], "STOP"
+
+    async def _call(self, request: web.Request) -> web.StreamResponse:
+        call = request.match_info["call"]
+        body = orjson.loads(await request.read())
+        self.received.append((call + "?" + request.query_string, body, dict(request.headers)))
+        parts, finish = self._parts(body)
+        usage = {"promptTokenCount": 17, "candidatesTokenCount": 8, "totalTokenCount": 25}
+        if call.endswith(":generateContent"):
+            return web.json_response(
+                {
+                    "candidates": [
+                        {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
+                    ],
+                    "usageMetadata": usage,
+                    "modelVersion": call.split(":")[0],
+                    "responseId": "resp-1",
+                }
+            )
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        pieces: list[dict[str, Any]] = (
+            [{"text": w + " "} for w in parts[0]["text"].split(" ")] if "text" in parts[0] else parts
+        )
+        for i, part in enumerate(pieces):
+            event: dict[str, Any] = {
+                "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}],
+                "responseId": "resp-1",
+            }
+            if i == len(pieces) - 1:
+                event["candidates"][0]["finishReason"] = finish
+                event["usageMetadata"] = usage
+            await resp.write(b"data: " + orjson.dumps(event) + b"\r\n\r\n")
+        return resp
