@@ -125,3 +125,20 @@ def test_errors_in_anthropic_shape(case: Case) -> None:
     with pytest.raises(anthropic.BadRequestError) as bad_req:
         case.client.messages.create(model=case.model, max_tokens=10, messages=[])
     assert bad_req.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("case", ["openai-upstream"], indirect=True)  # only an upstream can die
+def test_upstream_death_mid_stream_is_an_error_event(case: Case) -> None:
+    assert case.fake is not None
+    case.fake.mode = "die_mid"
+    try:
+        with (
+            pytest.raises(anthropic.APIError),
+            case.client.messages.stream(
+                model=case.model, max_tokens=50, messages=[{"role": "user", "content": "Stream"}]
+            ) as stream,
+        ):
+            for _ in stream.text_stream:
+                pass
+    finally:
+        case.fake.mode = "ok"

@@ -112,3 +112,15 @@ def test_errors_in_google_shape(case: Case) -> None:
     with pytest.raises(errors.ClientError) as denied:
         bad.models.generate_content(model=case.model, contents="x")
     assert denied.value.code == 401 and denied.value.status == "UNAUTHENTICATED"
+
+
+@pytest.mark.parametrize("case", ["openai-upstream"], indirect=True)  # only an upstream can die
+def test_upstream_death_mid_stream_is_an_error_chunk(case: Case) -> None:
+    assert case.fake is not None
+    case.fake.mode = "die_mid"
+    try:
+        with pytest.raises(errors.APIError):
+            for _ in case.client.models.generate_content_stream(model=case.model, contents="Stream"):
+                pass
+    finally:
+        case.fake.mode = "ok"
