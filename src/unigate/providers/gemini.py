@@ -1,79 +1,38 @@
 """`gemini` protocol: Google's Gemini API behind the OpenAI-format chat endpoint.
 
-Requests are translated to `POST {base_url}/v1beta/models/{model}:generateContent` (or
-`:streamGenerateContent?alt=sse`) with `x-goog-api-key`; answers and SSE events are translated
-back chunk by chunk by the stateful translators in `unigate.translate.gemini`.
+Requests go to `POST {base_url}/v1beta/models/{model}:generateContent` (or
+`:streamGenerateContent?alt=sse`) with `x-goog-api-key`; answers and SSE events come back
+through the translators in `unigate.translate.gemini`.
 """
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 
-import orjson
-
-from unigate.config import ProviderConfig
-from unigate.providers.base import (
-    Provider,
-    ProviderContext,
-    Reply,
-    RouteFailed,
-    Target,
-    TextCall,
-)
-from unigate.providers.http import UpstreamHTTP, read_all
-from unigate.providers.translated import raise_for_status, translate_stream
-from unigate.translate.gemini import (
-    GeminiToOpenAIStream,
-    gemini_to_openai_response,
-    openai_to_gemini_request,
-)
-from unigate.usage.recorder import Usage
+from unigate.providers.base import Target, TextCall
+from unigate.providers.translated import StreamTranslator, TranslatingChatProvider
+from unigate.translate.gemini import GeminiToOpenAIStream, gemini_to_openai_response, openai_to_gemini_request
 
 PROVIDER_TYPE = "gemini"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 
 
-class GeminiProvider(Provider):
+class GeminiProvider(TranslatingChatProvider):
     protocol = PROVIDER_TYPE
-    capabilities = frozenset({"chat"})
+    default_base_url = DEFAULT_BASE_URL
 
-    def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
-        super().__init__(config, context)
-        headers = {"Content-Type": "application/json", **config.headers}
-        if config.api_key:
-            # A header, never `?key=`: URLs end up in logs and traces.
-            headers["x-goog-api-key"] = config.api_key
-        self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        # A header, never `?key=`: URLs end up in logs and traces.
+        return {"x-goog-api-key": api_key} if api_key else {}
 
-    async def start(self) -> None:
-        await self.http.start()
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
-
-    async def chat(self, call: TextCall, target: Target) -> Reply:
-        body = orjson.dumps(openai_to_gemini_request(call.payload))
+    def request(self, call: TextCall, target: Target) -> tuple[str, dict[str, Any]]:
         model = quote(target.upstream_model, safe="")
-        path = (
-            f"/v1beta/models/{model}:streamGenerateContent?alt=sse"
-            if call.stream
-            else (f"/v1beta/models/{model}:generateContent")
-        )
-        resp = await self.http.post(path, body, target.timeouts)
-        if resp.status >= 400:
-            await raise_for_status(resp)
-        if call.stream:
-            reply = Reply(content_type=b"text/event-stream", close=resp.close)
-            translator = GeminiToOpenAIStream(call.model, call.include_usage)
-            reply.stream = translate_stream(resp, translator, reply.usage)
-            return reply
-        data = await read_all(resp)
-        try:
-            answer = gemini_to_openai_response(orjson.loads(data), call.model)
-        except orjson.JSONDecodeError:
-            raise RouteFailed("The upstream's answer is not JSON.") from None
-        usage = answer.get("usage") or {}
-        return Reply(
-            body=orjson.dumps(answer),
-            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
-        )
+        verb = "streamGenerateContent?alt=sse" if call.stream else "generateContent"
+        return f"/v1beta/models/{model}:{verb}", openai_to_gemini_request(call.payload)
+
+    def answer(self, body: dict[str, Any], model: str) -> dict[str, Any]:
+        return gemini_to_openai_response(body, model)
+
+    def stream_translator(self, call: TextCall) -> StreamTranslator:
+        return GeminiToOpenAIStream(call.model, call.include_usage)

@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import aiohttp
 import orjson
 
+from unigate.config import ProviderConfig
 from unigate.errors import UpstreamRejected
-from unigate.providers.base import RouteFailed, StreamBroken
-from unigate.providers.http import read_all
+from unigate.providers.base import (
+    Provider,
+    ProviderContext,
+    Reply,
+    RouteFailed,
+    StreamBroken,
+    Target,
+    TextCall,
+)
+from unigate.providers.http import UpstreamHTTP, read_all
 from unigate.usage.recorder import Usage
 
 
@@ -24,6 +33,60 @@ class StreamTranslator(Protocol):
     def feed(self, data: bytes) -> bytes: ...
 
     def finish(self) -> bytes: ...
+
+
+class TranslatingChatProvider(Provider):
+    """A chat adapter for an upstream with its own wire format: a subclass says how to build
+    the upstream request and how to read its answers; sending, error mapping and streaming are
+    shared here."""
+
+    capabilities = frozenset({"chat"})
+    default_base_url = ""
+
+    def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
+        super().__init__(config, context)
+        headers = {"Content-Type": "application/json", **self.auth_headers(config.api_key), **config.headers}
+        self.http = UpstreamHTTP(config.base_url or self.default_base_url, headers)
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def request(self, call: TextCall, target: Target) -> tuple[str, dict[str, Any]]:
+        """(path, body) of the upstream request for an OpenAI-format call."""
+        raise NotImplementedError
+
+    def answer(self, body: dict[str, Any], model: str) -> dict[str, Any]:
+        """The upstream's JSON answer as an OpenAI chat completion."""
+        raise NotImplementedError
+
+    def stream_translator(self, call: TextCall) -> StreamTranslator:
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        await self.http.start()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def chat(self, call: TextCall, target: Target) -> Reply:
+        path, body = self.request(call, target)
+        resp = await self.http.post(path, orjson.dumps(body), target.timeouts)
+        if resp.status >= 400:
+            await raise_for_status(resp)
+        if call.stream:
+            reply = Reply(content_type=b"text/event-stream", close=resp.close)
+            reply.stream = translate_stream(resp, self.stream_translator(call), reply.usage)
+            return reply
+        data = await read_all(resp)
+        try:
+            answer = self.answer(orjson.loads(data), call.model)
+        except orjson.JSONDecodeError:
+            raise RouteFailed("The upstream's answer is not JSON.") from None
+        usage = answer.get("usage") or {}
+        return Reply(
+            body=orjson.dumps(answer),
+            usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+        )
 
 
 async def translate_stream(
