@@ -13,7 +13,8 @@ from typing import Any
 
 import orjson
 
-from unigate.translate.gemini_request import Json, as_list, as_object, field, tool_call
+from unigate.translate.gemini_inbound import tool_call
+from unigate.translate.gemini_request import Json, as_list, as_object, field
 
 _FINISH_FROM_GEMINI = {
     "STOP": "stop",

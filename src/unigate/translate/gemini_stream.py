@@ -17,7 +17,8 @@ from typing import Any
 
 import orjson
 
-from unigate.translate.gemini_request import Json, as_list, as_object, field, tool_call
+from unigate.translate.gemini_inbound import tool_call
+from unigate.translate.gemini_request import Json, as_list, as_object, field
 from unigate.translate.gemini_response import (
     MALFORMED_CALL,
     call_id,

@@ -1,0 +1,235 @@
+"""Request bodies, Gemini -> OpenAI: a generateContent request addressed to `model` as an
+OpenAI chat completions body (the gateway's canonical form). Gemini function calls may carry
+no ids: ids `call_<n>` are synthesized and function responses matched back to them by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from unigate.errors import InvalidRequest
+from unigate.translate.gemini_request import (
+    _AUDIO_FORMAT,
+    _SAMPLING_TO_OPENAI,
+    Json,
+    as_list,
+    as_object,
+    field,
+    guess_mime,
+)
+
+
+class _CallIds:
+    """Ids for Gemini function calls: the call's own `id` when the model gave one, else `call_<n>`
+    in order; a functionResponse without an id answers the oldest open call of its name."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._open: dict[str, list[str]] = {}
+
+    def issue(self, name: str, given: Any) -> str:
+        call_id = given if isinstance(given, str) and given else f"call_{self._count}"
+        self._count += 1
+        self._open.setdefault(name, []).append(call_id)
+        return call_id
+
+    def answer(self, name: str, given: Any) -> str | None:
+        open_ids = self._open.get(name, [])
+        if isinstance(given, str) and given:
+            if given in open_ids:
+                open_ids.remove(given)
+            return given
+        return open_ids.pop(0) if open_ids else None
+
+
+def gemini_to_openai_request(payload: Json, model: str) -> Json:
+    """The OpenAI chat completions body for a generateContent request addressed to `model`."""
+    contents = field(payload, "contents")
+    if not isinstance(contents, list) or not contents:
+        raise InvalidRequest("`contents` must be a non-empty array.", param="contents")
+    messages: list[Json] = []
+    system = _system_text(field(payload, "systemInstruction"))
+    if system:
+        messages.append({"role": "system", "content": system})
+    ids = _CallIds()
+    for i, content in enumerate(contents):
+        messages.extend(_messages(as_object(content), i, ids))
+    body: Json = {"model": model, "messages": messages}
+    tools = _openai_tools(field(payload, "tools"))
+    if tools:
+        body["tools"] = tools
+    choice = _tool_choice(as_object(field(as_object(field(payload, "toolConfig")), "functionCallingConfig")))
+    if choice is not None:
+        body["tool_choice"] = choice
+    body.update(_sampling(as_object(field(payload, "generationConfig"))))
+    return body
+
+
+def _system_text(instruction: Any) -> str:
+    if isinstance(instruction, str):
+        return instruction
+    parts = as_list(as_object(instruction).get("parts"))
+    return "\n".join(str(part["text"]) for part in parts if isinstance(part, dict) and "text" in part)
+
+
+def _messages(content: Json, i: int, ids: _CallIds) -> list[Json]:
+    role = content.get("role") or "user"
+    parts = [as_object(part) for part in as_list(content.get("parts"))]
+    if role == "model":
+        return [_assistant_message(parts, i, ids)]
+    if role not in ("user", "function", "tool"):
+        raise InvalidRequest(f"contents[{i}].role {role!r} is not supported.", param=f"contents[{i}].role")
+    # OpenAI wants tool results right after the assistant turn that made the calls.
+    tool_messages = [
+        _tool_message(as_object(field(p, "functionResponse")), i, ids) for p in parts if _is_response(p)
+    ]
+    user_parts = [
+        _openai_part(part, i) for part in parts if not _is_response(part) and not part.get("thought")
+    ]
+    if not user_parts:
+        return tool_messages
+    if all(part["type"] == "text" for part in user_parts):
+        return [*tool_messages, {"role": "user", "content": "".join(part["text"] for part in user_parts)}]
+    return [*tool_messages, {"role": "user", "content": user_parts}]
+
+
+def _is_response(part: Json) -> bool:
+    return field(part, "functionResponse") is not None
+
+
+def _assistant_message(parts: list[Json], i: int, ids: _CallIds) -> Json:
+    # Thought summaries and thought signatures have no place in an OpenAI conversation.
+    text = "".join(str(part["text"]) for part in parts if "text" in part and not part.get("thought"))
+    calls = []
+    for part in parts:
+        call = field(part, "functionCall")
+        if isinstance(call, dict):
+            calls.append(tool_call(call, ids.issue(str(call.get("name")), call.get("id"))))
+    message: Json = {"role": "assistant", "content": text or (None if calls else "")}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def tool_call(call: Json, call_id: str) -> Json:
+    """An OpenAI tool call for a Gemini `functionCall` (the whole argument object at once)."""
+    arguments = orjson.dumps(call.get("args") or {}).decode()
+    return {"id": call_id, "type": "function", "function": {"name": call.get("name"), "arguments": arguments}}
+
+
+def _tool_message(response: Json, i: int, ids: _CallIds) -> Json:
+    name = str(response.get("name"))
+    call_id = ids.answer(name, response.get("id"))
+    if call_id is None:
+        raise InvalidRequest(f"contents[{i}]: functionResponse {name!r} answers no earlier functionCall.")
+    return {"role": "tool", "tool_call_id": call_id, "content": response_text(response.get("response"))}
+
+
+def response_text(response: Any) -> str:
+    """Inverse of `_response_object`: a lone `output` string comes back as it was sent."""
+    if isinstance(response, dict) and response.keys() == {"output"} and isinstance(response["output"], str):
+        return response["output"]
+    return orjson.dumps(response if response is not None else {}).decode()
+
+
+def _openai_part(part: Json, i: int) -> Json:
+    if isinstance(part.get("text"), str):
+        return {"type": "text", "text": part["text"]}
+    inline = field(part, "inlineData")
+    if isinstance(inline, dict):
+        mime, data = str(field(inline, "mimeType")), str(inline.get("data"))
+        if mime in _AUDIO_FORMAT:
+            return {"type": "input_audio", "input_audio": {"data": data, "format": _AUDIO_FORMAT[mime]}}
+        url = f"data:{mime};base64,{data}"
+        if mime.startswith("image/"):
+            return {"type": "image_url", "image_url": {"url": url}}
+        return {"type": "file", "file": {"file_data": url}}
+    file = field(part, "fileData")
+    if isinstance(file, dict):
+        uri = str(field(file, "fileUri"))
+        if str(field(file, "mimeType") or guess_mime(uri)).startswith("image/"):
+            return {"type": "image_url", "image_url": {"url": uri}}
+    raise InvalidRequest(f"contents[{i}]: a part of kind {sorted(part)} has no OpenAI chat equivalent.")
+
+
+def _openai_tools(tools: Any) -> list[Json]:
+    out = []
+    for j, tool in enumerate(as_list(tools)):
+        declarations = field(as_object(tool), "functionDeclarations")
+        if not isinstance(declarations, list):
+            # googleSearch, codeExecution, urlContext ... run inside Google; nothing to map them to.
+            raise InvalidRequest(f"tools[{j}]: only functionDeclarations can be translated.", param="tools")
+        for declaration in map(as_object, declarations):
+            fn: Json = {"name": declaration.get("name")}
+            if isinstance(declaration.get("description"), str):
+                fn["description"] = declaration["description"]
+            json_schema = field(declaration, "parametersJsonSchema")
+            parameters = field(declaration, "parameters")
+            if isinstance(json_schema, dict):
+                fn["parameters"] = json_schema
+            elif isinstance(parameters, dict):
+                fn["parameters"] = json_schema_of(parameters)
+            out.append({"type": "function", "function": fn})
+    return out
+
+
+def json_schema_of(schema: Json) -> Json:
+    """A Gemini `Schema` as JSON Schema: types lower-cased (`OBJECT` -> `object`), `nullable`
+    folded into the type."""
+    out: Json = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            out["type"] = [value.lower(), "null"] if schema.get("nullable") else value.lower()
+        elif key == "properties":
+            out[key] = {name: json_schema_of(as_object(sub)) for name, sub in as_object(value).items()}
+        elif key == "items":
+            out[key] = json_schema_of(as_object(value))
+        elif key in ("anyOf", "any_of"):
+            out["anyOf"] = [json_schema_of(as_object(sub)) for sub in as_list(value)]
+        elif key not in ("nullable", "propertyOrdering", "property_ordering"):
+            out[key] = value
+    return out
+
+
+def _tool_choice(config: Json) -> Any:
+    mode = str(config.get("mode") or "").upper()
+    names = [name for name in as_list(field(config, "allowedFunctionNames")) if isinstance(name, str)]
+    if mode == "NONE":
+        return "none"
+    if mode == "ANY" and len(names) == 1:
+        return {"type": "function", "function": {"name": names[0]}}
+    if mode == "ANY" and names:
+        tools = [{"type": "function", "function": {"name": name}} for name in names]
+        return {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": tools}}
+    if mode == "ANY":
+        return "required"
+    # AUTO and VALIDATED (AUTO that checks the call against the schema) are OpenAI's default.
+    return "auto" if mode else None
+
+
+def _sampling(config: Json) -> Json:
+    """Gemini generationConfig -> OpenAI sampling fields (`topK` has no OpenAI equivalent)."""
+    out: Json = {}
+    for gemini, openai in _SAMPLING_TO_OPENAI.items():
+        value = field(config, gemini)
+        if value is not None:
+            out[openai] = value
+    stop = field(config, "stopSequences")
+    if stop:
+        out["stop"] = stop
+    if field(config, "responseMimeType") == "application/json":
+        json_schema = field(config, "responseJsonSchema")
+        schema = field(config, "responseSchema")
+        if isinstance(json_schema, dict):
+            out["response_format"] = _schema_format(json_schema)
+        elif isinstance(schema, dict):
+            out["response_format"] = _schema_format(json_schema_of(schema))
+        else:
+            out["response_format"] = {"type": "json_object"}
+    return out
+
+
+def _schema_format(schema: Json) -> Json:
+    return {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
