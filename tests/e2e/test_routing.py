@@ -166,3 +166,32 @@ def test_weights_spread_load_within_a_priority(
     for _ in range(60):
         _ask(client)
     assert 30 <= len(first.received) <= 57 and len(second.received) >= 3
+
+
+def test_client_disconnect_cancels_the_upstream_stream(
+    gateway_factory: Callable[..., GatewayProcess], fake_openai: FakeOpenAI
+) -> None:
+    import http.client
+    import json
+    import time
+
+    fake_openai.mode = "slow_stream"
+    fake_openai.slow_seconds = 0.3
+    gw = gateway_factory(_config(fake_openai.base_url, fake_openai.base_url))
+    key = gw.create_key()
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=10)
+    body = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+    conn.request(
+        "POST",
+        "/v1/chat/completions",
+        body,
+        {"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.read1(64)  # the stream has started
+    resp.close()  # the client goes away mid-stream
+    conn.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and fake_openai.cancelled == 0:
+        time.sleep(0.05)
+    assert fake_openai.cancelled == 1, "the gateway dropped the upstream request when the client left"
