@@ -41,7 +41,7 @@ class GeminiAPI:
         if stream:
             canonical["stream_options"] = {"include_usage": True}  # Gemini's last chunk has usage
         call = TextCall("chat", orjson.dumps(canonical), canonical, model, stream, stream)
-        show = presenter(model, openai_to_gemini_response, OpenAIToGeminiStream)
+        show = presenter("gemini", model, openai_to_gemini_response, OpenAIToGeminiStream)
         await self.text.serve(request, principal, call, show, gemini_error_event)
 
 

@@ -7,6 +7,8 @@ back to Anthropic's shape. Errors use Anthropic's error body.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import orjson
 
 from unigate.api.present import presenter
@@ -16,7 +18,7 @@ from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
-from unigate.providers.base import TextCall
+from unigate.providers.base import Reply, Target, TextCall
 from unigate.translate.anthropic import (
     OpenAIToAnthropicStream,
     anthropic_to_openai_request,
@@ -47,12 +49,19 @@ class MessagesAPI:
             raise InvalidRequest("`stream` must be a boolean.", param="stream")
         canonical = anthropic_to_openai_request(payload)
         call = TextCall("chat", orjson.dumps(canonical), canonical, model, bool(stream), bool(stream))
+
+        def native(target: Target) -> Awaitable[Reply] | None:
+            if "anthropic" in target.provider.native_formats:
+                return target.provider.native(payload, target, bool(stream))
+            return None
+
         await self.text.serve(
             request,
             principal,
             call,
-            presenter(model, openai_to_anthropic_response, OpenAIToAnthropicStream),
+            presenter("anthropic", model, openai_to_anthropic_response, OpenAIToAnthropicStream),
             anthropic_error_event,
+            native,
         )
 
 

@@ -15,9 +15,11 @@ BodyTranslation = Callable[[dict[str, Any], str], dict[str, Any]]
 
 
 def presenter(
-    model: str, body: BodyTranslation, stream: Callable[[str], StreamTranslator]
+    fmt: str, model: str, body: BodyTranslation, stream: Callable[[str], StreamTranslator]
 ) -> Callable[[Reply], Reply]:
     def present(reply: Reply) -> Reply:
+        if reply.wire == fmt:
+            return reply  # the upstream spoke the client's format: relayed untouched
         if reply.stream is None:
             data = orjson.dumps(body(orjson.loads(reply.body), model))
             return Reply(reply.status, b"application/json", data, usage=reply.usage, headers=reply.headers)

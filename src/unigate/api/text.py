@@ -143,6 +143,7 @@ class TextAPI:
         call: TextCall,
         present: Callable[[Reply], Reply] | None = None,
         error_event: ErrorEvent = openai_error_event,
+        native: Callable[[Target], Awaitable[Reply] | None] | None = None,
     ) -> None:
         """Route `call`, then send the reply; `present` turns the OpenAI-format reply into
         another client format (after routing, so fallback still happens before any byte)."""
@@ -158,8 +159,14 @@ class TextAPI:
             ]
         started = time.perf_counter()
         invoke = _INVOKE[call.op]
+
+        async def attempt(target: Target) -> Reply:
+            # A route whose upstream speaks the client's own format is relayed natively.
+            direct = native(target) if native is not None else None
+            return await (direct if direct is not None else invoke(target.provider)(call, target))
+
         try:
-            reply, target = await gw.router.run(entry, call.model, lambda t: invoke(t.provider)(call, t))
+            reply, target = await gw.router.run(entry, call.model, attempt)
         except GatewayError as err:
             self._account(request, principal, call, entry, None, None, err.status, started)
             raise

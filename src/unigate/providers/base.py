@@ -68,6 +68,7 @@ class Reply:
     usage: Usage = field(default_factory=Usage)
     headers: list[tuple[bytes, bytes]] = field(default_factory=list)
     close: Callable[[], Any] | None = None
+    wire: str = "openai"  # the format of body/stream: "openai", or a native one relayed as is
 
 
 @dataclass(slots=True)
@@ -131,6 +132,8 @@ class Provider:
 
     protocol: ClassVar[str] = ""
     capabilities: ClassVar[frozenset[str]] = frozenset()
+    # Client formats this upstream speaks itself: such calls are relayed without translation.
+    native_formats: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         self.config = config
@@ -155,6 +158,11 @@ class Provider:
 
     async def embed(self, call: TextCall, target: Target) -> Reply:
         raise _unsupported(self, "embeddings")
+
+    async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
+        """Relay a request already in one of `native_formats` (model id mapped, nothing else
+        touched); the Reply's `wire` names that format."""
+        raise _unsupported(self, "native requests")
 
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
         """Start an upstream job; raise RouteFailed (try another route) or UpstreamRejected."""
