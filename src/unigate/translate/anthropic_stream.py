@@ -24,7 +24,7 @@ from unigate.translate.anthropic_response import (
     prompt_tokens_of,
     stop_reason,
 )
-from unigate.translate.sse import SSEEvent, SSEParser
+from unigate.translate.sse import OpenAIChunkReader, SSEEvent, SSEParser, json_object
 
 Json = dict[str, Any]
 
@@ -42,14 +42,6 @@ _ANTHROPIC_ERROR_TYPES = frozenset(
         "overloaded_error",
     }
 )
-
-
-def _loads(data: bytes) -> Json | None:
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    return obj if isinstance(obj, dict) else None
 
 
 class AnthropicToOpenAIStream:
@@ -93,7 +85,7 @@ class AnthropicToOpenAIStream:
         for name, data in events:
             if self._stopped or self._errored:
                 break
-            obj = _loads(data)
+            obj = json_object(data)
             if obj is not None:
                 out += self._on_event(str(obj.get("type") or name), obj)
         return out
@@ -183,7 +175,7 @@ def _openai_error(message: str, kind: str, code: str | None) -> bytes:
     )
 
 
-class OpenAIToAnthropicStream:
+class OpenAIToAnthropicStream(OpenAIChunkReader):
     """OpenAI `chat.completion.chunk` events in, Anthropic `/v1/messages` events out.
 
     Anthropic content blocks are sequential: a text run or a tool call opens a block and the
@@ -192,44 +184,25 @@ class OpenAIToAnthropicStream:
     block index, which is how the Anthropic SDK routes deltas."""
 
     def __init__(self, model: str) -> None:
+        super().__init__()
         self.model = model
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.cached_tokens = 0
         self.broken = False
-        self._parser = SSEParser()
         self._started = False
         self._open: int | None = None  # index of the open Anthropic block
         self._open_is_text = False
         self._blocks = 0
         self._tool_block: dict[int, int] = {}  # OpenAI tool call index -> Anthropic block index
         self._finish: str | None = None
-        self._done = False
-        self._errored = False
-
-    def feed(self, data: bytes) -> bytes:
-        return self._handle(self._parser.feed(data))
 
     def finish(self) -> bytes:
-        out = self._handle(self._parser.flush())
+        out = self._rest()
         if self._done or self._errored:
             return out
         self.broken = True
         return out + _anthropic_event("error", {"error": {"type": "api_error", "message": _CUT_OFF}})
-
-    def _handle(self, events: list[SSEEvent]) -> bytes:
-        out = b""
-        for _name, data in events:
-            if self._done or self._errored:
-                break
-            if data.strip() == b"[DONE]":
-                out += self._on_done()
-                continue
-            obj = _loads(data)
-            if obj is None:
-                continue
-            out += self._on_error(obj["error"]) if obj.get("error") else self._on_chunk(obj)
-        return out
 
     def _on_chunk(self, chunk: Json) -> bytes:
         out = self._start(chunk.get("id"))

@@ -31,7 +31,7 @@ from unigate.translate.gemini_response import (
     token_counts,
     usage_metadata,
 )
-from unigate.translate.sse import SSEEvent, SSEParser
+from unigate.translate.sse import OpenAIChunkReader, SSEEvent, SSEParser, json_object
 
 _CUT_OFF = "The upstream stream ended before completion."
 _OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
@@ -43,14 +43,6 @@ _GEMINI_ERRORS = {
     "not_found_error": (404, "NOT_FOUND"),
     "rate_limit_error": (429, "RESOURCE_EXHAUSTED"),
 }
-
-
-def _loads(data: bytes) -> Json | None:
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    return obj if isinstance(obj, dict) else None
 
 
 class GeminiToOpenAIStream:
@@ -96,7 +88,7 @@ class GeminiToOpenAIStream:
         for _name, data in events:
             if self._errored:
                 break
-            obj = _loads(data)
+            obj = json_object(data)
             if obj is None:
                 continue
             out += self._on_error(obj["error"]) if "error" in obj else self._on_response(obj)
@@ -182,7 +174,7 @@ def _openai_error(message: str, kind: str, code: str | None) -> bytes:
     return b"data: " + orjson.dumps({"error": error}) + b"\n\n"
 
 
-class OpenAIToGeminiStream:
+class OpenAIToGeminiStream(OpenAIChunkReader):
     """OpenAI `chat.completion.chunk` events in, Gemini SSE events out.
 
     Text deltas pass through as they come. Tool call fragments are accumulated per index and
@@ -190,44 +182,25 @@ class OpenAIToGeminiStream:
     that event goes out at `[DONE]` (OpenAI's usage chunk comes after the finish chunk)."""
 
     def __init__(self, model: str) -> None:
+        super().__init__()
         self.model = model
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.cached_tokens = 0
         self.broken = False
-        self._parser = SSEParser()
         self._response_id: str | None = None
         self._calls: dict[int, dict[int, Json]] = {}  # choice index -> tool call index -> {name, arguments}
         self._finish: dict[int, str] = {}  # choice index -> OpenAI finish_reason
         self._usage: Json | None = None
-        self._done = False
-        self._errored = False
-
-    def feed(self, data: bytes) -> bytes:
-        return self._handle(self._parser.feed(data))
 
     def finish(self) -> bytes:
-        out = self._handle(self._parser.flush())
+        out = self._rest()
         if self._done or self._errored:
             return out
         if self._finish:  # Complete, only the `[DONE]` line was missing.
             return out + self._final()
         self.broken = True
         return out + _gemini_error(502, _CUT_OFF, "UNAVAILABLE")
-
-    def _handle(self, events: list[SSEEvent]) -> bytes:
-        out = b""
-        for _name, data in events:
-            if self._done or self._errored:
-                break
-            if data.strip() == b"[DONE]":
-                out += self._final()
-                continue
-            obj = _loads(data)
-            if obj is None:
-                continue
-            out += self._on_error(obj["error"]) if obj.get("error") else self._on_chunk(obj)
-        return out
 
     def _on_chunk(self, chunk: Json) -> bytes:
         if self._response_id is None and isinstance(chunk.get("id"), str):
@@ -265,6 +238,9 @@ class OpenAIToGeminiStream:
         return self._event(
             {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "index": index}]}
         )
+
+    def _on_done(self) -> bytes:
+        return self._final()
 
     def _final(self) -> bytes:
         self._done = True

@@ -8,6 +8,10 @@ hands out an event's data once its terminating blank line has arrived; callers d
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
+
 SSEEvent = tuple[str | None, bytes]
 
 
@@ -64,3 +68,52 @@ class SSEParser:
             self._data.append(value)
         elif field == b"event":
             self._name = value.decode("utf-8", "replace")
+
+
+def json_object(data: bytes) -> dict[str, Any] | None:
+    """A complete event payload as a JSON object, or None (not JSON, or not an object)."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+class OpenAIChunkReader:
+    """The input side shared by every translator fed an OpenAI chat stream: parses its SSE and
+    hands each chunk, `[DONE]` and in-band error to the subclass until the stream has ended."""
+
+    def __init__(self) -> None:
+        self._parser = SSEParser()
+        self._done = False
+        self._errored = False
+
+    def feed(self, data: bytes) -> bytes:
+        return self._handle(self._parser.feed(data))
+
+    def _rest(self) -> bytes:
+        """What the last, unterminated event still produces (call from `finish`)."""
+        return self._handle(self._parser.flush())
+
+    def _handle(self, events: list[SSEEvent]) -> bytes:
+        out = b""
+        for _name, data in events:
+            if self._done or self._errored:
+                break
+            if data.strip() == b"[DONE]":
+                out += self._on_done()
+                continue
+            obj = json_object(data)
+            if obj is None:
+                continue
+            out += self._on_error(obj["error"]) if obj.get("error") else self._on_chunk(obj)
+        return out
+
+    def _on_chunk(self, chunk: dict[str, Any]) -> bytes:
+        raise NotImplementedError
+
+    def _on_done(self) -> bytes:
+        raise NotImplementedError
+
+    def _on_error(self, error: Any) -> bytes:
+        raise NotImplementedError
