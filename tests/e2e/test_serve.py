@@ -33,9 +33,10 @@ def test_admin_key_generated_and_printed_once(tmp_path: Path) -> None:
         second.stop()
 
 
-def test_config_error_names_key_and_file(tmp_path: Path) -> None:
+def _serve_with(tmp_path: Path, config_text: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """Run `unigate serve` on a config that must be refused before it starts."""
     config = tmp_path / "bad.yaml"
-    config.write_text("providers:\n  - name: x\n    protocol: openai\n    base_urll: http://x\n")
+    config.write_text(config_text)
     proc = subprocess.run(
         [sys.executable, "-m", "unigate", "serve", "--config", str(config)],
         env={**os.environ, "UNIGATE_DATA_DIR": str(tmp_path / "d")},
@@ -43,6 +44,13 @@ def test_config_error_names_key_and_file(tmp_path: Path) -> None:
         text=True,
         timeout=60,
         check=False,
+    )
+    return config, proc
+
+
+def test_config_error_names_key_and_file(tmp_path: Path) -> None:
+    config, proc = _serve_with(
+        tmp_path, "providers:\n  - name: x\n    protocol: openai\n    base_urll: http://x\n"
     )
     assert proc.returncode == 2
     assert "providers[0].base_urll: unknown key" in proc.stderr and str(config) in proc.stderr.replace(
@@ -51,16 +59,7 @@ def test_config_error_names_key_and_file(tmp_path: Path) -> None:
 
 
 def test_unknown_protocol_is_refused(tmp_path: Path) -> None:
-    config = tmp_path / "bad.yaml"
-    config.write_text("providers:\n  - {name: x, protocol: carrier-pigeon}\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "unigate", "serve", "--config", str(config)],
-        env={**os.environ, "UNIGATE_DATA_DIR": str(tmp_path / "d")},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    _, proc = _serve_with(tmp_path, "providers:\n  - {name: x, protocol: carrier-pigeon}\n")
     assert proc.returncode == 2 and "carrier-pigeon" in proc.stderr
 
 
