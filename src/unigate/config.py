@@ -63,6 +63,8 @@ class LimitsConfig(_Strict):
     max_json_body: int = Field(default=20 * MiB, gt=0)
     max_audio_upload: int = Field(default=25 * MiB, gt=0)
     max_image_upload: int = Field(default=50 * MiB, gt=0)
+    # Seconds of upstream silence before a stream gets a keep-alive (0 = never).
+    stream_keepalive: float = Field(default=15.0, ge=0)
 
 
 class TasksConfig(_Strict):

@@ -1,6 +1,7 @@
 """Send an adapter's `Reply` to the client: a body in one write, or a stream relayed event
 run by event run, ended with an in-band error (never a silent truncation) if the upstream
-dies, and cancelled upstream when the client goes away."""
+dies, kept alive through long upstream silences, and cancelled upstream when the client
+goes away."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from unigate.providers.base import Reply, StreamBroken
 
 log = logging.getLogger("unigate.relay")
 
-ErrorEvent = Callable[[str], bytes]
+
+@dataclass(frozen=True, slots=True)
+class Framing:
+    """How a client format's stream says "the upstream broke" and "still here"."""
+
+    error_event: Callable[[str], bytes]
+    keepalive: bytes  # sent between complete events only, so any parser sees a whole line
 
 
 def openai_error_event(message: str) -> bytes:
@@ -26,13 +33,21 @@ def openai_error_event(message: str) -> bytes:
     return b"data: " + body + b"\n\n"
 
 
+# An SSE comment: every SSE parser drops it, the OpenAI SDK included.
+OPENAI_FRAMING = Framing(openai_error_event, b": keep-alive\n\n")
+
+
 @dataclass(slots=True)
 class Outcome:
     status: int
     complete: bool  # False when the upstream broke or the client left mid-stream
 
 
-async def send_reply(request: Request, reply: Reply, error_event: ErrorEvent = openai_error_event) -> Outcome:
+async def send_reply(
+    request: Request, reply: Reply, framing: Framing = OPENAI_FRAMING, keepalive: float = 0.0
+) -> Outcome:
+    """`keepalive` > 0: after that many seconds without an upstream event, send the
+    format's keep-alive so proxies and clients don't give up on a thinking model."""
     rid = (b"x-request-id", request.request_id.encode())
     send = request.send
     if reply.stream is None:
@@ -48,8 +63,9 @@ async def send_reply(request: Request, reply: Reply, error_event: ErrorEvent = o
 
     headers = [(b"content-type", reply.content_type), (b"cache-control", b"no-cache"), rid, *reply.headers]
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-    pump = asyncio.ensure_future(_pump(reply, send, error_event))
-    watcher = asyncio.ensure_future(_client_gone(request.receive))
+    idle = _Idle(asyncio.get_running_loop().time())
+    pump = asyncio.ensure_future(_pump(reply, send, framing.error_event, idle))
+    watcher = asyncio.ensure_future(_watch(request.receive, send, framing.keepalive, keepalive, idle))
     try:
         await asyncio.wait((pump, watcher), return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -66,22 +82,45 @@ async def send_reply(request: Request, reply: Reply, error_event: ErrorEvent = o
     return Outcome(reply.status if complete else 502, complete)
 
 
-async def _pump(reply: Reply, send: Send, error_event: ErrorEvent) -> bool:
+@dataclass(slots=True)
+class _Idle:
+    last_sent: float  # loop time of the last event sent to the client
+    done: bool = False
+
+
+async def _pump(reply: Reply, send: Send, error_event: Callable[[str], bytes], idle: _Idle) -> bool:
     assert reply.stream is not None
     complete = True
+    clock = asyncio.get_running_loop().time
     try:
         async for run in reply.stream:
             await send({"type": "http.response.body", "body": run, "more_body": True})
+            idle.last_sent = clock()
     except StreamBroken as exc:
         log.warning("upstream stream broke: %s", exc)
         await send({"type": "http.response.body", "body": error_event(str(exc)), "more_body": True})
         complete = False
+    idle.done = True  # no keep-alive may follow the final frame
     await send({"type": "http.response.body", "body": b"", "more_body": False})
     return complete
 
 
-async def _client_gone(receive: Receive) -> None:
+async def _watch(receive: Receive, send: Send, ping: bytes, every: float, idle: _Idle) -> None:
+    """Return when the client disconnects; meanwhile send `ping` during upstream silences.
+    One task does both, so a stream costs no extra task and no per-event timer."""
+    loop = asyncio.get_running_loop()
     while True:
-        message = await receive()
+        if every <= 0 or idle.done:
+            message = await receive()
+        else:
+            wait = every - (loop.time() - idle.last_sent)
+            if wait <= 0.001:
+                await send({"type": "http.response.body", "body": ping, "more_body": True})
+                idle.last_sent = loop.time()
+                continue
+            try:
+                message = await asyncio.wait_for(receive(), wait)
+            except TimeoutError:
+                continue
         if message["type"] == "http.disconnect":
             return

@@ -16,7 +16,9 @@ from tests.support.net import free_port
 
 @dataclass
 class FakeAnthropic(LoopbackServer):
-    mode: str = "ok"  # ok | die_mid
+    mode: str = "ok"  # ok | die_mid | slow (pause `slow_seconds` between events)
+    slow_seconds: float = 0.5
+    cancelled: int = 0
     text: str = "Hello from the fake Anthropic upstream"
     received: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -66,13 +68,17 @@ class FakeAnthropic(LoopbackServer):
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         events = self._events(body["model"], blocks, stop, usage)
-        for i, (kind, data) in enumerate(events):
-            if self.mode == "die_mid" and i == 4:
-                assert request.transport is not None
-                request.transport.close()
-                return resp
-            await resp.write(b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n")
-            await asyncio.sleep(0)
+        try:
+            for i, (kind, data) in enumerate(events):
+                if self.mode == "die_mid" and i == 4:
+                    assert request.transport is not None
+                    request.transport.close()
+                    return resp
+                await resp.write(b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n")
+                await asyncio.sleep(self.slow_seconds if self.mode == "slow" else 0)
+        except (asyncio.CancelledError, ConnectionResetError):
+            self.cancelled += 1
+            raise
         return resp
 
     def _events(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,9 @@ from tests.support.net import free_port
 
 @dataclass
 class FakeGemini(LoopbackServer):
+    mode: str = "ok"  # ok | die_mid | slow (pause `slow_seconds` between events)
+    slow_seconds: float = 0.5
+    cancelled: int = 0
     text: str = "Hello from the fake Gemini upstream"
     received: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
     port: int = field(default_factory=free_port)
@@ -60,13 +64,27 @@ class FakeGemini(LoopbackServer):
         pieces: list[dict[str, Any]] = (
             [{"text": w + " "} for w in parts[0]["text"].split(" ")] if "text" in parts[0] else parts
         )
-        for i, part in enumerate(pieces):
-            event: dict[str, Any] = {
-                "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}],
-                "responseId": "resp-1",
-            }
-            if i == len(pieces) - 1:
-                event["candidates"][0]["finishReason"] = finish
-                event["usageMetadata"] = usage
-            await resp.write(b"data: " + orjson.dumps(event) + b"\r\n\r\n")
+        try:
+            for i, part in enumerate(pieces):
+                if self.mode == "die_mid" and i == 2:
+                    assert request.transport is not None
+                    request.transport.close()
+                    return resp
+                event: dict[str, Any] = {
+                    "candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}],
+                    # Gemini repeats running usage on every chunk; the prompt count is known early.
+                    "usageMetadata": {
+                        "promptTokenCount": usage["promptTokenCount"],
+                        "candidatesTokenCount": i + 1,
+                    },
+                    "responseId": "resp-1",
+                }
+                if i == len(pieces) - 1:
+                    event["candidates"][0]["finishReason"] = finish
+                    event["usageMetadata"] = usage
+                await resp.write(b"data: " + orjson.dumps(event) + b"\r\n\r\n")
+                await asyncio.sleep(self.slow_seconds if self.mode == "slow" else 0)
+        except (asyncio.CancelledError, ConnectionResetError):
+            self.cancelled += 1
+            raise
         return resp

@@ -54,11 +54,12 @@ def test_byte_at_a_time_and_crlf() -> None:
 
 def test_usage_chunk_taken_and_stripped() -> None:
     usage = Usage()
-    kept = _take_usage(STREAM, usage, strip=True)
-    assert usage.prompt_tokens == 3 and usage.completion_tokens == 2
+    kept, found = _take_usage(STREAM, usage, strip=True)
+    assert found and usage.prompt_tokens == 3 and usage.completion_tokens == 2
     assert b'"usage"' not in kept and kept.endswith(b"data: [DONE]\n\n")
     usage2 = Usage()
-    assert _take_usage(STREAM, usage2, strip=False) == STREAM and usage2.completion_tokens == 2
+    assert _take_usage(STREAM, usage2, strip=False) == (STREAM, True) and usage2.completion_tokens == 2
+    assert _take_usage(b'data: {"usage": null}\n\n', Usage(), strip=True)[1] is False
 
 
 def test_event_data_joins_lines() -> None:

@@ -1,8 +1,11 @@
 """Gemini-format endpoints: `POST /v1beta/models/{model}:generateContent` and
-`:streamGenerateContent` (also under `/v1/models/...`), routed to any upstream through the
-canonical form. Keys arrive as `x-goog-api-key` or `?key=`; errors use Google's error shape."""
+`:streamGenerateContent` (also under `/v1/models/...`), relayed as is to a Gemini upstream and
+through the canonical form to any other. Keys arrive as `x-goog-api-key` or `?key=`; errors
+use Google's error shape."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable
 
 import orjson
 
@@ -12,7 +15,8 @@ from unigate.asgi import Request
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.gateway import Gateway
-from unigate.providers.base import TextCall
+from unigate.providers.base import Reply, Target, TextCall
+from unigate.relay import Framing
 from unigate.translate.gemini import OpenAIToGeminiStream, gemini_to_openai_request, openai_to_gemini_response
 
 
@@ -20,6 +24,11 @@ def gemini_error_event(message: str) -> bytes:
     """google-genai raises on a stream chunk whose JSON starts with `{"error":`."""
     body = orjson.dumps({"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}})
     return b"data: " + body + b"\n\n"
+
+
+# google-genai parses any non-`data:` line as JSON, so a comment would break it; a lone
+# blank line is a valid SSE no-op that its line reader skips.
+GEMINI_FRAMING = Framing(gemini_error_event, b"\r\n")
 
 
 class GeminiAPI:
@@ -42,7 +51,13 @@ class GeminiAPI:
             canonical["stream_options"] = {"include_usage": True}  # Gemini's last chunk has usage
         call = TextCall("chat", orjson.dumps(canonical), canonical, model, stream, stream)
         show = presenter("gemini", model, openai_to_gemini_response, OpenAIToGeminiStream)
-        await self.text.serve(request, principal, call, show, gemini_error_event)
+
+        def native(target: Target) -> Awaitable[Reply] | None:
+            if "gemini" in target.provider.native_formats:
+                return target.provider.native(payload, target, stream)
+            return None
+
+        await self.text.serve(request, principal, call, show, GEMINI_FRAMING, native)
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:

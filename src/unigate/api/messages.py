@@ -19,6 +19,7 @@ from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
 from unigate.providers.base import Reply, Target, TextCall
+from unigate.relay import Framing
 from unigate.translate.anthropic import (
     OpenAIToAnthropicStream,
     anthropic_to_openai_request,
@@ -30,6 +31,10 @@ def anthropic_error_event(message: str) -> bytes:
     """The Anthropic SDK raises on an `error` event; no `message_stop` follows."""
     body = orjson.dumps({"type": "error", "error": {"type": "api_error", "message": message}})
     return b"event: error\ndata: " + body + b"\n\n"
+
+
+# Anthropic's own keep-alive is a `ping` event, which its SDKs expect and skip.
+ANTHROPIC_FRAMING = Framing(anthropic_error_event, b'event: ping\ndata: {"type": "ping"}\n\n')
 
 
 class MessagesAPI:
@@ -60,7 +65,7 @@ class MessagesAPI:
             principal,
             call,
             presenter("anthropic", model, openai_to_anthropic_response, OpenAIToAnthropicStream),
-            anthropic_error_event,
+            ANTHROPIC_FRAMING,
             native,
         )
 

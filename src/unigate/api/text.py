@@ -16,7 +16,7 @@ from unigate.endpoints import Endpoint
 from unigate.errors import GatewayError, InvalidRequest, NotFound, PermissionDenied
 from unigate.gateway import Gateway
 from unigate.providers.base import Provider, Reply, Target, TextCall
-from unigate.relay import ErrorEvent, openai_error_event, send_reply
+from unigate.relay import OPENAI_FRAMING, Framing, send_reply
 from unigate.routing.catalog import ModelEntry
 from unigate.usage.recorder import UsageRecord
 
@@ -99,6 +99,7 @@ class TextAPI:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
         self.limit = gw.config.limits.max_json_body
+        self.keepalive = gw.config.limits.stream_keepalive
 
     async def chat(self, request: Request, principal: Principal | None) -> None:
         raw, payload = await request.json_object(self.limit)
@@ -142,7 +143,7 @@ class TextAPI:
         principal: Principal | None,
         call: TextCall,
         present: Callable[[Reply], Reply] | None = None,
-        error_event: ErrorEvent = openai_error_event,
+        framing: Framing = OPENAI_FRAMING,
         native: Callable[[Target], Awaitable[Reply] | None] | None = None,
     ) -> None:
         """Route `call`, then send the reply; `present` turns the OpenAI-format reply into
@@ -172,7 +173,7 @@ class TextAPI:
             raise
         reply.headers.extend(extra)
         shown = present(reply) if present is not None else reply
-        outcome = await send_reply(request, shown, error_event)
+        outcome = await send_reply(request, shown, framing, self.keepalive)
         self._account(request, principal, call, entry, target, reply, outcome.status, started)
 
     def _account(

@@ -6,16 +6,19 @@ SSE events come back through the translators in `unigate.translate.anthropic`.
 
 from __future__ import annotations
 
-import re
-from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import orjson
 
-from unigate.providers.base import Reply, StreamBroken, Target, TextCall
-from unigate.providers.http import read_all, sse_events
-from unigate.providers.translated import StreamTranslator, TranslatingChatProvider, raise_for_status
+from unigate.providers.base import Reply, Target, TextCall
+from unigate.providers.http import read_all
+from unigate.providers.translated import (
+    StreamTranslator,
+    TranslatingChatProvider,
+    raise_for_status,
+    relay_native,
+    usage_scanner,
+)
 from unigate.translate.anthropic import (
     AnthropicToOpenAIStream,
     anthropic_to_openai_response,
@@ -56,7 +59,7 @@ class AnthropicProvider(TranslatingChatProvider):
             await raise_for_status(resp)
         if stream:
             reply = Reply(content_type=b"text/event-stream", close=resp.close, wire="anthropic")
-            reply.stream = _relay_events(resp, reply.usage)
+            reply.stream = relay_native(resp, reply.usage, _take_usage, b"message_stop")
             return reply
         data = await read_all(resp)
         usage = Usage()
@@ -64,31 +67,5 @@ class AnthropicProvider(TranslatingChatProvider):
         return Reply(body=data, usage=usage, wire="anthropic")
 
 
-_INPUT_RE = re.compile(rb'"input_tokens"\s*:\s*(\d+)')
-_OUTPUT_RE = re.compile(rb'"output_tokens"\s*:\s*(\d+)')
-
-
-def _take_usage(data: bytes, usage: Usage) -> None:
-    """Token counts from Anthropic JSON (message_start carries the input, message_delta the
-    running output count; the last value seen wins)."""
-    if b'"usage"' not in data:
-        return
-    found_in = _INPUT_RE.findall(data)
-    found_out = _OUTPUT_RE.findall(data)
-    if found_in:
-        usage.prompt_tokens = int(found_in[-1])
-    if found_out:
-        usage.completion_tokens = int(found_out[-1])
-
-
-async def _relay_events(resp: aiohttp.ClientResponse, usage: Usage) -> AsyncIterator[bytes]:
-    terminated = False
-    try:
-        async for run in sse_events(resp):
-            _take_usage(run, usage)
-            terminated = terminated or b"message_stop" in run
-            yield run
-    finally:
-        resp.release()
-    if not terminated:
-        raise StreamBroken("The upstream stream ended before completion.")
+# Anthropic: message_start carries the input count, message_delta the running output count.
+_take_usage = usage_scanner(b'"usage"', "input_tokens", "output_tokens")

@@ -10,9 +10,19 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from unigate.providers.base import Target, TextCall
-from unigate.providers.translated import StreamTranslator, TranslatingChatProvider
+import orjson
+
+from unigate.providers.base import Reply, Target, TextCall
+from unigate.providers.http import read_all
+from unigate.providers.translated import (
+    StreamTranslator,
+    TranslatingChatProvider,
+    raise_for_status,
+    relay_native,
+    usage_scanner,
+)
 from unigate.translate.gemini import GeminiToOpenAIStream, gemini_to_openai_response, openai_to_gemini_request
+from unigate.usage.recorder import Usage
 
 PROVIDER_TYPE = "gemini"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -21,18 +31,41 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 class GeminiProvider(TranslatingChatProvider):
     protocol = PROVIDER_TYPE
     default_base_url = DEFAULT_BASE_URL
+    native_formats = frozenset({"gemini"})
 
     def auth_headers(self, api_key: str) -> dict[str, str]:
         # A header, never `?key=`: URLs end up in logs and traces.
         return {"x-goog-api-key": api_key} if api_key else {}
 
     def request(self, call: TextCall, target: Target) -> tuple[str, dict[str, Any]]:
-        model = quote(target.upstream_model, safe="")
-        verb = "streamGenerateContent?alt=sse" if call.stream else "generateContent"
-        return f"/v1beta/models/{model}:{verb}", openai_to_gemini_request(call.payload)
+        return _path(target, call.stream), openai_to_gemini_request(call.payload)
 
     def answer(self, body: dict[str, Any], model: str) -> dict[str, Any]:
         return gemini_to_openai_response(body, model)
 
     def stream_translator(self, call: TextCall) -> StreamTranslator:
         return GeminiToOpenAIStream(call.model, call.include_usage)
+
+    async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
+        """A Gemini-format call relayed as is: the model lives in the path, so the body the
+        client sent goes upstream unchanged."""
+        resp = await self.http.post(_path(target, stream), orjson.dumps(payload), target.timeouts)
+        if resp.status >= 400:
+            await raise_for_status(resp)
+        if stream:
+            reply = Reply(content_type=b"text/event-stream", close=resp.close, wire="gemini")
+            reply.stream = relay_native(resp, reply.usage, _take_usage, b'"finishReason"')
+            return reply
+        data = await read_all(resp)
+        usage = Usage()
+        _take_usage(data, usage)
+        return Reply(body=data, usage=usage, wire="gemini")
+
+
+def _path(target: Target, stream: bool) -> str:
+    model = quote(target.upstream_model, safe="")
+    verb = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    return f"/v1beta/models/{model}:{verb}"
+
+
+_take_usage = usage_scanner(b'"usageMetadata"', "promptTokenCount", "candidatesTokenCount")

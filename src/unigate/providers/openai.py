@@ -148,21 +148,31 @@ def _body_usage(data: bytes) -> Usage:
 async def _relay_events(
     resp: aiohttp.ClientResponse, usage: Usage, strip_usage_chunk: bool
 ) -> AsyncIterator[bytes]:
+    # Until the upstream reports usage (its last chunk), count one completion token per
+    # event after the role chunk: OpenAI-style upstreams stream about one token per chunk,
+    # so a client that leaves mid-stream is still accounted for what it received.
+    events = 0
+    reported = False
     try:
         async for run in sse_events(resp):
             if b'"usage"' in run:
-                run = _take_usage(run, usage, strip_usage_chunk)
+                run, found = _take_usage(run, usage, strip_usage_chunk)
+                reported = reported or found
                 if not run:
                     continue
+            if not reported:
+                events += run.count(b"data:")
+                usage.completion_tokens = max(0, events - 1)
             yield run
     finally:
         resp.release()
 
 
-def _take_usage(run: bytes, usage: Usage, strip: bool) -> bytes:
-    """Record usage from the events of `run`; drop the usage-only chunk the client did not
-    ask for (it was requested by the gateway, for accounting)."""
+def _take_usage(run: bytes, usage: Usage, strip: bool) -> tuple[bytes, bool]:
+    """Record usage from the events of `run` (and say whether there was any); drop the
+    usage-only chunk the client did not ask for (the gateway requested it, for accounting)."""
     kept = []
+    found = False
     for event in split_events(run):
         data = event_data(event)
         if b'"usage"' in data:
@@ -170,7 +180,9 @@ def _take_usage(run: bytes, usage: Usage, strip: bool) -> bytes:
                 obj = orjson.loads(data)
             except orjson.JSONDecodeError:
                 obj = None
-            if _usage_from(obj, usage) and strip and isinstance(obj, dict) and obj.get("choices") == []:
-                continue
+            if _usage_from(obj, usage):
+                found = True
+                if strip and isinstance(obj, dict) and obj.get("choices") == []:
+                    continue
         kept.append(event)
-    return b"".join(kept)
+    return b"".join(kept), found

@@ -4,7 +4,8 @@ stateful stream translator over the upstream body, and map the upstream's error 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import aiohttp
@@ -21,7 +22,7 @@ from unigate.providers.base import (
     Target,
     TextCall,
 )
-from unigate.providers.http import UpstreamHTTP, read_all
+from unigate.providers.http import UpstreamHTTP, read_all, sse_events
 from unigate.usage.recorder import Usage
 
 
@@ -115,6 +116,45 @@ async def translate_stream(
             yield tail
     finally:
         resp.release()
+
+
+UsageScan = Callable[[bytes, Usage], None]
+
+
+def usage_scanner(marker: bytes, prompt_key: str, output_key: str) -> UsageScan:
+    """A reader of token counts from a native body or event run, without parsing the JSON:
+    counters are plain integers and upstreams repeat running totals, so the last one wins."""
+    prompt_re = re.compile(rb'"' + prompt_key.encode() + rb'"\s*:\s*(\d+)')
+    output_re = re.compile(rb'"' + output_key.encode() + rb'"\s*:\s*(\d+)')
+
+    def scan(data: bytes, usage: Usage) -> None:
+        if marker not in data:
+            return
+        found_in = prompt_re.findall(data)
+        found_out = output_re.findall(data)
+        if found_in:
+            usage.prompt_tokens = int(found_in[-1])
+        if found_out:
+            usage.completion_tokens = int(found_out[-1])
+
+    return scan
+
+
+async def relay_native(
+    resp: aiohttp.ClientResponse, usage: Usage, take_usage: UsageScan, last: bytes
+) -> AsyncIterator[bytes]:
+    """Relay a same-format stream event run by event run, reading usage on the way; a stream
+    that ends before any event containing `last` is a broken one."""
+    terminated = False
+    try:
+        async for run in sse_events(resp):
+            take_usage(run, usage)
+            terminated = terminated or last in run
+            yield run
+    finally:
+        resp.release()
+    if not terminated:
+        raise StreamBroken("The upstream stream ended before completion.")
 
 
 async def raise_for_status(resp: aiohttp.ClientResponse) -> None:
