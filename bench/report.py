@@ -120,10 +120,21 @@ def checks(runs: Runs, ttfb: dict[str, dict[str, float]], memory: dict[str, dict
 
 
 def summarize(
-    meta: dict[str, Any], runs: Runs, samples: dict[str, list[Sample]], rss: Rss
+    meta: dict[str, Any],
+    runs: Runs,
+    samples: dict[str, list[Sample]],
+    rss: Rss,
+    translated: dict[str, list[Sample]],
 ) -> tuple[dict[str, Any], list[Check]]:
     """The JSON summary, and the checks against DESIGN §8."""
     ttfb = {t: ttfb_stats(samples[t]) for t in TARGETS}
+    through = ttfb["unigate"]
+    ttfb_translated = {}
+    for fmt, fmt_samples in translated.items():
+        stats = ttfb_stats(fmt_samples)
+        stats["added_p50_vs_passthrough_us"] = stats["p50_us"] - through["p50_us"]
+        stats["added_p99_vs_passthrough_us"] = stats["p99_us"] - through["p99_us"]
+        ttfb_translated[fmt] = stats
     memory = rss_table(rss)
     results = checks(runs, ttfb, memory)
     levels: dict[str, Any] = {}
@@ -148,6 +159,7 @@ def summarize(
         "meta": meta,
         "load": levels,
         "ttfb": ttfb,
+        "ttfb_translated": ttfb_translated,
         "rss": memory,
         "checks": [
             {"name": c.name, "value": c.value, "limit": c.limit, "unit": c.unit.strip(), "ok": c.ok}
@@ -213,6 +225,18 @@ def _print_ttfb(summary: dict[str, Any]) -> None:
         )
 
 
+def _print_translated(summary: dict[str, Any]) -> None:
+    print("== Translated vs pass-through stream, unigate, same OpenAI upstream: time to first body byte ==")
+    _table(f"{'client format':<16} {'p50 ms':>8} {'p99 ms':>8} {'+p50 vs pass-through':>21} {'+p99':>8}")
+    s = summary["ttfb"]["unigate"]
+    print(f"{'openai (as is)':<16} {_ms(s['p50_us']):>8} {_ms(s['p99_us']):>8} {'-':>21} {'-':>8}")
+    for fmt, s in summary["ttfb_translated"].items():
+        print(
+            f"{fmt:<16} {_ms(s['p50_us']):>8} {_ms(s['p99_us']):>8} "
+            f"{_ms(s['added_p50_vs_passthrough_us']):>21} {_ms(s['added_p99_vs_passthrough_us']):>8}"
+        )
+
+
 def _print_rss(summary: dict[str, Any]) -> None:
     print("== Resident memory (VmRSS of the largest worker process, MB) ==")
     _table(f"{'server':<16} {'workers':>7} {'idle':>7} {'warmed':>7} {'loaded':>7} {'growth':>7}")
@@ -243,7 +267,7 @@ def print_report(summary: dict[str, Any], results: list[Check]) -> None:
             f"NOTE: other processes on this machine used ~{meta['other_load_cores']:.2f} of "
             f"{meta['cpus']} cores during the run; absolute numbers are depressed and noisier."
         )
-    for section in (_print_load, _print_ttfb, _print_rss):
+    for section in (_print_load, _print_ttfb, _print_translated, _print_rss):
         print()
         section(summary)
     print()

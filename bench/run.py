@@ -25,6 +25,7 @@ from report import TARGETS, Rss, Runs, print_report, summarize
 from targets import (
     CHAT_BODY,
     STREAM_BODY,
+    TRANSLATED_STREAMS,
     Target,
     check_reply,
     direct_target,
@@ -94,6 +95,7 @@ class Plan:
 class Measurements:
     runs: Runs = field(default_factory=dict)
     samples: dict[str, list[Sample]] = field(default_factory=dict)
+    translated: dict[str, list[Sample]] = field(default_factory=dict)  # unigate, per client format
     rss: Rss = field(default_factory=dict)
     other_load_cores: float = 0.0
     gateway_answered: int = 0  # unigate responses the clients counted (wrk, TTFB)
@@ -135,11 +137,16 @@ def _measure(wrk: str, targets: list[Target], plan: Plan) -> Measurements:
     for t in targets:
         count, warmup = plan.ttfb_count, plan.ttfb_warmup
         m.samples[t.name] = measure_ttfb(t.port, t.stream_path, STREAM_BODY, t.key, count, warmup)
+    gw = targets[2]
+    log("Translated streams TTFB (unigate: OpenAI upstream to Anthropic / Gemini clients) ...")
+    for fmt, (path, body, last) in TRANSLATED_STREAMS.items():
+        m.translated[fmt] = measure_ttfb(gw.port, path, body, gw.key, plan.ttfb_count, plan.ttfb_warmup, last)
     _sample_rss(targets, m.rss, "loaded")
 
     m.other_load_cores = other_load.cores()
     wrk_counted = warm["unigate"].requests + sum(r["unigate"].requests for r in m.runs.values())
-    m.gateway_answered = 1 + wrk_counted + plan.ttfb_count + plan.ttfb_warmup  # 1: check_reply
+    streams = (1 + len(TRANSLATED_STREAMS)) * (plan.ttfb_count + plan.ttfb_warmup)
+    m.gateway_answered = 1 + wrk_counted + streams  # 1: check_reply
     return m
 
 
@@ -172,7 +179,7 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         "usage_answered": m.gateway_answered,
         "usage_recorded": recorded_requests(targets[2]),
     }
-    summary, results = summarize(meta, m.runs, m.samples, m.rss)
+    summary, results = summarize(meta, m.runs, m.samples, m.rss, m.translated)
     print_report(summary, results)
     write_results(RESULTS, summary)
     return 0 if summary["verdict"] == "PASS" else 1

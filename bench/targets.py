@@ -27,6 +27,29 @@ STREAM_BODY = orjson.dumps(
     {"model": STREAM_MODEL, "messages": [{"role": "user", "content": "hello"}], "stream": True}
 )
 
+# The same streaming call in the two other client formats, for translated-stream TTFB: unigate
+# relays the OpenAI upstream's stream untouched for STREAM_BODY and translates it for these.
+# name -> (path, body, the final event that must end the answer)
+TRANSLATED_STREAMS: dict[str, tuple[str, bytes, bytes]] = {
+    "anthropic": (
+        "/v1/messages",
+        orjson.dumps(
+            {
+                "model": STREAM_MODEL,
+                "max_tokens": 64,
+                "stream": True,
+                "messages": [{"role": "user", "content": "hello"}],
+            }
+        ),
+        b"event: message_stop",
+    ),
+    "gemini": (
+        f"/v1beta/models/{STREAM_MODEL}:streamGenerateContent?alt=sse",
+        orjson.dumps({"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}),
+        b'"finishReason"',
+    ),
+}
+
 
 @dataclass(frozen=True)
 class Target:

@@ -4,7 +4,8 @@ client library between the clock and the wire).
 Each request is sent on one keep-alive connection; the clock runs from just before `sendall`
 to the first `recv` that brings a byte of the *body* (a gateway may send the status line and
 headers before it has anything from the upstream, so the first response byte is not enough).
-The rest of the response is then read in full and checked: HTTP 200 and a final `[DONE]`.
+The rest of the response is then read in full and checked: HTTP 200 and the format's final
+event (`[DONE]` for OpenAI streams).
 """
 
 from __future__ import annotations
@@ -105,15 +106,18 @@ def build_request(port: int, path: str, body: bytes, key: str) -> bytes:
     return head.encode() + body
 
 
-def measure_ttfb(port: int, path: str, body: bytes, key: str, count: int, warmup: int) -> list[Sample]:
-    """`count` sequential streaming requests after `warmup` unrecorded ones."""
+def measure_ttfb(
+    port: int, path: str, body: bytes, key: str, count: int, warmup: int, last: bytes = b"data: [DONE]"
+) -> list[Sample]:
+    """`count` sequential streaming requests after `warmup` unrecorded ones; each answer must
+    be a 200 whose body contains `last` (the stream's final event)."""
     raw = build_request(port, path, body, key)
     conn = _Connection(port)
     samples: list[Sample] = []
     try:
         for i in range(warmup + count):
             sample, status, data = conn.exchange(raw)
-            if status != 200 or not data.rstrip().endswith(b"data: [DONE]"):
+            if status != 200 or last not in data[-400:]:
                 raise BenchError(
                     f"streaming request to 127.0.0.1:{port}{path} gave HTTP {status}: {data[:300]!r}"
                 )
