@@ -66,7 +66,7 @@ class Request:
             except ValueError:
                 raise InvalidRequest("Invalid Content-Length header.") from None
             if size > limit:
-                await self._drain(limit)
+                await self.drain_body(limit)
                 raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
         chunks: list[bytes] = []
         size = 0
@@ -79,14 +79,14 @@ class Request:
                 size += len(chunk)
                 if size > limit:
                     if message.get("more_body", False):
-                        await self._drain(limit)
+                        await self.drain_body(limit)
                     raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
                 chunks.append(chunk)
             if not message.get("more_body", False):
                 break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def _drain(self, limit: int) -> None:
+    async def drain_body(self, limit: int) -> None:
         """Read and discard a moderately oversized body so the client, which is still
         sending, gets the 413 instead of a connection reset; give up past a cap."""
         cap = max(limit * 4, 64 * 1024 * 1024)

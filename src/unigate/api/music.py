@@ -11,7 +11,7 @@ from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound, PermissionDenied
 from unigate.gateway import Gateway
-from unigate.multipart import is_multipart, parse_form
+from unigate.multipart import is_multipart, read_form
 from unigate.music import validate
 from unigate.providers.base import Target, TaskSubmission
 from unigate.routing.catalog import ModelEntry
@@ -139,14 +139,16 @@ class MusicAPI:
         content_type = request.header(b"content-type")
         hook, mv, title = "", "", ""
         if is_multipart(content_type):
-            assert content_type is not None
-            form = parse_form(await request.body(limit), content_type)
-            upload = form.file("file")
-            if upload is None:
-                raise InvalidRequest(
-                    "The multipart field 'file' is required.", param="file", code="invalid_request"
-                )
-            data, name = upload.data, upload.filename
+            form = await read_form(request, limit)
+            try:
+                upload = form.file("file")
+                if upload is None:
+                    raise InvalidRequest(
+                        "The multipart field 'file' is required.", param="file", code="invalid_request"
+                    )
+                data, name = upload.read(), upload.filename
+            finally:
+                form.close()
             hook = validate.notify_hook({"notify_hook": form.field("notify_hook")}, self.allow_private)
             mv = form.field("mv") or ""
             title = form.field("title") or ""

@@ -6,19 +6,17 @@ malformed request gets a clear 400 here; everything else is the upstream's to ju
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from unigate.api.serve import Serving
 from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
-from unigate.errors import GatewayError, InvalidRequest, NotFound, PermissionDenied
+from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 from unigate.providers.base import Provider, Reply, Target, TextCall
-from unigate.relay import OPENAI_FRAMING, Framing, send_reply
-from unigate.routing.catalog import ModelEntry
-from unigate.usage.recorder import UsageRecord
+from unigate.relay import OPENAI_FRAMING, Framing
 
 _INVOKE: dict[str, Callable[[Provider], Callable[[TextCall, Target], Awaitable[Reply]]]] = {
     "chat": lambda p: p.chat,
@@ -99,7 +97,7 @@ class TextAPI:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
         self.limit = gw.config.limits.max_json_body
-        self.keepalive = gw.config.limits.stream_keepalive
+        self.serving = Serving(gw)
 
     async def chat(self, request: Request, principal: Principal | None) -> None:
         raw, payload = await request.json_object(self.limit)
@@ -129,14 +127,6 @@ class TextAPI:
             raise _wrong_type("input", "a string or an array")
         await self.serve(request, principal, TextCall("embeddings", raw, payload, model))
 
-    def resolve(self, principal: Principal, model: str) -> ModelEntry:
-        entry = self.gw.catalog.resolve(model)
-        if entry is None:
-            raise NotFound(f"The model '{model}' does not exist.", code="model_not_found", param="model")
-        if not principal.may_use_model(model):
-            raise PermissionDenied(f"This API key may not use the model '{model}'.", code="model_not_allowed")
-        return entry
-
     async def serve(
         self,
         request: Request,
@@ -148,61 +138,14 @@ class TextAPI:
     ) -> None:
         """Route `call`, then send the reply; `present` turns the OpenAI-format reply into
         another client format (after routing, so fallback still happens before any byte)."""
-        assert principal is not None
-        gw = self.gw
-        entry = self.resolve(principal, call.model)
-        extra = []
-        if principal.rpm:
-            remaining = gw.limiter.hit(principal.key_id, principal.rpm)
-            extra = [
-                (b"x-ratelimit-limit-requests", str(principal.rpm).encode()),
-                (b"x-ratelimit-remaining-requests", str(remaining).encode()),
-            ]
-        started = time.perf_counter()
         invoke = _INVOKE[call.op]
 
-        async def attempt(target: Target) -> Reply:
+        def attempt(target: Target) -> Awaitable[Reply]:
             # A route whose upstream speaks the client's own format is relayed natively.
             direct = native(target) if native is not None else None
-            return await (direct if direct is not None else invoke(target.provider)(call, target))
+            return direct if direct is not None else invoke(target.provider)(call, target)
 
-        try:
-            reply, target = await gw.router.run(entry, call.model, attempt)
-        except GatewayError as err:
-            self._account(request, principal, call, entry, None, None, err.status, started)
-            raise
-        reply.headers.extend(extra)
-        shown = present(reply) if present is not None else reply
-        outcome = await send_reply(request, shown, framing, self.keepalive)
-        self._account(request, principal, call, entry, target, reply, outcome.status, started)
-
-    def _account(
-        self,
-        request: Request,
-        principal: Principal,
-        call: TextCall,
-        entry: ModelEntry,
-        target: Target | None,
-        reply: Reply | None,
-        status: int,
-        started: float,
-    ) -> None:
-        usage = reply.usage if reply else None
-        self.gw.usage.record(
-            UsageRecord(
-                key_id=principal.key_id,
-                endpoint=call.op,
-                model=call.model,
-                provider=target.provider.name if target else "",
-                upstream_model=target.upstream_model if target else "",
-                status=status,
-                prompt_tokens=usage.prompt_tokens if usage else 0,
-                completion_tokens=usage.completion_tokens if usage else 0,
-                latency_ms=(time.perf_counter() - started) * 1000.0,
-                cost=entry.price_per_call if status < 400 else 0.0,
-                created_at=time.time(),
-            )
-        )
+        await self.serving.run(request, principal, call.model, call.op, attempt, present, framing)
 
     async def list_models(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None

@@ -1,7 +1,7 @@
 """The provider interface: one adapter per upstream wire protocol.
 
 An adapter implements only the capabilities its upstream has (`chat`, `complete`, `embed`,
-later `transcribe`, `speak`, `submit_task`, ...). Each takes the client's call in the
+`media`, `submit_task`, ...). Each takes the client's call in the
 gateway's inbound format and a resolved `Target`, and returns a `Reply` whose body or
 stream is already in the client's wire format.
 
@@ -18,10 +18,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from unigate.config import ProviderConfig
 from unigate.errors import InvalidRequest
+
+if TYPE_CHECKING:
+    from unigate.multipart import Form
 from unigate.usage.recorder import Usage
 
 
@@ -69,6 +72,37 @@ class Reply:
     headers: list[tuple[bytes, bytes]] = field(default_factory=list)
     close: Callable[[], Any] | None = None
     wire: str = "openai"  # the format of body/stream: "openai", or a native one relayed as is
+
+
+# Synchronous media operations, named by their endpoint family: the ops an adapter's
+# `media()` may be handed.
+MEDIA_OPS = frozenset(
+    {
+        "audio.transcriptions",
+        "audio.translations",
+        "audio.speech",
+        "images.generations",
+        "images.edits",
+        "fish.tts",
+        "fish.asr",
+        "stability.generate",
+    }
+)
+
+
+@dataclass(slots=True)
+class MediaCall:
+    """A synchronous audio or image call, validated at the edge. JSON calls carry `payload`;
+    multipart calls carry the `form` (files spooled, names as sent) and `payload` holds its
+    text fields, first values. `variant` and `accept` are Stability's path tail and Accept."""
+
+    op: str
+    model: str
+    payload: dict[str, Any]
+    form: Form | None = None
+    raw: bytes = b""  # a JSON body as received, forwarded untouched where nothing changes
+    variant: str = ""
+    accept: str = ""
 
 
 @dataclass(slots=True)
@@ -158,6 +192,11 @@ class Provider:
 
     async def embed(self, call: TextCall, target: Target) -> Reply:
         raise _unsupported(self, "embeddings")
+
+    async def media(self, call: MediaCall, target: Target) -> Reply:
+        """A synchronous audio/image call (`call.op` in MEDIA_OPS): a JSON body, or a binary
+        stream whose `content_type` says what it is."""
+        raise _unsupported(self, call.op.replace(".", " "))
 
     async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
         """Relay a request already in one of `native_formats` (model id mapped, nothing else

@@ -1,0 +1,93 @@
+"""The routed request path every synchronous family shares: model lookup and permission,
+rate limit, routing with fallback, sending the reply (body or stream) and usage accounting.
+Endpoint modules only parse and validate their input and say how to call a provider."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from unigate.asgi import Request
+from unigate.auth.principal import Principal
+from unigate.errors import GatewayError, NotFound, PermissionDenied
+from unigate.gateway import Gateway
+from unigate.providers.base import Reply, Target
+from unigate.relay import OPENAI_FRAMING, Framing, send_reply
+from unigate.routing.catalog import ModelEntry
+from unigate.usage.recorder import UsageRecord
+
+Attempt = Callable[[Target], Awaitable[Reply]]
+
+
+class Serving:
+    def __init__(self, gw: Gateway) -> None:
+        self.gw = gw
+        self.keepalive = gw.config.limits.stream_keepalive
+
+    def resolve(self, principal: Principal, model: str) -> ModelEntry:
+        entry = self.gw.catalog.resolve(model)
+        if entry is None:
+            raise NotFound(f"The model '{model}' does not exist.", code="model_not_found", param="model")
+        if not principal.may_use_model(model):
+            raise PermissionDenied(f"This API key may not use the model '{model}'.", code="model_not_allowed")
+        return entry
+
+    async def run(
+        self,
+        request: Request,
+        principal: Principal | None,
+        model: str,
+        endpoint: str,
+        attempt: Attempt,
+        present: Callable[[Reply], Reply] | None = None,
+        framing: Framing = OPENAI_FRAMING,
+    ) -> None:
+        """Route one call for `model`, send what the chosen route answers, account for it."""
+        assert principal is not None
+        gw = self.gw
+        entry = self.resolve(principal, model)
+        extra = []
+        if principal.rpm:
+            remaining = gw.limiter.hit(principal.key_id, principal.rpm)
+            extra = [
+                (b"x-ratelimit-limit-requests", str(principal.rpm).encode()),
+                (b"x-ratelimit-remaining-requests", str(remaining).encode()),
+            ]
+        started = time.perf_counter()
+        try:
+            reply, target = await gw.router.run(entry, model, attempt)
+        except GatewayError as err:
+            self._account(principal, endpoint, model, entry, None, None, err.status, started)
+            raise
+        reply.headers.extend(extra)
+        shown = present(reply) if present is not None else reply
+        outcome = await send_reply(request, shown, framing, self.keepalive)
+        self._account(principal, endpoint, model, entry, target, reply, outcome.status, started)
+
+    def _account(
+        self,
+        principal: Principal,
+        endpoint: str,
+        model: str,
+        entry: ModelEntry,
+        target: Target | None,
+        reply: Reply | None,
+        status: int,
+        started: float,
+    ) -> None:
+        usage = reply.usage if reply else None
+        self.gw.usage.record(
+            UsageRecord(
+                key_id=principal.key_id,
+                endpoint=endpoint,
+                model=model,
+                provider=target.provider.name if target else "",
+                upstream_model=target.upstream_model if target else "",
+                status=status,
+                prompt_tokens=usage.prompt_tokens if usage else 0,
+                completion_tokens=usage.completion_tokens if usage else 0,
+                latency_ms=(time.perf_counter() - started) * 1000.0,
+                cost=entry.price_per_call if status < 400 else 0.0,
+                created_at=time.time(),
+            )
+        )
