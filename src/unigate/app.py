@@ -12,7 +12,7 @@ import itertools
 import logging
 import os
 
-from unigate.api import admin, gemini, health, media, messages, music, text
+from unigate.api import admin, audio, fish, gemini, health, images, media, messages, music, stability, text
 from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.auth.authenticate import authenticate
 from unigate.endpoints import Endpoint, EndpointTable
@@ -39,6 +39,10 @@ class GatewayApp:
             *messages.endpoints(gateway),
             *gemini.endpoints(gateway),
             *music.endpoints(gateway),
+            *audio.endpoints(gateway),
+            *images.endpoints(gateway),
+            *fish.endpoints(gateway),
+            *stability.endpoints(gateway),
             *media.endpoints(gateway),
             *admin.endpoints(gateway),
         ]

@@ -99,6 +99,15 @@ class SandboxConfig(_Strict):
     music_seconds: float = Field(default=8.0, gt=0)  # time for a sandbox music task to finish
 
 
+class MediaConfig(_Strict):
+    """Model ids for media calls whose request names none."""
+
+    default_image_model: str = "sandbox-image"  # /v1/images/* without `model`
+    fish_tts_model: str = "s1"  # /fish/v1/tts without a `model` header
+    fish_asr_model: str = "fish-asr"  # /fish/v1/asr (Fish's ASR takes no model)
+    sd3_model: str = "sd3.5-large"  # stable-image/generate/sd3 without `model`
+
+
 class GatewayConfig(_Strict):
     providers: list[ProviderConfig] = Field(default_factory=list)
     models: list[ModelConfig] = Field(default_factory=list)
@@ -107,6 +116,7 @@ class GatewayConfig(_Strict):
     tasks: TasksConfig = Field(default_factory=TasksConfig)
     music: MusicConfig = Field(default_factory=MusicConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    media: MediaConfig = Field(default_factory=MediaConfig)
 
     @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:
@@ -124,6 +134,19 @@ class GatewayConfig(_Strict):
 
 SANDBOX_TEXT_MODELS = ("sandbox-chat", "sandbox-embedding")
 SANDBOX_MUSIC_MODELS = ("chirp-v3-0", "chirp-v3-5", "chirp-v4", "chirp-v4-5")
+SANDBOX_MEDIA_MODELS = (
+    "sandbox-transcribe",  # /v1/audio/transcriptions and /translations
+    "sandbox-tts",  # /v1/audio/speech
+    "sandbox-image",  # /v1/images/*, and image output from :generateContent
+    "s1",  # /fish/v1/tts (Fish's `model` header)
+    "fish-asr",  # /fish/v1/asr
+    "stable-image-ultra",
+    "stable-image-core",
+    "sd3.5-large",
+    "sd3.5-large-turbo",
+    "sd3.5-medium",
+    "sd3.5-flash",
+)
 
 
 def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
@@ -132,12 +155,22 @@ def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
     providers: list[dict[str, Any]] = [{"name": "sandbox", "protocol": "sandbox"}]
     models: list[dict[str, Any]] = [
         {"name": name, "routes": [{"provider": "sandbox"}]}
-        for name in (*SANDBOX_TEXT_MODELS, *SANDBOX_MUSIC_MODELS)
+        for name in (*SANDBOX_TEXT_MODELS, *SANDBOX_MUSIC_MODELS, *SANDBOX_MEDIA_MODELS)
     ]
     if key := env_credentials.get("OPENAI_API_KEY"):
         base = env_credentials.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
         providers.append({"name": "openai", "protocol": "openai", "base_url": base, "api_key": key})
-        for pattern in ("gpt-*", "o1*", "o3*", "o4*", "chatgpt-*", "text-embedding-*"):
+        for pattern in (
+            "gpt-*",
+            "o1*",
+            "o3*",
+            "o4*",
+            "chatgpt-*",
+            "text-embedding-*",
+            "whisper-*",
+            "tts-*",
+            "dall-e-*",
+        ):
             models.append({"name": pattern, "routes": [{"provider": "openai"}]})
     return GatewayConfig.model_validate({"providers": providers, "models": models})
 

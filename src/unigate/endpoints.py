@@ -65,4 +65,8 @@ class EndpointTable:
         """Error shape for a path no endpoint matched."""
         if path.startswith("/suno/"):
             return "music"
+        if path.startswith("/fish/"):
+            return "fish"
+        if path.startswith("/stability/"):
+            return "stability"
         return "openai"

@@ -20,7 +20,7 @@ from typing import Literal
 
 import orjson
 
-ErrorStyle = Literal["openai", "music", "anthropic", "gemini", "stability", "plain"]
+ErrorStyle = Literal["openai", "music", "anthropic", "gemini", "stability", "fish", "plain"]
 
 
 class GatewayError(Exception):
@@ -128,6 +128,8 @@ def render_error(err: GatewayError, style: ErrorStyle, request_id: str = "") -> 
     if style == "gemini":
         status = _GEMINI_STATUS.get(err.status, "INTERNAL")
         return orjson.dumps({"error": {"code": err.status, "message": err.message, "status": status}})
+    if style == "fish":
+        return orjson.dumps({"status": err.status, "message": err.message})
     if style == "stability":
         return orjson.dumps({"id": request_id, "name": err.code or "error", "errors": [err.message]})
     return orjson.dumps({"message": err.message, "code": err.code})

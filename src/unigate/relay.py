@@ -23,7 +23,10 @@ log = logging.getLogger("unigate.relay")
 class Framing:
     """How a client format's stream says "the upstream broke" and "still here"."""
 
-    error_event: Callable[[str], bytes]
+    # None for binary bodies (audio, images), which have no in-band error: the body is left
+    # unterminated, the server drops the connection and the client sees an error, never a
+    # short file.
+    error_event: Callable[[str], bytes] | None
     keepalive: bytes  # sent between complete events only, so any parser sees a whole line
 
 
@@ -35,6 +38,7 @@ def openai_error_event(message: str) -> bytes:
 
 # An SSE comment: every SSE parser drops it, the OpenAI SDK included.
 OPENAI_FRAMING = Framing(openai_error_event, b": keep-alive\n\n")
+BINARY_FRAMING = Framing(None, b"")
 
 
 @dataclass(slots=True)
@@ -88,7 +92,7 @@ class _Idle:
     done: bool = False
 
 
-async def _pump(reply: Reply, send: Send, error_event: Callable[[str], bytes], idle: _Idle) -> bool:
+async def _pump(reply: Reply, send: Send, error_event: Callable[[str], bytes] | None, idle: _Idle) -> bool:
     assert reply.stream is not None
     complete = True
     clock = asyncio.get_running_loop().time
@@ -98,6 +102,9 @@ async def _pump(reply: Reply, send: Send, error_event: Callable[[str], bytes], i
             idle.last_sent = clock()
     except StreamBroken as exc:
         log.warning("upstream stream broke: %s", exc)
+        if error_event is None:
+            idle.done = True
+            return False
         await send({"type": "http.response.body", "body": error_event(str(exc)), "more_body": True})
         complete = False
     idle.done = True  # no keep-alive may follow the final frame
@@ -110,7 +117,7 @@ async def _watch(receive: Receive, send: Send, ping: bytes, every: float, idle: 
     One task does both, so a stream costs no extra task and no per-event timer."""
     loop = asyncio.get_running_loop()
     while True:
-        if every <= 0 or idle.done:
+        if every <= 0 or idle.done or not ping:
             message = await receive()
         else:
             wait = every - (loop.time() - idle.last_sent)

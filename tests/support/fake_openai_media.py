@@ -309,7 +309,9 @@ class FakeOpenAIMedia(LoopbackServer):
         return web.Response(body=data, content_type=ctype)
 
 
-def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None) -> web.Response:
+def _error(
+    status: int, message: str, kind: str = "invalid_request_error", param: str | None = None
+) -> web.Response:
     return web.json_response(
         {"error": {"message": message, "type": kind, "param": param, "code": kind}}, status=status
     )

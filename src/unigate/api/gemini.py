@@ -6,6 +6,7 @@ use Google's error shape."""
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import Any
 
 import orjson
 
@@ -31,6 +32,16 @@ def gemini_error_event(message: str) -> bytes:
 GEMINI_FRAMING = Framing(gemini_error_event, b"\r\n")
 
 
+def wants_image(payload: dict[str, Any]) -> bool:
+    """Image output requested (`generationConfig.responseModalities` includes IMAGE): only
+    upstreams that produce images natively can answer it; the canonical chat form cannot."""
+    config = payload.get("generationConfig") or payload.get("generation_config")
+    if not isinstance(config, dict):
+        return False
+    modalities = config.get("responseModalities") or config.get("response_modalities")
+    return isinstance(modalities, list) and any(str(m).upper() == "IMAGE" for m in modalities)
+
+
 class GeminiAPI:
     def __init__(self, gw: Gateway) -> None:
         self.text = TextAPI(gw)
@@ -52,8 +63,11 @@ class GeminiAPI:
         call = TextCall("chat", orjson.dumps(canonical), canonical, model, stream, stream)
         show = presenter("gemini", model, openai_to_gemini_response, OpenAIToGeminiStream)
 
+        image = wants_image(payload)
+
         def native(target: Target) -> Awaitable[Reply] | None:
-            if "gemini" in target.provider.native_formats:
+            formats = target.provider.native_formats
+            if "gemini" in formats or (image and "gemini-image" in formats):
                 return target.provider.native(payload, target, stream)
             return None
 

@@ -11,12 +11,19 @@ from unigate.asgi import Request
 from unigate.auth.principal import Principal
 from unigate.errors import GatewayError, NotFound, PermissionDenied
 from unigate.gateway import Gateway
-from unigate.providers.base import Reply, Target
+from unigate.providers.base import MediaCall, Reply, Target
 from unigate.relay import OPENAI_FRAMING, Framing, send_reply
 from unigate.routing.catalog import ModelEntry
 from unigate.usage.recorder import UsageRecord
 
 Attempt = Callable[[Target], Awaitable[Reply]]
+
+
+def media_attempt(call: MediaCall) -> Attempt:
+    def attempt(target: Target) -> Awaitable[Reply]:
+        return target.provider.media(call, target)
+
+    return attempt
 
 
 class Serving:

@@ -103,6 +103,7 @@ class MediaCall:
     raw: bytes = b""  # a JSON body as received, forwarded untouched where nothing changes
     variant: str = ""
     accept: str = ""
+    public_base: str = ""  # the gateway's URL as the client sees it, for links it serves itself
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 import aiohttp
 
+from unigate.multipart import Form
 from unigate.providers.base import RouteFailed, StreamBroken, Timeouts
 
 
@@ -42,7 +43,11 @@ class UpstreamHTTP:
         return self._session
 
     async def post(
-        self, path: str, data: bytes, timeouts: Timeouts, headers: Mapping[str, str] | None = None
+        self,
+        path: str,
+        data: bytes | aiohttp.MultipartWriter,
+        timeouts: Timeouts,
+        headers: Mapping[str, str] | None = None,
     ) -> aiohttp.ClientResponse:
         """Send a request and return the response with its headers read; body unread."""
         timeout = self._timeouts.get(timeouts)
@@ -113,3 +118,50 @@ def event_data(event: bytes) -> bytes:
 
 def header_map(resp: aiohttp.ClientResponse) -> dict[str, Any]:
     return {k.lower(): v for k, v in resp.headers.items()}
+
+
+def form_writer(form: Form, replace: Mapping[str, str] | None = None) -> aiohttp.MultipartWriter:
+    """A fresh upstream form rebuilt from the validated parts, in their order and with the
+    names the client used (never the client's raw body, boundary or part headers). Files are
+    streamed from their spool; `replace` overrides text fields (the mapped model id)."""
+    replace = replace or {}
+    writer = aiohttp.MultipartWriter("form-data")
+    done: set[str] = set()
+    for name, value in form.parts:
+        if isinstance(value, str):
+            key = name[:-2] if name.endswith("[]") else name
+            if key in replace:
+                if key in done:
+                    continue
+                value = replace[key]
+                done.add(key)
+            part = writer.append(value, {"Content-Type": "text/plain; charset=utf-8"})
+            part.set_content_disposition("form-data", name=name)
+            continue
+        value.file.seek(0)
+        part = writer.append(value.file, {"Content-Type": value.content_type})
+        part.set_content_disposition("form-data", name=name, filename=value.filename or "upload")
+    for key, text in replace.items():
+        if key not in done:
+            part = writer.append(text, {"Content-Type": "text/plain; charset=utf-8"})
+            part.set_content_disposition("form-data", name=key)
+    return writer
+
+
+def form_headers(writer: aiohttp.MultipartWriter) -> dict[str, str]:
+    # Per-request Content-Type: the session default is JSON.
+    return {"Content-Type": writer.content_type}
+
+
+async def relay_bytes(resp: aiohttp.ClientResponse, chunk: int = 64 * 1024) -> AsyncIterator[bytes]:
+    """An upstream body relayed as it arrives (audio, images): bounded memory whatever its
+    length; a break after the first byte is `StreamBroken`."""
+    try:
+        async for data in resp.content.iter_chunked(chunk):
+            yield data
+    except TimeoutError:
+        raise StreamBroken("The upstream stream stalled past the read timeout.") from None
+    except (aiohttp.ClientError, asyncio.IncompleteReadError) as exc:
+        raise StreamBroken(f"The upstream stream broke: {type(exc).__name__}.") from None
+    finally:
+        resp.release()

@@ -16,18 +16,34 @@ import orjson
 
 from unigate.config import ProviderConfig
 from unigate.errors import UpstreamRejected
-from unigate.providers.base import Provider, ProviderContext, Reply, RouteFailed, Target, TextCall
-from unigate.providers.http import UpstreamHTTP, event_data, read_all, split_events, sse_events
+from unigate.providers.base import MediaCall, Provider, ProviderContext, Reply, RouteFailed, Target, TextCall
+from unigate.providers.http import (
+    UpstreamHTTP,
+    event_data,
+    form_headers,
+    form_writer,
+    read_all,
+    relay_bytes,
+    split_events,
+    sse_events,
+)
 from unigate.usage.recorder import Usage
 
 PROVIDER_TYPE = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _PATHS = {"chat": "/chat/completions", "completions": "/completions", "embeddings": "/embeddings"}
+_MEDIA_PATHS = {
+    "audio.transcriptions": "/audio/transcriptions",
+    "audio.translations": "/audio/translations",
+    "audio.speech": "/audio/speech",
+    "images.generations": "/images/generations",
+    "images.edits": "/images/edits",
+}
 
 
 class OpenAIProvider(Provider):
     protocol = PROVIDER_TYPE
-    capabilities = frozenset(_PATHS)
+    capabilities = frozenset(_PATHS) | frozenset(_MEDIA_PATHS)
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
@@ -51,6 +67,29 @@ class OpenAIProvider(Provider):
 
     async def embed(self, call: TextCall, target: Target) -> Reply:
         return await self._relay(call, target)
+
+    async def media(self, call: MediaCall, target: Target) -> Reply:
+        """Audio and images: forms rebuilt from the validated parts (files streamed from
+        their spool), JSON forwarded as is; speech audio relayed as it arrives."""
+        path = _MEDIA_PATHS.get(call.op)
+        if path is None:
+            return await super().media(call, target)
+        if call.form is not None:
+            writer = form_writer(call.form, {"model": target.upstream_model})
+            resp = await self.http.post(path, writer, target.timeouts, form_headers(writer))
+        else:
+            body = call.raw
+            if target.upstream_model != call.model:
+                body = orjson.dumps({**call.payload, "model": target.upstream_model})
+            resp = await self.http.post(path, body, target.timeouts)
+        if resp.status >= 400:
+            await _raise_for_status(resp)
+        content_type = resp.headers.get("Content-Type", "application/octet-stream").encode("latin-1")
+        if call.op == "audio.speech":
+            return Reply(
+                status=resp.status, content_type=content_type, stream=relay_bytes(resp), close=resp.close
+            )
+        return Reply(status=resp.status, content_type=content_type, body=await read_all(resp))
 
     async def _relay(self, call: TextCall, target: Target) -> Reply:
         injected = call.stream and not call.include_usage

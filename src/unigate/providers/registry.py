@@ -5,13 +5,17 @@ from __future__ import annotations
 from unigate.config import ProviderConfig
 from unigate.providers.anthropic import AnthropicProvider
 from unigate.providers.base import Provider, ProviderContext
+from unigate.providers.fish import FishProvider
 from unigate.providers.gemini import GeminiProvider
 from unigate.providers.openai import OpenAIProvider
 from unigate.providers.sandbox import SandboxProvider
+from unigate.providers.stability import StabilityProvider
 from unigate.providers.suno import SunoProvider
 
 PROTOCOLS: dict[str, type[Provider]] = {
     AnthropicProvider.protocol: AnthropicProvider,
+    FishProvider.protocol: FishProvider,
+    StabilityProvider.protocol: StabilityProvider,
     GeminiProvider.protocol: GeminiProvider,
     OpenAIProvider.protocol: OpenAIProvider,
     SandboxProvider.protocol: SandboxProvider,

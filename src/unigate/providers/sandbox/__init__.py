@@ -1,16 +1,21 @@
-"""`sandbox` protocol: an offline, deterministic stand-in for text and music upstreams.
+"""`sandbox` protocol: an offline, deterministic stand-in for every family's upstream.
 
-It answers chat, completions and embeddings calls in OpenAI's wire format without any
-network access: replies are derived from the request (quoting the user, calling the best
-matching tool with schema-valid arguments, honouring `max_tokens`, `stop`, `n`,
-`response_format` and streaming), so gateway features can be exercised and tested end to
-end. Only `id` and `created` vary between identical requests.
+It answers chat, completions and embeddings calls in OpenAI's wire format (replies derived
+from the request: quoting the user, calling the best matching tool with schema-valid
+arguments, honouring `max_tokens`, `stop`, `n`, `response_format` and streaming), music
+tasks, and audio and image calls with real media (media_calls.py), all without network
+access, so gateway features can be exercised and tested end to end. Only `id` and `created`
+vary between identical text requests.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from unigate.config import ProviderConfig
 from unigate.providers.base import (
+    MEDIA_OPS,
+    MediaCall,
     Provider,
     ProviderContext,
     Reply,
@@ -24,18 +29,30 @@ from unigate.providers.base import (
 from unigate.providers.sandbox.chat import chat_reply
 from unigate.providers.sandbox.completions import completions_reply
 from unigate.providers.sandbox.embeddings import embeddings_reply
+from unigate.providers.sandbox.gemini_image import gemini_image_reply
 from unigate.providers.sandbox.jobs import SandboxJobs
+from unigate.providers.sandbox.media_calls import SandboxMedia
 
 PROVIDER_TYPE = "sandbox"
 
 
 class SandboxProvider(Provider):
     protocol = PROVIDER_TYPE
-    capabilities = frozenset({"chat", "completions", "embeddings", "music", "lyrics", "upload"})
+    capabilities = frozenset({"chat", "completions", "embeddings", "music", "lyrics", "upload"}) | MEDIA_OPS
+    # Gemini requests for image output are answered natively (the canonical chat form has no
+    # image output); other Gemini requests go through the canonical form like everywhere else.
+    native_formats = frozenset({"gemini-image"})
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
         self.jobs = SandboxJobs(context.data_dir, context.music_seconds)
+        self.media_calls = SandboxMedia(context.data_dir / "media")
+
+    async def media(self, call: MediaCall, target: Target) -> Reply:
+        return await self.media_calls.answer(call)
+
+    async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
+        return await gemini_image_reply(payload, target.upstream_model, stream)
 
     async def chat(self, call: TextCall, target: Target) -> Reply:
         return chat_reply(call)

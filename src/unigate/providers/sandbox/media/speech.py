@@ -136,15 +136,19 @@ def synthesize(
     Deterministic; lasts `speech_duration(text, speed)` seconds. Generated lazily, so a long
     text never sits in memory as a whole signal. Raises `ValueError` for a bad speed or rate.
     """
-    _check_speed(speed)
+    _check_speed(speed)  # validated here, before the caller starts streaming
     if sample_rate < 1000:
         raise ValueError("sample_rate must be at least 1000 Hz")
-    chunk = 2 * max(1, round(_CHUNK_SECONDS * sample_rate))
+    return _chunks(_pieces(text, voice, speed, sample_rate), 2 * max(1, round(_CHUNK_SECONDS * sample_rate)))
+
+
+def _chunks(pieces: Iterator[bytes], size: int) -> Iterator[bytes]:
+    """Re-cut `pieces` into chunks of exactly `size` bytes (the last one may be shorter)."""
     pending = bytearray()
-    for piece in _pieces(text, voice, speed, sample_rate):
+    for piece in pieces:
         pending += piece
-        while len(pending) >= chunk:
-            yield bytes(pending[:chunk])
-            del pending[:chunk]
+        while len(pending) >= size:
+            yield bytes(pending[:size])
+            del pending[:size]
     if pending:
         yield bytes(pending)
