@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,12 @@ class FakeGemini(LoopbackServer):
         app.router.add_post("/v1beta/models/{call}", self._call)
 
     def _parts(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+        modalities = (body.get("generationConfig") or {}).get("responseModalities") or []
+        if "IMAGE" in modalities:
+            from tests.support.media_fixtures import make_image
+
+            image = base64.b64encode(make_image(320, 180, "png")).decode()
+            return [{"text": "An image:"}, {"inlineData": {"mimeType": "image/png", "data": image}}], "STOP"
         last = body["contents"][-1]["parts"]
         answer = next((p["functionResponse"] for p in last if "functionResponse" in p), None)
         if body.get("tools") and answer is None:

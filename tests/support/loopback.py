@@ -41,7 +41,7 @@ class LoopbackServer:
         self.stop()
 
     async def _start(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=256 * 1024 * 1024)  # fakes accept big uploads
         self._routes(app)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
         await self._runner.setup()

@@ -15,8 +15,6 @@ from fractions import Fraction
 from typing import NamedTuple
 
 import av
-import av.codec.context
-import av.container
 
 AUDIO_FORMATS = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 CONTENT_TYPES: dict[str, str] = {
@@ -85,12 +83,14 @@ def _encoder_rate(codec_name: str, rate: int) -> int:
 def _encode_av(chunks: Iterable[bytes], fmt: str, sample_rate: int) -> Iterator[bytes]:
     plan = _plan(fmt)
     sink = _Sink()
-    output = av.open(sink, mode="w", format=plan.container, options=dict(plan.options))
+    # Bit-exact muxer and encoder: no random Ogg serial number, no library version strings.
+    options = {"fflags": "+bitexact", **dict(plan.options)}
+    output = av.open(sink, mode="w", format=plan.container, options=options)
     try:
-        output.flags |= av.container.Flags.bitexact.value
         rate = plan.rate or _encoder_rate(plan.codec, sample_rate)
-        stream = output.add_stream(plan.codec, rate=rate, layout="mono")
-        stream.codec_context.flags |= int(av.codec.context.Flags.bitexact)
+        stream = output.add_stream(plan.codec, rate=rate, layout="mono", options={"flags": "+bitexact"})
+        if not isinstance(stream, av.AudioStream):  # narrows the type; add_stream of an audio codec
+            raise TypeError(f"{plan.codec} is not an audio encoder")
         time_base = Fraction(1, sample_rate)
         pts = 0
         for pcm in _aligned(chunks):

@@ -68,7 +68,7 @@ def parse_size(size: str | None, default: tuple[int, int] = (1024, 1024)) -> tup
 
 
 def aspect_size(aspect_ratio: str | None, base: int = 1024) -> tuple[int, int]:
-    """A Stability aspect ratio ("16:9", ...) → a size of about base×base pixels, sides multiples of 64."""
+    """A Stability aspect ratio ("16:9", ...) → a size of about base*base pixels, sides multiples of 64."""
     key = "1:1" if aspect_ratio is None else aspect_ratio.strip()
     if key not in _ASPECTS:
         raise ValueError(f"invalid aspect_ratio {aspect_ratio!r}: expected one of {', '.join(_ASPECTS)}")

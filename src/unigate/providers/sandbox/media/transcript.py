@@ -1,7 +1,7 @@
 """A deterministic pseudo-transcript whose timing follows the real audio.
 
-Nothing is recognised: the words come from a fixed vocabulary, picked by a generator seeded
-with the audio's loudness profile (so different audio reads differently, the same audio
+Nothing is recognised: the words are read from a fixed text, at places picked by a generator
+seeded with the audio's loudness profile (so different audio reads differently, the same audio
 always the same). What is real is the timing: segments sit on the loud stretches of the
 audio (quiet 0.5 s windows are pauses), last at most 5 s, and carry about 2.5 words per
 second, so clients that align subtitles or word timestamps get plausible, consistent data.
@@ -28,42 +28,32 @@ _PROMPT_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 _LANGUAGE_NAMES: Mapping[str, str] = MappingProxyType(
     {"english": "en", "spanish": "es", "french": "fr", "german": "de", "italian": "it"}
 )
-# Per-language vocabularies; other languages use the English one.
-_VOCABULARY: Mapping[str, tuple[str, ...]] = MappingProxyType(
+# Per-language vocabularies (space-separated words); other languages use the English one.
+_VOCABULARY: Mapping[str, str] = MappingProxyType(
     {
-        "en": tuple(
-            (
-                "the quick morning light falls across a quiet river and we walk along the old stone path "
-                "talking about music weather travel and the small things that make a day feel good people "
-                "gather near the market where fresh bread coffee and flowers wait under bright canvas while "
-                "children laugh somewhere behind the gardens our plan is simple finish the work early call "
-                "a friend cook dinner together then read until the city grows calm again every story needs "
-                "time patience and a little luck so we keep listening learning and moving forward"
-            ).split()
+        "en": (
+            "the quick morning light falls across a quiet river and we walk along the old stone path "
+            "talking about music weather travel and the small things that make a day feel good people "
+            "gather near the market where fresh bread coffee and flowers wait under bright canvas while "
+            "children laugh somewhere behind the gardens our plan is simple finish the work early call "
+            "a friend cook dinner together then read until the city grows calm again every story needs "
+            "time patience and a little luck so we keep listening learning and moving forward"
         ),
-        "es": tuple(
-            (
-                "la mañana trae una luz tranquila sobre el río y caminamos juntos por el viejo sendero "
-                "hablando de música viajes comida amigos y pequeñas cosas que hacen feliz el día"
-            ).split()
+        "es": (
+            "la mañana trae una luz tranquila sobre el río y caminamos juntos por el viejo sendero "
+            "hablando de música viajes comida amigos y pequeñas cosas que hacen feliz el día"
         ),
-        "fr": tuple(
-            (
-                "le matin apporte une lumière calme sur la rivière et nous marchons ensemble le long du "
-                "vieux chemin en parlant de musique voyages amis et petites choses qui font une belle journée"
-            ).split()
+        "fr": (
+            "le matin apporte une lumière calme sur la rivière et nous marchons ensemble le long du "
+            "vieux chemin en parlant de musique voyages amis et petites choses qui font une belle journée"
         ),
-        "de": tuple(
-            (
-                "der morgen bringt ruhiges licht über den fluss und wir gehen gemeinsam den alten weg "
-                "entlang und sprechen über musik reisen freunde und kleine dinge die einen tag schön machen"
-            ).split()
+        "de": (
+            "der morgen bringt ruhiges licht über den fluss und wir gehen gemeinsam den alten weg "
+            "entlang und sprechen über musik reisen freunde und kleine dinge die einen tag schön machen"
         ),
-        "it": tuple(
-            (
-                "il mattino porta una luce tranquilla sul fiume e camminiamo insieme lungo il vecchio "
-                "sentiero parlando di musica viaggi amici e piccole cose che rendono bella la giornata"
-            ).split()
+        "it": (
+            "il mattino porta una luce tranquilla sul fiume e camminiamo insieme lungo il vecchio "
+            "sentiero parlando di musica viaggi amici e piccole cose che rendono bella la giornata"
         ),
     }
 )
@@ -137,7 +127,7 @@ def transcribe(
     word echoes the prompt's first word. Silent audio gives an empty transcript.
     """
     code = _language(language, translate)
-    vocabulary = _VOCABULARY.get(code, _VOCABULARY["en"])
+    vocabulary = _VOCABULARY.get(code, _VOCABULARY["en"]).split()
     profile = ",".join(f"{value:.4f}" for value in info.loudness)
     seed = hashlib.sha256(f"{info.duration:.3f}|{code}|{profile}".encode()).digest()
     rng = random.Random(int.from_bytes(seed[:8], "big"))
@@ -148,8 +138,9 @@ def transcribe(
         count = max(1, round(_WORDS_PER_SECOND * (end - start)))
         slot = (end - start) / count
         picked: list[str] = []
+        offset = rng.randrange(len(vocabulary))  # each segment reads on from a random place: phrase-like
         for k in range(count):
-            token = echo.group() if echo and not words else rng.choice(vocabulary)
+            token = echo.group() if echo and not words else vocabulary[(offset + k) % len(vocabulary)]
             words.append(
                 Word(
                     token,
