@@ -11,12 +11,9 @@ from typing import Any
 import orjson
 
 from unigate.providers.base import Reply, Target, TextCall
-from unigate.providers.http import read_all
 from unigate.providers.translated import (
     StreamTranslator,
     TranslatingChatProvider,
-    raise_for_status,
-    relay_native,
     usage_scanner,
 )
 from unigate.translate.anthropic import (
@@ -24,7 +21,6 @@ from unigate.translate.anthropic import (
     anthropic_to_openai_response,
     openai_to_anthropic_request,
 )
-from unigate.usage.recorder import Usage
 
 PROVIDER_TYPE = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -54,17 +50,9 @@ class AnthropicProvider(TranslatingChatProvider):
     async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
         """A `/v1/messages` call relayed byte for byte, only the model id mapped."""
         body = orjson.dumps({**payload, "model": target.upstream_model})
-        resp = await self.http.post("/v1/messages", body, target.timeouts)
-        if resp.status >= 400:
-            await raise_for_status(resp)
-        if stream:
-            reply = Reply(content_type=b"text/event-stream", close=resp.close, wire="anthropic")
-            reply.stream = relay_native(resp, reply.usage, _take_usage, b"message_stop")
-            return reply
-        data = await read_all(resp)
-        usage = Usage()
-        _take_usage(data, usage)
-        return Reply(body=data, usage=usage, wire="anthropic")
+        return await self.relay_same_format(
+            "/v1/messages", body, target, stream, "anthropic", _take_usage, b"message_stop"
+        )
 
 
 # Anthropic: message_start carries the input count, message_delta the running output count.

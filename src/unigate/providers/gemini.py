@@ -13,16 +13,12 @@ from urllib.parse import quote
 import orjson
 
 from unigate.providers.base import Reply, Target, TextCall
-from unigate.providers.http import read_all
 from unigate.providers.translated import (
     StreamTranslator,
     TranslatingChatProvider,
-    raise_for_status,
-    relay_native,
     usage_scanner,
 )
 from unigate.translate.gemini import GeminiToOpenAIStream, gemini_to_openai_response, openai_to_gemini_request
-from unigate.usage.recorder import Usage
 
 PROVIDER_TYPE = "gemini"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -49,17 +45,15 @@ class GeminiProvider(TranslatingChatProvider):
     async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
         """A Gemini-format call relayed as is: the model lives in the path, so the body the
         client sent goes upstream unchanged."""
-        resp = await self.http.post(_path(target, stream), orjson.dumps(payload), target.timeouts)
-        if resp.status >= 400:
-            await raise_for_status(resp)
-        if stream:
-            reply = Reply(content_type=b"text/event-stream", close=resp.close, wire="gemini")
-            reply.stream = relay_native(resp, reply.usage, _take_usage, b'"finishReason"')
-            return reply
-        data = await read_all(resp)
-        usage = Usage()
-        _take_usage(data, usage)
-        return Reply(body=data, usage=usage, wire="gemini")
+        return await self.relay_same_format(
+            _path(target, stream),
+            orjson.dumps(payload),
+            target,
+            stream,
+            "gemini",
+            _take_usage,
+            b'"finishReason"',
+        )
 
 
 def _path(target: Target, stream: bool) -> str:

@@ -69,6 +69,23 @@ class TranslatingChatProvider(Provider):
     async def aclose(self) -> None:
         await self.http.aclose()
 
+    async def relay_same_format(
+        self, path: str, body: bytes, target: Target, stream: bool, wire: str, scan: UsageScan, last: bytes
+    ) -> Reply:
+        """A call already in the upstream's own format, relayed as is (usage read on the way;
+        a stream without an event containing `last` is a broken one)."""
+        resp = await self.http.post(path, body, target.timeouts)
+        if resp.status >= 400:
+            await raise_for_status(resp)
+        if stream:
+            reply = Reply(content_type=b"text/event-stream", close=resp.close, wire=wire)
+            reply.stream = relay_native(resp, reply.usage, scan, last)
+            return reply
+        data = await read_all(resp)
+        usage = Usage()
+        scan(data, usage)
+        return Reply(body=data, usage=usage, wire=wire)
+
     async def chat(self, call: TextCall, target: Target) -> Reply:
         path, body = self.request(call, target)
         resp = await self.http.post(path, orjson.dumps(body), target.timeouts)
