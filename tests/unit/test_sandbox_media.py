@@ -87,6 +87,10 @@ def png(image: Image.Image) -> bytes:
     return out.getvalue()
 
 
+def png_chunk(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+
+
 def open_image(data: bytes) -> Image.Image:
     image = Image.open(io.BytesIO(data))
     image.load()
@@ -212,7 +216,7 @@ def test_probe_measures_generated_audio(fmt: str, tmp_path: Path) -> None:
     for source in (str(path), io.BytesIO(data)):
         info = probe_audio(source)
         assert close_to(info.duration, speech_duration(TEXT)), info.duration
-        assert (info.codec, info.sample_rate, info.channels) == EXPECTED[fmt][1:] + (1,)
+        assert (info.codec, info.sample_rate, info.channels) == (*EXPECTED[fmt][1:], 1)
         assert len(info.loudness) == pytest.approx(info.duration / 0.5, abs=1.5)
         assert all(0 <= value <= 1 for value in info.loudness)
         assert max(info.loudness) > 0.05
@@ -247,8 +251,33 @@ def test_probe_rejects_garbage(data: bytes, tmp_path: Path) -> None:
 
 
 def test_probe_rejects_a_file_without_audio() -> None:
+    out = io.BytesIO()
+    with av.open(out, mode="w", format="matroska") as container:  # one frame of video, no audio
+        stream = container.add_stream("ffv1", rate=1)
+        stream.width = stream.height = 16
+        stream.pix_fmt = "yuv420p"
+        frame = av.VideoFrame(16, 16, "yuv420p")
+        for plane in frame.planes:
+            plane.update(bytes(plane.buffer_size))
+        frame.pts = 0
+        container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
     with pytest.raises(AudioInvalid, match="no audio"):
+        probe_audio(io.BytesIO(out.getvalue()))
+    with pytest.raises(AudioInvalid):
         probe_audio(io.BytesIO(png(Image.new("RGB", (8, 8)))))
+
+
+def test_probe_refuses_formats_that_reference_other_files(tmp_path: Path) -> None:
+    playlist = b"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\nhttp://127.0.0.1:9/a.mp3\n#EXT-X-ENDLIST\n"
+    target = tmp_path / "speech.wav"
+    target.write_bytes(encode("hello", "wav"))
+    concat = f"ffconcat version 1.0\nfile '{target}'\n".encode()
+    for data in (playlist, concat):
+        with pytest.raises(AudioInvalid):
+            probe_audio(io.BytesIO(data))
+    with pytest.raises(AudioInvalid):
+        probe_audio("http://127.0.0.1:9/speech.wav")  # a path, never a URL
 
 
 # --- transcripts -----------------------------------------------------------------------
@@ -345,9 +374,7 @@ def test_generated_images_depend_on_prompt_seed_and_options() -> None:
 def test_transparent_background(fmt: str) -> None:
     image = open_image(generate_image("a floating balloon", (256, 320), fmt, background="transparent"))
     assert (image.size, image.mode) == ((256, 320), "RGBA")
-    low, high = image.getchannel("A").getextrema()  # type: ignore[misc]
-    assert low == 0
-    assert high > 0
+    assert image.getchannel("A").getextrema() == (0, 255)  # transparent background, opaque shapes
     with pytest.raises(ValueError, match="transparent"):
         generate_image("a floating balloon", (256, 256), "jpeg", background="transparent")
 
@@ -386,9 +413,12 @@ def test_edit_rejects_bad_uploads() -> None:
         edit_image([source], "x", b"\x89PNG broken", None)
     # A header promising 7500x7500 pixels (56 MP) is refused before anything is decoded.
     ihdr = struct.pack(">IIBBBBB", 7500, 7500, 8, 2, 0, 0, 0)
-    chunk = struct.pack(">I", len(ihdr)) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    bomb = b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", b"") + png_chunk(b"IEND", b"")
+    assert image_info(bomb) == ("png", 7500, 7500)  # the header alone is fine
     with pytest.raises(ImageInvalid, match="too large"):
-        edit_image([b"\x89PNG\r\n\x1a\n" + chunk], "x", None, None)
+        edit_image([bomb], "x", None, None)
+    with pytest.raises(ImageInvalid, match="too large"):
+        edit_image([source], "x", bomb, None)
     with pytest.raises(ImageInvalid):
         image_info(b"GIF89a-but-not-really")
 

@@ -24,6 +24,7 @@ _CHUNK_SECONDS = 0.25
 _PEAK = 0.55 * 32767  # loud enough to hear, with headroom for the harmonics
 _LEVELS = 24  # envelope steps; a step changes only at a period boundary, where the tone crosses zero
 _HARMONICS = ((1, 1.0), (2, 0.45), (3, 0.2))  # (multiple of f0, relative amplitude)
+_NORM = sum(amp for _, amp in _HARMONICS)
 _VOWELS = frozenset("aeiouyAEIOUY")
 # A word: letters/digits, with inner apostrophes ("don't"); everything else is silence.
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
@@ -52,56 +53,70 @@ def _to_le(samples: array[int]) -> bytes:
     return samples.tobytes()
 
 
-def _tone(freq: float, count: int, loudness: float, rate: int) -> Iterator[bytes]:
-    """`count` samples of a harmonic tone with attack/release, one period at a time.
+def _shape(phase: float) -> float:
+    """The voiced waveform at `phase` (radians): a fundamental and two harmonics, peak below 1."""
+    return sum(amp * math.sin(mult * phase) for mult, amp in _HARMONICS) / _NORM
 
-    The period is a whole number of samples, so a period's table starts and ends at zero and
-    the envelope can change level between periods without clicks. Each envelope level's
-    period is rendered once, which keeps pure Python fast enough for minutes of audio.
+
+class _Renderer:
+    """Renders words for one `synthesize()` call, caching the few waveforms it keeps reusing.
+
+    A tone's period is a whole number of samples, so one period starts and ends at zero and
+    the envelope can change level between periods without clicks. With the envelope in
+    `_LEVELS` steps, a (period, level) pair is rendered once per call: pure Python stays fast
+    for minutes of audio, and the caches are bounded (a few hundred periods, eight bursts).
     """
-    period = max(2, round(rate / freq))
-    norm = sum(amp for _, amp in _HARMONICS)
-    table = [
-        sum(amp * math.sin(2 * math.pi * mult * k / period) for mult, amp in _HARMONICS) / norm
-        for k in range(period)
-    ]
-    attack = max(1.0, min(0.02 * rate, count / 4))
-    release = max(1.0, min(0.045 * rate, count / 3))
-    rendered: dict[int, bytes] = {}  # level → one period at that level
-    for start in range(0, count, period):
-        middle = start + period / 2
-        env = max(0.0, min(1.0, middle / attack, (count - middle) / release))
-        level = round(env * _LEVELS)
-        if level not in rendered:
-            gain = _PEAK * loudness * level / _LEVELS
-            rendered[level] = _to_le(array("h", [round(v * gain) for v in table]))
-        yield rendered[level][: 2 * (count - start)]
 
+    def __init__(self, rate: int) -> None:
+        self.rate = rate
+        self._periods: dict[tuple[int, int], bytes] = {}
+        self._bursts: dict[tuple[int, int], bytes] = {}
 
-def _burst(seed: int, count: int) -> bytes:
-    """A short, quiet noise burst: the consonant at the start of a word."""
-    rng = random.Random(seed)
-    peak = 0.12 * 32767
-    return _to_le(array("h", [round(rng.uniform(-peak, peak) * (1 - k / count)) for k in range(count)]))
+    def _period(self, period: int, level: int) -> bytes:
+        key = (period, level)
+        if key not in self._periods:
+            gain = _PEAK * level / _LEVELS
+            wave = [round(gain * _shape(2 * math.pi * k / period)) for k in range(period)]
+            self._periods[key] = _to_le(array("h", wave))
+        return self._periods[key]
 
+    def tone(self, freq: float, count: int, loudness: float) -> Iterator[bytes]:
+        """`count` samples of a harmonic tone with attack and release, one period at a time."""
+        period = max(2, round(self.rate / freq))
+        attack = max(1.0, min(0.02 * self.rate, count / 4))
+        release = max(1.0, min(0.045 * self.rate, count / 3))
+        for start in range(0, count, period):
+            middle = start + period / 2
+            env = max(0.0, min(1.0, middle / attack, (count - middle) / release))
+            yield self._period(period, round(env * loudness * _LEVELS))[: 2 * (count - start)]
 
-def _word(word: str, base_freq: float, count: int, rate: int) -> Iterator[bytes]:
-    """Exactly `count` samples voicing `word`: an optional consonant burst, then its syllables."""
-    seed = _digest("word", word.lower())
-    freq = base_freq * (0.85 + 0.35 * (seed % 1000) / 1000)
-    burst = 0
-    if word[0] not in _VOWELS and not word[0].isdigit():
-        burst = min(round(0.012 * rate), count // 6)
-        if burst:
-            yield _burst(seed, burst)
-    syllables = max(1, round(len(word) / 3))
-    voiced = count - burst
-    edges = [burst + voiced * i // syllables for i in range(syllables + 1)]
-    for i in range(syllables):
-        # Declination: each syllable a little lower than the last, the first one stressed.
-        contour = 1.06 - 0.12 * i / max(1, syllables - 1) + 0.04 * ((seed >> (4 * i)) % 5 - 2) / 2
-        stress = 1.0 if i == 0 else 0.75 + 0.05 * ((seed >> (3 * i)) % 4)
-        yield from _tone(freq * contour, edges[i + 1] - edges[i], stress, rate)
+    def burst(self, variant: int, count: int) -> bytes:
+        """A short, quiet, decaying noise burst: the consonant at the start of a word."""
+        key = (variant, count)
+        if key not in self._bursts:
+            rng = random.Random(variant)
+            peak = 0.12 * 32767
+            noise = [round(rng.uniform(-peak, peak) * (1 - k / count)) for k in range(count)]
+            self._bursts[key] = _to_le(array("h", noise))
+        return self._bursts[key]
+
+    def word(self, word: str, base_freq: float, count: int) -> Iterator[bytes]:
+        """Exactly `count` samples voicing `word`: an optional consonant burst, then its syllables."""
+        seed = _digest("word", word.lower())
+        freq = base_freq * (0.85 + 0.35 * (seed % 1000) / 1000)
+        burst = 0
+        if word[0] not in _VOWELS and not word[0].isdigit():
+            burst = min(round(0.012 * self.rate), count // 6)
+            if burst:
+                yield self.burst(seed % 8, burst)
+        syllables = max(1, round(len(word) / 3))
+        voiced = count - burst
+        edges = [burst + voiced * i // syllables for i in range(syllables + 1)]
+        for i in range(syllables):
+            # Declination: each syllable a little lower than the last, the first one stressed.
+            contour = 1.06 - 0.12 * i / max(1, syllables - 1) + 0.02 * ((seed >> (4 * i)) % 5 - 2)
+            stress = 1.0 if i == 0 else 0.75 + 0.05 * ((seed >> (3 * i)) % 4)
+            yield from self.tone(freq * contour, edges[i + 1] - edges[i], stress)
 
 
 def _silence(count: int, piece: int) -> Iterator[bytes]:
@@ -117,12 +132,13 @@ def _pieces(text: str, voice: str, speed: float, rate: int) -> Iterator[bytes]:
     unit = _CHAR_SECONDS * rate / speed  # samples per character
     piece = max(1, round(_CHUNK_SECONDS * rate))
     base_freq = 95.0 + _digest("voice", voice.strip().lower()) % 150  # 95..244 Hz: low to high voices
+    renderer = _Renderer(rate)
     cursor = 0
     for match in _WORD.finditer(text):
         start, end = round(match.start() * unit), round(match.end() * unit)
         yield from _silence(start - cursor, piece)
         if end > start:
-            yield from _word(match.group(), base_freq, end - start, rate)
+            yield from renderer.word(match.group(), base_freq, end - start)
         cursor = max(cursor, end)
     total = max(round(_MIN_SECONDS * rate), round(len(text) * unit))
     yield from _silence(total - cursor, piece)
