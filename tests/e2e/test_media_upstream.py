@@ -268,3 +268,25 @@ def _form(fields: dict[str, str], files: dict[str, tuple[str, bytes]]) -> tuple[
     from tests.e2e.test_media_sandbox import _form as build
 
     return build(fields, files)
+
+
+def test_speech_upstream_dying_mid_stream_is_an_error_not_a_short_file(rig: Rig) -> None:
+    rig.oa.mode, rig.oa.speech_seconds = "die_mid", 3.0
+    got = b""
+    try:
+        with (
+            pytest.raises(Exception) as err,  # the HTTP library's own "incomplete body" error
+            rig.client.audio.speech.with_streaming_response.create(
+                model="speech", voice="alloy", input="x", response_format="wav"
+            ) as resp,
+        ):
+            for chunk in resp.iter_bytes():
+                got += chunk
+    finally:
+        rig.oa.mode, rig.oa.speech_seconds = "ok", 1.0
+    assert got, "the first chunk reached the client before the upstream died"
+    assert (
+        "incomplete" in str(err.value).lower()
+        or "closed" in str(err.value).lower()
+        or "peer" in str(err.value).lower()
+    )
