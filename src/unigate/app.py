@@ -11,6 +11,7 @@ import gc
 import itertools
 import logging
 import os
+from collections.abc import Awaitable
 
 from unigate.api import admin, audio, fish, gemini, health, images, media, messages, music, stability, text
 from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
@@ -52,12 +53,15 @@ class GatewayApp:
         self._id_prefix = os.urandom(4).hex()
         self._ids = itertools.count(1)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # Not a coroutine itself: the server awaits `_http` directly, one frame less to
+        # re-enter every time the request's innermost await resumes.
         kind = scope["type"]
         if kind == "http":
-            await self._http(scope, receive, send)
-        elif kind == "lifespan":
-            await self._lifespan(receive, send)
+            return self._http(scope, receive, send)
+        if kind == "lifespan":
+            return self._lifespan(receive, send)
+        return _nothing()
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive, send, f"{self._id_prefix}{next(self._ids):x}")
@@ -140,3 +144,7 @@ def app_factory() -> GatewayApp:
     settings = Settings.from_env()
     configure_logging(settings.log_level)
     return create_app(settings)
+
+
+async def _nothing() -> None:
+    return None

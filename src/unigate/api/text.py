@@ -127,7 +127,7 @@ class TextAPI:
             raise _wrong_type("input", "a string or an array")
         await self.serve(request, principal, TextCall("embeddings", raw, payload, model))
 
-    async def serve(
+    def serve(
         self,
         request: Request,
         principal: Principal | None,
@@ -135,7 +135,7 @@ class TextAPI:
         present: Callable[[Reply], Reply] | None = None,
         framing: Framing = OPENAI_FRAMING,
         native: Callable[[Target], Awaitable[Reply] | None] | None = None,
-    ) -> None:
+    ) -> Awaitable[None]:
         """Route `call`, then send the reply; `present` turns the OpenAI-format reply into
         another client format (after routing, so fallback still happens before any byte)."""
         invoke = _INVOKE[call.op]
@@ -145,7 +145,7 @@ class TextAPI:
             direct = native(target) if native is not None else None
             return direct if direct is not None else invoke(target.provider)(call, target)
 
-        await self.serving.run(request, principal, call.model, call.op, attempt, present, framing)
+        return self.serving.run(request, principal, call.model, call.op, attempt, present, framing)
 
     async def list_models(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None

@@ -99,6 +99,10 @@ def serve(
         "30",
         "--lifespan",
         "on",
+        # Said outright: the app's __call__ returns the request coroutine instead of being one,
+        # which uvicorn's auto-detection would take for ASGI 2.
+        "--interface",
+        "asgi3",
     ]
     os.execv(sys.executable, args)
 

@@ -8,7 +8,7 @@ relayed as received. Only events that mention `usage` are parsed.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 import aiohttp
@@ -59,14 +59,15 @@ class OpenAIProvider(Provider):
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def chat(self, call: TextCall, target: Target) -> Reply:
-        return await self._relay(call, target)
+    # The relay coroutine itself, not a wrapper awaiting it: one frame less per resumption.
+    def chat(self, call: TextCall, target: Target) -> Coroutine[Any, Any, Reply]:
+        return self._relay(call, target)
 
-    async def complete(self, call: TextCall, target: Target) -> Reply:
-        return await self._relay(call, target)
+    def complete(self, call: TextCall, target: Target) -> Coroutine[Any, Any, Reply]:
+        return self._relay(call, target)
 
-    async def embed(self, call: TextCall, target: Target) -> Reply:
-        return await self._relay(call, target)
+    def embed(self, call: TextCall, target: Target) -> Coroutine[Any, Any, Reply]:
+        return self._relay(call, target)
 
     async def media(self, call: MediaCall, target: Target) -> Reply:
         """Audio and images: forms rebuilt from the validated parts (files streamed from

@@ -57,11 +57,12 @@ class Router:
         # Efraimidis-Spirakis: an order in which each route leads with probability ∝ weight.
         return sorted(group, key=lambda r: self._rng.random() ** (1.0 / r.weight), reverse=True)
 
-    async def run(
+    def run(
         self, entry: ModelEntry, model: str, invoke: Callable[[Target], Awaitable[T]]
-    ) -> tuple[T, Target]:
-        """The first route's answer that did not fail, and that route's target."""
-        return await self.run_targets(self.plan(entry, model), invoke)
+    ) -> Awaitable[tuple[T, Target]]:
+        """The first route's answer that did not fail, and that route's target. (Returns
+        `run_targets`' coroutine rather than awaiting it: one frame less per resumption.)"""
+        return self.run_targets(self.plan(entry, model), invoke)
 
     async def run_targets(
         self, targets: list[Target], invoke: Callable[[Target], Awaitable[T]]
