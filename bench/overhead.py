@@ -1,0 +1,168 @@
+"""unigate's own per-request cost, measured in process: no sockets, no upstream, no server.
+
+    .venv/bin/python bench/overhead.py [--requests 20000]
+
+Builds the real ASGI app on a fresh SQLite data dir (rate-limited key, usage accounting on),
+replaces the upstream call of the chat route with a canned reply, and drives
+`POST /v1/chat/completions` through the ASGI interface from one coroutine. What is timed is
+everything the gateway adds to a pass-through (auth, parsing and checks, routing, rate
+limit, reply, accounting), minus the HTTP server and client, which the bare proxy pays too.
+A raw ASGI app that reads the body and answers the same bytes is timed the same way as the
+floor. Deterministic enough (no network, one thread) to compare two versions of the code
+where the wrk benchmark's machine noise hides a 20 µs change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+Message = MutableMapping[str, Any]
+App = Callable[
+    [MutableMapping[str, Any], Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
+    Awaitable[None],
+]
+
+REPLY = (
+    b'{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini",'
+    b'"choices":[{"index":0,"message":{"role":"assistant","content":"Hello!"},"finish_reason":"stop"}],'
+    b'"usage":{"prompt_tokens":9,"completion_tokens":9,"total_tokens":18}}'
+)
+BODY = orjson.dumps({"model": "bench-chat", "messages": [{"role": "user", "content": "hello"}]})
+
+
+def _scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+
+async def _call(app: App, scope: dict[str, Any], body: bytes) -> tuple[int, bytes]:
+    sent: list[Message] = []
+    delivered = False
+
+    async def receive() -> Message:
+        nonlocal delivered
+        if delivered:
+            await asyncio.Event().wait()  # the client never disconnects
+        delivered = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+
+async def _floor(
+    scope: MutableMapping[str, Any],
+    receive: Callable[[], Awaitable[Message]],
+    send: Callable[[Message], Awaitable[None]],
+) -> None:
+    message = await receive()
+    _ = message.get("body", b"")
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(REPLY)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": REPLY})
+
+
+async def _time(app: App, scope: dict[str, Any], count: int) -> float:
+    """Median µs per request over five batches."""
+    batches = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(count // 5):
+            status, _ = await _call(app, scope, BODY)
+            if status != 200:
+                raise SystemExit(f"HTTP {status}")
+        batches.append((time.perf_counter() - start) / (count // 5) * 1e6)
+    return statistics.median(batches)
+
+
+async def main(count: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="unigate-overhead-"))
+    config = {
+        "providers": [
+            {"name": "up", "protocol": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk"}
+        ],
+        "models": [{"name": "bench-chat", "routes": [{"provider": "up"}]}],
+    }
+    (tmp / "config.yaml").write_text(yaml.safe_dump(config))
+    admin = "adm-" + secrets.token_urlsafe(16)
+    os.environ.update(
+        {
+            "UNIGATE_DATA_DIR": str(tmp / "data"),
+            "UNIGATE_CONFIG": str(tmp / "config.yaml"),
+            "UNIGATE_ADMIN_KEY": admin,
+        }
+    )
+    from unigate.app import create_app
+    from unigate.providers.base import Reply
+    from unigate.usage.recorder import Usage
+
+    app = create_app()
+    startup: asyncio.Queue[Message] = asyncio.Queue()
+    await startup.put({"type": "lifespan.startup"})
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def lifespan_send(message: Message) -> None:
+        if message["type"] == "lifespan.startup.complete":
+            done.set_result(None)
+        elif message["type"] == "lifespan.startup.failed":
+            done.set_exception(RuntimeError(message.get("message", "startup failed")))
+
+    lifespan = asyncio.ensure_future(app({"type": "lifespan"}, startup.get, lifespan_send))
+    await done
+    provider = app.gateway.providers["up"]
+
+    async def canned(call: Any, target: Any) -> Reply:
+        return Reply(body=REPLY, usage=Usage(9, 9))
+
+    provider.chat = canned  # type: ignore[method-assign]
+    admin_scope = _scope("POST", "/admin/keys", [(b"authorization", f"Bearer {admin}".encode())])
+    _, data = await _call(app, admin_scope, orjson.dumps({"name": "bench", "rpm": 100_000_000}))
+    key = orjson.loads(data)["key"]
+    headers = [(b"authorization", f"Bearer {key}".encode()), (b"content-type", b"application/json")]
+    scope = _scope("POST", "/v1/chat/completions", headers)
+    await _time(app, scope, 2000)  # warm-up
+    floor = await _time(_floor, scope, count)
+    gateway = await _time(app, scope, count)
+    print(f"raw ASGI floor: {floor:.1f} us/request")
+    print(f"unigate (upstream call replaced by a canned reply): {gateway:.1f} us/request")
+    print(f"unigate's own cost: {gateway - floor:.1f} us/request")
+    await startup.put({"type": "lifespan.shutdown"})
+    await lifespan
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=20_000)
+    args = parser.parse_args()
+    import uvloop
+
+    uvloop.install()
+    asyncio.run(main(args.requests))
+    sys.exit(0)
