@@ -36,8 +36,8 @@ from tests.support.media_fixtures import (
     chunked,
     decode_audio,
     encode_tone,
-    paced,
     read_request,
+    stream_audio,
 )
 from tests.support.net import free_port
 
@@ -58,6 +58,7 @@ class FakeFish(LoopbackServer):
     speech_seconds: float = 1.0
     received: list[Received] = field(default_factory=list)
     cancelled: int = 0
+    streamed_bytes: int = 0
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
@@ -102,21 +103,7 @@ class FakeFish(LoopbackServer):
         if not isinstance(rate, int) or not 8000 <= rate <= 48000:
             return _error(400, f"unsupported sample_rate {rate!r}")
         audio = await asyncio.to_thread(encode_tone, self.speech_seconds, fmt, rate)
-        resp = web.StreamResponse(headers={"Content-Type": CONTENT_TYPES[fmt]})
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
-        try:
-            async for chunk in paced(chunked(audio, CHUNK), self.slow_seconds):
-                await resp.write(chunk)
-                if self.mode == "die_mid":
-                    assert request.transport is not None
-                    request.transport.close()
-                    return resp
-            await resp.write_eof()
-        except (asyncio.CancelledError, ConnectionResetError):
-            self.cancelled += 1
-            raise
-        return resp
+        return await stream_audio(request, chunked(audio, CHUNK), CONTENT_TYPES[fmt], self)
 
     async def _asr(self, request: web.Request) -> web.Response:
         rec, early = await self._common(request)

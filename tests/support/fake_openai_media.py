@@ -50,9 +50,9 @@ from tests.support.media_fixtures import (
     first,
     image_info,
     make_image,
-    paced,
     read_request,
     repeated,
+    stream_audio,
     tone_pcm,
 )
 from tests.support.net import free_port
@@ -168,22 +168,7 @@ class FakeOpenAIMedia(LoopbackServer):
         else:
             audio = await asyncio.to_thread(encode_tone, self.speech_seconds, fmt)
             pieces, ctype = chunked(audio, SPEECH_CHUNK), AUDIO_CONTENT_TYPES[fmt]
-        resp = web.StreamResponse(headers={"Content-Type": ctype})
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
-        try:
-            async for chunk in paced(pieces, self.slow_seconds):
-                await resp.write(chunk)
-                self.streamed_bytes += len(chunk)
-                if self.mode == "die_mid":
-                    assert request.transport is not None
-                    request.transport.close()
-                    return resp
-            await resp.write_eof()
-        except (asyncio.CancelledError, ConnectionResetError):
-            self.cancelled += 1
-            raise
-        return resp
+        return await stream_audio(request, pieces, ctype, self)
 
     # ----------------------------------------------------------------- images
 

@@ -19,7 +19,7 @@ import struct
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import av
 import orjson
@@ -242,3 +242,33 @@ async def paced(chunks: Iterable[bytes], pause: float) -> AsyncIterator[bytes]:
         if i:
             await asyncio.sleep(pause)
         yield chunk
+
+
+class _StreamingFake(Protocol):
+    mode: str
+    slow_seconds: float
+    cancelled: int
+    streamed_bytes: int
+
+
+async def stream_audio(
+    request: web.Request, pieces: Iterable[bytes], content_type: str, fake: _StreamingFake
+) -> web.StreamResponse:
+    """Send `pieces` chunked, paced by `fake.slow_seconds`; `die_mid` drops the connection
+    after the first chunk; a client that leaves is counted in `fake.cancelled`."""
+    resp = web.StreamResponse(headers={"Content-Type": content_type})
+    resp.enable_chunked_encoding()
+    await resp.prepare(request)
+    try:
+        async for chunk in paced(pieces, fake.slow_seconds):
+            await resp.write(chunk)
+            fake.streamed_bytes += len(chunk)
+            if fake.mode == "die_mid":
+                assert request.transport is not None
+                request.transport.close()
+                return resp
+        await resp.write_eof()
+    except (asyncio.CancelledError, ConnectionResetError):
+        fake.cancelled += 1
+        raise
+    return resp
