@@ -290,3 +290,33 @@ def test_speech_upstream_dying_mid_stream_is_an_error_not_a_short_file(rig: Rig)
         or "closed" in str(err.value).lower()
         or "peer" in str(err.value).lower()
     )
+
+
+def test_other_requests_stay_fast_while_big_uploads_are_parsed(rig: Rig, tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "big.wav"
+    big_wav(path, 20)
+    errors: list[BaseException] = []
+
+    def upload() -> None:
+        try:
+            for _ in range(3):
+                with path.open("rb") as f:
+                    rig.client.audio.transcriptions.create(model="whisper", file=("big.wav", f))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    worker = threading.Thread(target=upload)
+    worker.start()
+    slowest = 0.0
+    while worker.is_alive():
+        start = time.monotonic()
+        assert http("GET", rig.gw.base_url + "/healthz").status == 200
+        slowest = max(slowest, time.monotonic() - start)
+        time.sleep(0.01)
+    worker.join()
+    rig.oa.received.clear()
+    assert not errors
+    print(f"\nslowest health check during uploads: {slowest * 1000:.1f} ms")
+    assert slowest < 0.5, f"a health check took {slowest * 1000:.0f} ms while uploads were parsed"
