@@ -108,3 +108,36 @@ def test_gateway_on_postgres(tmp_path: Path, postgres_url: str) -> None:
             raise AssertionError("revoked key accepted")
         except openai.AuthenticationError:
             pass
+
+
+def test_serve_on_granian(tmp_path: Path) -> None:
+    """`--server granian` (or UNIGATE_SERVER=granian): the same app on granian's ASGI server,
+    streaming and client-disconnect handling included."""
+    with GatewayProcess(tmp_path, env={"UNIGATE_SERVER": "granian"}) as gw:
+        client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
+        reply = client.chat.completions.create(
+            model="sandbox-chat", messages=[{"role": "user", "content": "hi"}]
+        )
+        assert reply.choices[0].message.content
+        chunks = list(
+            client.chat.completions.create(
+                model="sandbox-chat",
+                messages=[{"role": "user", "content": "stream"}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+        assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+        assert "granian" in Path(f"/proc/{gw.proc.pid}/cmdline").read_text()  # type: ignore[union-attr]
+
+
+def test_unknown_server_is_refused(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "unigate", "serve", "--server", "gunicorn"],
+        env={**os.environ, "UNIGATE_DATA_DIR": str(tmp_path / "d")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2 and "uvicorn or granian" in proc.stderr

@@ -55,10 +55,20 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    server: Annotated[
+        str,
+        typer.Option(
+            envvar="UNIGATE_SERVER",
+            help="HTTP server for the app: uvicorn (default) or granian (`pip install granian`).",
+        ),
+    ] = "uvicorn",
 ) -> None:
     """Start the gateway."""
     from unigate.logs import configure_logging
 
+    if server not in ("uvicorn", "granian"):
+        err.print(f"[red]error:[/red] --server must be uvicorn or granian, not {server!r}")
+        raise typer.Exit(2)
     settings = _settings(config)
     configure_logging(settings.log_level)
     _check_config(settings)
@@ -76,7 +86,34 @@ def serve(
         f"unigate listening on http://{host}:{port} ({workers} worker{'s' if workers > 1 else ''})",
         flush=True,
     )
-    args = [
+    os.execv(sys.executable, _server_command(server, host, port, workers))
+
+
+def _server_command(server: str, host: str, port: int, workers: int) -> list[str]:
+    if server == "granian":
+        return [
+            sys.executable,
+            "-m",
+            "granian",
+            "--interface",
+            "asgi",
+            "--factory",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--loop",
+            "uvloop",
+            "--http",
+            "1",
+            "--no-ws",
+            "--log-level",
+            "warning",
+            "unigate.app:app_factory",
+        ]
+    return [
         sys.executable,
         "-m",
         "uvicorn",
@@ -104,7 +141,6 @@ def serve(
         "--interface",
         "asgi3",
     ]
-    os.execv(sys.executable, args)
 
 
 async def _migrate(url: str) -> None:
