@@ -47,6 +47,12 @@ def parse_args() -> argparse.Namespace:
         quick_help="3 s runs and fewer TTFB samples.",
         connections_help="Connections for the high-concurrency runs (default 64).",
     )
+    parser.add_argument(
+        "--server",
+        choices=("uvicorn", "granian"),
+        default="uvicorn",
+        help="unigate's HTTP server (default uvicorn).",
+    )
     return parse_bench_args(parser, ("connections",), "--duration must be >= 1 and --connections >= 1")
 
 
@@ -101,14 +107,14 @@ class Measurements:
     gateway_answered: int = 0  # unigate responses the clients counted (wrk, TTFB)
 
 
-def _start_servers(children: Children, tmp: Path) -> tuple[Upstream, list[Target]]:
+def _start_servers(children: Children, tmp: Path, server: str) -> tuple[Upstream, list[Target]]:
     log("Starting the fake upstream, the bare proxy and unigate ...")
     upstream = start_upstream(children, tmp)
     wait_ready(upstream.child, upstream.port, "/", want=None)
     targets = [
         direct_target(upstream.child, upstream.port),
         start_bare_proxy(children, tmp, upstream.port),
-        start_unigate(children, tmp, upstream.port),
+        start_unigate(children, tmp, upstream.port, server),
     ]
     assert [t.name for t in targets] == list(TARGETS)
     for target in targets:
@@ -162,7 +168,7 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         ttfb_count=100 if args.quick else 200,
         ttfb_warmup=10 if args.quick else 20,
     )
-    upstream, targets = _start_servers(children, tmp)
+    upstream, targets = _start_servers(children, tmp, args.server)
     m = _measure(wrk, targets, plan)
     meta = {
         **base_meta(),
@@ -174,6 +180,7 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         "chat_path": targets[0].chat_path,
         "ttfb_requests": plan.ttfb_count,
         "unigate_workers": 1,
+        "unigate_server": args.server,
         "other_load_cores": round(m.other_load_cores, 2),
         # wrk does not count the requests in flight when a run ends, so recorded >= answered.
         "usage_answered": m.gateway_answered,

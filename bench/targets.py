@@ -115,7 +115,12 @@ class Unigate:
 
 
 def launch_unigate(
-    children: Children, tmp: Path, config: dict[str, Any], workers: int = 1, data_dir: str = "unigate-data"
+    children: Children,
+    tmp: Path,
+    config: dict[str, Any],
+    workers: int = 1,
+    data_dir: str = "unigate-data",
+    server: str = "uvicorn",
 ) -> Unigate:
     """`unigate serve` with `config`, a fresh data directory `tmp/data_dir` and its default
     storage (SQLite there), once `/readyz` answers 200."""
@@ -135,7 +140,7 @@ def launch_unigate(
     for name in ("UNIGATE_DATABASE_URL", "UNIGATE_REDIS_URL"):  # one machine, local SQLite
         env.pop(name, None)
     port = free_port()
-    cmd = [str(UNIGATE_BIN), "serve", "--port", str(port), "--workers", str(workers)]
+    cmd = [str(UNIGATE_BIN), "serve", "--port", str(port), "--workers", str(workers), "--server", server]
     child = children.start("unigate", cmd, tmp / "unigate.out", env=env)
     wait_ready(child, port, "/readyz", timeout=60)
     return Unigate(child, port, admin_key, data)
@@ -154,8 +159,8 @@ def create_key(gateway: Unigate, **fields: Any) -> str:
     return key
 
 
-def start_unigate(children: Children, tmp: Path, upstream_port: int) -> Target:
-    gateway = launch_unigate(children, tmp, unigate_config(upstream_port))
+def start_unigate(children: Children, tmp: Path, upstream_port: int, server: str = "uvicorn") -> Target:
+    gateway = launch_unigate(children, tmp, unigate_config(upstream_port), server=server)
     key = create_key(gateway, rpm=100_000_000)  # an rpm limit: the rate limiter is on the measured path
     return Target(
         "unigate",
