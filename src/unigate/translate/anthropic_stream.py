@@ -9,7 +9,6 @@ than silently return a truncated answer.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import orjson
@@ -24,11 +23,17 @@ from unigate.translate.anthropic_response import (
     prompt_tokens_of,
     stop_reason,
 )
-from unigate.translate.sse import OpenAIChunkReader, SSEEvent, SSEParser, json_object
+from unigate.translate.sse import (
+    CUT_OFF,
+    OpenAIChunkReader,
+    OpenAIChunkWriter,
+    SSEEvent,
+    json_object,
+    openai_error_chunk,
+)
 
 Json = dict[str, Any]
 
-_CUT_OFF = "The upstream stream ended before completion."
 # Anthropic error types the Anthropic SDK knows; anything else is reported as `api_error`.
 _ANTHROPIC_ERROR_TYPES = frozenset(
     {
@@ -44,41 +49,28 @@ _ANTHROPIC_ERROR_TYPES = frozenset(
 )
 
 
-class AnthropicToOpenAIStream:
+class AnthropicToOpenAIStream(OpenAIChunkWriter):
     """Anthropic `/v1/messages` events in, OpenAI `chat.completion.chunk` events out."""
 
     def __init__(self, model: str, include_usage: bool, *, created: int | None = None) -> None:
-        self.model = model
-        self.include_usage = include_usage
-        self.created = int(time.time()) if created is None else created
+        super().__init__(model, include_usage, created)
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.cached_tokens = 0
-        self.broken = False
         self._id = openai_id(None)
-        self._parser = SSEParser()
         self._tool_index: dict[int, int] = {}  # Anthropic block index -> OpenAI tool call index
         self._finish: str | None = None
         self._finish_sent = False
         self._stopped = False
-        self._errored = False
 
-    def feed(self, data: bytes) -> bytes:
-        return self._handle(self._parser.feed(data))
+    def _completed(self) -> bool:
+        return self._stopped
 
-    def finish(self) -> bytes:
-        out = self._handle(self._parser.flush())
-        if self._errored:
-            return out  # The error event already ended the stream for the client.
-        if not self._stopped:
-            self.broken = True
-            return out + _openai_error(_CUT_OFF, "upstream_error", "stream_broken")
-        if not self._finish_sent:
-            out += self._chunk({}, self._finish or "stop")
-        if self.include_usage:
-            usage = openai_usage(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
-            out += self._event({"choices": [], "usage": usage})
-        return out + b"data: [DONE]\n\n"
+    def _closing(self) -> bytes:
+        return b"" if self._finish_sent else self._chunk({}, self._finish or "stop")
+
+    def _usage(self) -> Json:
+        return openai_usage(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
 
     def _handle(self, events: list[SSEEvent]) -> bytes:
         out = b""
@@ -152,27 +144,10 @@ class AnthropicToOpenAIStream:
     def _on_error(self, error: Json) -> bytes:
         self._errored = self.broken = True
         message = str(error.get("message") or "The upstream reported an error.")
-        return _openai_error(message, str(error.get("type") or "upstream_error"), None)
+        return openai_error_chunk(message, str(error.get("type") or "upstream_error"), None)
 
     def _chunk(self, delta: Json, finish: str | None = None) -> bytes:
         return self._event({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-
-    def _event(self, fields: Json) -> bytes:
-        head = {
-            "id": self._id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-        }
-        return b"data: " + orjson.dumps({**head, **fields}) + b"\n\n"
-
-
-def _openai_error(message: str, kind: str, code: str | None) -> bytes:
-    return (
-        b"data: "
-        + orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}})
-        + b"\n\n"
-    )
 
 
 class OpenAIToAnthropicStream(OpenAIChunkReader):
@@ -202,7 +177,7 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
         if self._done or self._errored:
             return out
         self.broken = True
-        return out + _anthropic_event("error", {"error": {"type": "api_error", "message": _CUT_OFF}})
+        return out + _anthropic_event("error", {"error": {"type": "api_error", "message": CUT_OFF}})
 
     def _on_chunk(self, chunk: Json) -> bytes:
         out = self._start(chunk.get("id"))

@@ -12,7 +12,6 @@ rather than silently return a truncated answer.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import orjson
@@ -31,9 +30,15 @@ from unigate.translate.gemini_response import (
     token_counts,
     usage_metadata,
 )
-from unigate.translate.sse import OpenAIChunkReader, SSEEvent, SSEParser, json_object
+from unigate.translate.sse import (
+    CUT_OFF,
+    OpenAIChunkReader,
+    OpenAIChunkWriter,
+    SSEEvent,
+    json_object,
+    openai_error_chunk,
+)
 
-_CUT_OFF = "The upstream stream ended before completion."
 _OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
 # OpenAI error type -> (HTTP code, status) of the Gemini error object (protocols.md §1.2).
 _GEMINI_ERRORS = {
@@ -45,43 +50,29 @@ _GEMINI_ERRORS = {
 }
 
 
-class GeminiToOpenAIStream:
+class GeminiToOpenAIStream(OpenAIChunkWriter):
     """Gemini SSE events in, OpenAI `chat.completion.chunk` events out.
 
     Gemini sends each functionCall whole, so every call becomes one tool call fragment carrying
     its id, name and complete arguments. Candidates (`candidateCount` > 1) map to choices."""
 
     def __init__(self, model: str, include_usage: bool, *, created: int | None = None) -> None:
-        self.model = model
-        self.include_usage = include_usage
-        self.created = int(time.time()) if created is None else created
+        super().__init__(model, include_usage, created)
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.cached_tokens = 0
-        self.broken = False
-        self._parser = SSEParser()
-        self._id: str | None = None
         self._call_prefix = ""
         self._calls = 0  # calls so far across all candidates, for synthesized ids
         self._tool_count: dict[int, int] = {}  # choice index -> tool calls sent
         self._started: set[int] = set()  # choices whose first chunk (with the role) was sent
         self._finished: set[int] = set()
-        self._usage: Json = {}
-        self._errored = False
+        self._usage_metadata: Json = {}
 
-    def feed(self, data: bytes) -> bytes:
-        return self._handle(self._parser.feed(data))
+    def _completed(self) -> bool:
+        return bool(self._finished)
 
-    def finish(self) -> bytes:
-        out = self._handle(self._parser.flush())
-        if self._errored:
-            return out  # The error event already ended the stream for the client.
-        if not self._finished:
-            self.broken = True
-            return out + _openai_error(_CUT_OFF, "upstream_error", "stream_broken")
-        if self.include_usage:
-            out += self._event({"choices": [], "usage": openai_usage(self._usage)})
-        return out + b"data: [DONE]\n\n"
+    def _usage(self) -> Json:
+        return openai_usage(self._usage_metadata)
 
     def _handle(self, events: list[SSEEvent]) -> bytes:
         out = b""
@@ -101,7 +92,7 @@ class GeminiToOpenAIStream:
         meta = field(response, "usageMetadata")
         if isinstance(meta, dict):
             # Each event repeats the running totals; the last one is final.
-            self._usage = meta
+            self._usage_metadata = meta
             self.prompt_tokens, self.completion_tokens, self.cached_tokens = token_counts(meta)
         out = b""
         candidates = as_list(response.get("candidates"))
@@ -151,27 +142,13 @@ class GeminiToOpenAIStream:
         kind = _OPENAI_ERROR_TYPES.get(code if isinstance(code, int) else 0, "upstream_error")
         status = error.get("status")
         message = str(error.get("message") or "The upstream reported an error.")
-        return _openai_error(message, kind, str(status) if status else None)
+        return openai_error_chunk(message, kind, str(status) if status else None)
 
     def _chunk(self, index: int, delta: Json, finish: str | None) -> bytes:
         if index not in self._started:
             self._started.add(index)
             delta = {"role": "assistant", **delta}
         return self._event({"choices": [{"index": index, "delta": delta, "finish_reason": finish}]})
-
-    def _event(self, fields: Json) -> bytes:
-        head = {
-            "id": self._id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-        }
-        return b"data: " + orjson.dumps({**head, **fields}) + b"\n\n"
-
-
-def _openai_error(message: str, kind: str, code: str | None) -> bytes:
-    error = {"message": message, "type": kind, "param": None, "code": code}
-    return b"data: " + orjson.dumps({"error": error}) + b"\n\n"
 
 
 class OpenAIToGeminiStream(OpenAIChunkReader):
@@ -200,7 +177,7 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
         if self._finish:  # Complete, only the `[DONE]` line was missing.
             return out + self._final()
         self.broken = True
-        return out + _gemini_error(502, _CUT_OFF, "UNAVAILABLE")
+        return out + _gemini_error(502, CUT_OFF, "UNAVAILABLE")
 
     def _on_chunk(self, chunk: Json) -> bytes:
         if self._response_id is None and isinstance(chunk.get("id"), str):

@@ -8,6 +8,7 @@ hands out an event's data once its terminating blank line has arrived; callers d
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
@@ -116,4 +117,66 @@ class OpenAIChunkReader:
         raise NotImplementedError
 
     def _on_error(self, error: Any) -> bytes:
+        raise NotImplementedError
+
+
+CUT_OFF = "The upstream stream ended before completion."
+
+
+def openai_error_chunk(message: str, kind: str, code: str | None) -> bytes:
+    """The in-band error an OpenAI SDK raises on (no `[DONE]` follows it)."""
+    error = {"message": message, "type": kind, "param": None, "code": code}
+    return b"data: " + orjson.dumps({"error": error}) + b"\n\n"
+
+
+class OpenAIChunkWriter:
+    """The output side shared by every translator that turns another format's stream into an
+    OpenAI chat stream: parses the upstream's SSE, frames chunks, and ends the stream — with
+    the usage chunk and `[DONE]` when the upstream completed, with an in-band error when it
+    was cut off. Subclasses handle events (`_handle`), say whether the upstream completed
+    (`_completed`) and what closes a completed stream before the usage chunk (`_closing`)."""
+
+    def __init__(self, model: str, include_usage: bool, created: int | None = None) -> None:
+        self.model = model
+        self.include_usage = include_usage
+        self.created = int(time.time()) if created is None else created
+        self.broken = False
+        self._id: str | None = None
+        self._parser = SSEParser()
+        self._errored = False
+
+    def feed(self, data: bytes) -> bytes:
+        return self._handle(self._parser.feed(data))
+
+    def finish(self) -> bytes:
+        out = self._handle(self._parser.flush())
+        if self._errored:
+            return out  # The error event already ended the stream for the client.
+        if not self._completed():
+            self.broken = True
+            return out + openai_error_chunk(CUT_OFF, "upstream_error", "stream_broken")
+        out += self._closing()
+        if self.include_usage:
+            out += self._event({"choices": [], "usage": self._usage()})
+        return out + b"data: [DONE]\n\n"
+
+    def _event(self, fields: dict[str, Any]) -> bytes:
+        head = {
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+        }
+        return b"data: " + orjson.dumps({**head, **fields}) + b"\n\n"
+
+    def _handle(self, events: list[SSEEvent]) -> bytes:
+        raise NotImplementedError
+
+    def _completed(self) -> bool:
+        raise NotImplementedError
+
+    def _closing(self) -> bytes:
+        return b""
+
+    def _usage(self) -> dict[str, Any]:
         raise NotImplementedError
