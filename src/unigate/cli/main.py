@@ -90,57 +90,17 @@ def serve(
 
 
 def _server_command(server: str, host: str, port: int, workers: int) -> list[str]:
+    """The server process `serve` becomes: the options both servers share, then each one's own."""
+    common = ["--factory", "--host", host, "--port", str(port), "--workers", str(workers)]
+    common += ["--loop", "uvloop", "--log-level", "warning"]
     if server == "granian":
-        return [
-            sys.executable,
-            "-m",
-            "granian",
-            "--interface",
-            "asgi",
-            "--factory",
-            "--host",
-            host,
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--loop",
-            "uvloop",
-            "--http",
-            "1",
-            "--no-ws",
-            "--log-level",
-            "warning",
-            "unigate.app:app_factory",
-        ]
-    return [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "unigate.app:app_factory",
-        "--factory",
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--loop",
-        "uvloop",
-        "--http",
-        "httptools",
-        "--no-access-log",
-        "--log-level",
-        "warning",
-        "--timeout-keep-alive",
-        "30",
-        "--lifespan",
-        "on",
+        own = ["--interface", "asgi", "--http", "1", "--no-ws"]
+    else:
+        own = ["--http", "httptools", "--no-access-log", "--timeout-keep-alive", "30", "--lifespan", "on"]
         # Said outright: the app's __call__ returns the request coroutine instead of being one,
         # which uvicorn's auto-detection would take for ASGI 2.
-        "--interface",
-        "asgi3",
-    ]
+        own += ["--interface", "asgi3"]
+    return [sys.executable, "-m", server, *common, *own, "unigate.app:app_factory"]
 
 
 async def _migrate(url: str) -> None:
