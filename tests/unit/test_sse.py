@@ -16,18 +16,15 @@ STREAM = (
 ).encode()
 
 
-class _Content:
+class _Resp:
+    """Just what `sse_events` reads of an upstream response: its body as it arrives."""
+
     def __init__(self, pieces: list[bytes]) -> None:
         self._pieces = pieces
 
     async def iter_any(self) -> AsyncIterator[bytes]:
         for piece in self._pieces:
             yield piece
-
-
-class _Resp:
-    def __init__(self, pieces: list[bytes]) -> None:
-        self.content = _Content(pieces)
 
 
 def _collect(pieces: list[bytes]) -> list[bytes]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import aiohttp
 import orjson
 
 from unigate.config import ProviderConfig
 from unigate.errors import UpstreamRejected
 from unigate.providers.base import Provider, ProviderContext, RouteFailed
+from unigate.providers.h1 import Response
 from unigate.providers.http import UpstreamHTTP, read_all
 
 REJECTED = "The upstream rejected the request."
@@ -35,7 +35,7 @@ class BearerProvider(Provider):
         await self.http.aclose()
 
 
-async def raise_upstream_error(resp: aiohttp.ClientResponse, message: Callable[[object], str | None]) -> None:
+async def raise_upstream_error(resp: Response, message: Callable[[object], str | None]) -> None:
     """429, 5xx and refused credentials: try another route; other 4xx: the client's fault,
     relayed with the upstream's message (read by `message` from its parsed error body)."""
     status = resp.status

@@ -7,7 +7,7 @@ import orjson
 
 from unigate.providers.base import MediaCall, Reply, Target
 from unigate.providers.bearer import BearerProvider, raise_upstream_error
-from unigate.providers.http import form_headers, form_writer, read_all, relay_bytes
+from unigate.providers.http import form_body, form_headers, read_all, relay_bytes
 
 PROVIDER_TYPE = "fish"
 
@@ -22,8 +22,8 @@ class FishProvider(BearerProvider):
             body = call.raw or orjson.dumps(call.payload)
             resp = await self.http.post("/v1/tts", body, target.timeouts, {"model": target.upstream_model})
         elif call.op == "fish.asr" and call.form is not None:
-            writer = form_writer(call.form)
-            resp = await self.http.post("/v1/asr", writer, target.timeouts, form_headers(writer))
+            form = form_body(call.form)
+            resp = await self.http.post("/v1/asr", form, target.timeouts, form_headers(form))
         else:
             return await super().media(call, target)
         if resp.status >= 400:

@@ -1,95 +1,83 @@
-"""Upstream HTTP: one pooled aiohttp session per provider, and SSE event framing.
-
-aiohttp is ~10x cheaper per request than httpx on this stack (DESIGN §2); keeping it behind
-`UpstreamHTTP` keeps that choice reversible. Transport errors become `RouteFailed` here, once.
+"""Upstream HTTP: one connection pool per provider (h1.py), SSE event framing, and the
+mapping of transport failures to the adapter contract, written once: `RouteFailed` while
+nothing has reached the client, `StreamBroken` after.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
-
-import aiohttp
 
 from unigate.multipart import Form
 from unigate.providers.base import RouteFailed, StreamBroken, Timeouts
+from unigate.providers.form_body import FormBody
+from unigate.providers.h1 import Pool, Response, UpstreamError, UpstreamTimeout
 
 
 class UpstreamHTTP:
     def __init__(self, base_url: str, headers: Mapping[str, str]) -> None:
-        self.base_url = base_url.rstrip("/")
-        # Explicit values instead of `skip_auto_headers`, which makes aiohttp build a header
-        # dict per request. `identity`: bodies are relayed byte for byte, never re-encoded.
-        self._headers = {"Accept-Encoding": "identity", "User-Agent": "unigate/1.0", **headers}
-        self._session: aiohttp.ClientSession | None = None
-        self._timeouts: dict[Timeouts, aiohttp.ClientTimeout] = {}
+        # `identity`: bodies are relayed byte for byte, never re-encoded.
+        self._pool = Pool(base_url, {"Accept-Encoding": "identity", "User-Agent": "unigate/1.0", **headers})
 
     async def start(self) -> None:
-        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30, ttl_dns_cache=300)
-        # auto_decompress off: bodies are relayed byte for byte, so never ask for encodings.
-        self._session = aiohttp.ClientSession(
-            connector=connector, headers=self._headers, auto_decompress=False
-        )
+        return None  # connections open on first use
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            raise RuntimeError("upstream session used before start()")
-        return self._session
+        await self._pool.aclose()
 
     async def post(
         self,
         path: str,
-        data: bytes | aiohttp.MultipartWriter,
+        data: bytes | FormBody,
         timeouts: Timeouts,
         headers: Mapping[str, str] | None = None,
-    ) -> aiohttp.ClientResponse:
+    ) -> Response:
         """Send a request and return the response with its headers read; body unread."""
-        timeout = self._timeouts.get(timeouts)
-        if timeout is None:
-            timeout = self._timeouts[timeouts] = aiohttp.ClientTimeout(
-                total=timeouts.total, sock_connect=timeouts.connect, sock_read=timeouts.read
-            )
         try:
-            return await self.session.post(
-                self.base_url + path, data=data, headers=headers, timeout=timeout, allow_redirects=False
+            return await self._pool.request(
+                "POST",
+                path,
+                data,
+                connect=timeouts.connect,
+                read=timeouts.read,
+                total=timeouts.total,
+                headers=headers,
             )
-        except TimeoutError:
+        except UpstreamTimeout:
             raise RouteFailed("The upstream did not answer in time.", status=504) from None
-        except aiohttp.ClientError as exc:
-            raise RouteFailed(f"Could not reach the upstream: {type(exc).__name__}.") from None
+        except UpstreamError as exc:
+            raise RouteFailed(f"Could not reach the upstream: {exc}.") from None
 
 
-async def read_all(resp: aiohttp.ClientResponse, what: str = "response") -> bytes:
+async def read_all(resp: Response, what: str = "response") -> bytes:
     """The whole upstream body; errors mapped while nothing has reached the client yet."""
     try:
         return await resp.read()
-    except TimeoutError:
+    except UpstreamTimeout:
         raise RouteFailed(f"The upstream {what} timed out.", status=504) from None
-    except (aiohttp.ClientError, asyncio.IncompleteReadError) as exc:
-        raise RouteFailed(f"The upstream {what} failed: {type(exc).__name__}.") from None
+    except UpstreamError as exc:
+        raise RouteFailed(f"The upstream {what} failed: {exc}.") from None
 
 
-async def sse_events(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+def stream_error(exc: UpstreamError) -> StreamBroken:
+    """A transport failure after the first byte, as the relay reports it."""
+    if isinstance(exc, UpstreamTimeout):
+        return StreamBroken("The upstream stream stalled past the read timeout.")
+    return StreamBroken(f"The upstream stream broke: {exc}.")
+
+
+async def sse_events(resp: Response) -> AsyncIterator[bytes]:
     """Yield runs of *complete* SSE events (each run ends with a blank line), exactly as the
     upstream framed them. Several events that arrive together stay together: one write."""
     buf = b""
     try:
-        async for data in resp.content.iter_any():
+        async for data in resp.iter_any():
             buf += data
             cut = _last_event_end(buf)
             if cut > 0:
                 out, buf = buf[:cut], buf[cut:]
                 yield out
-    except TimeoutError:
-        raise StreamBroken("The upstream stream stalled past the read timeout.") from None
-    except (aiohttp.ClientError, asyncio.IncompleteReadError) as exc:
-        raise StreamBroken(f"The upstream stream broke: {type(exc).__name__}.") from None
+    except UpstreamError as exc:
+        raise stream_error(exc) from None
     if buf.strip():
         yield buf + b"\n\n"
 
@@ -116,52 +104,25 @@ def event_data(event: bytes) -> bytes:
     return b"\n".join(lines)
 
 
-def header_map(resp: aiohttp.ClientResponse) -> dict[str, Any]:
-    return {k.lower(): v for k, v in resp.headers.items()}
+def form_body(form: Form, replace: Mapping[str, str] | None = None) -> FormBody:
+    """A fresh upstream form from the validated parts; `replace` overrides text fields
+    (the mapped model id)."""
+    return FormBody(form, replace)
 
 
-def form_writer(form: Form, replace: Mapping[str, str] | None = None) -> aiohttp.MultipartWriter:
-    """A fresh upstream form rebuilt from the validated parts, in their order and with the
-    names the client used (never the client's raw body, boundary or part headers). Files are
-    streamed from their spool; `replace` overrides text fields (the mapped model id)."""
-    replace = replace or {}
-    writer = aiohttp.MultipartWriter("form-data")
-    done: set[str] = set()
-    for name, value in form.parts:
-        if isinstance(value, str):
-            key = name[:-2] if name.endswith("[]") else name
-            if key in replace:
-                if key in done:
-                    continue
-                value = replace[key]
-                done.add(key)
-            part = writer.append(value, {"Content-Type": "text/plain; charset=utf-8"})
-            part.set_content_disposition("form-data", name=name)
-            continue
-        value.file.seek(0)
-        part = writer.append(value.file, {"Content-Type": value.content_type})
-        part.set_content_disposition("form-data", name=name, filename=value.filename or "upload")
-    for key, text in replace.items():
-        if key not in done:
-            part = writer.append(text, {"Content-Type": "text/plain; charset=utf-8"})
-            part.set_content_disposition("form-data", name=key)
-    return writer
+def form_headers(body: FormBody) -> dict[str, str]:
+    # Per-request Content-Type: the pool's default is JSON.
+    return {"Content-Type": body.content_type}
 
 
-def form_headers(writer: aiohttp.MultipartWriter) -> dict[str, str]:
-    # Per-request Content-Type: the session default is JSON.
-    return {"Content-Type": writer.content_type}
-
-
-async def relay_bytes(resp: aiohttp.ClientResponse, chunk: int = 64 * 1024) -> AsyncIterator[bytes]:
+async def relay_bytes(resp: Response) -> AsyncIterator[bytes]:
     """An upstream body relayed as it arrives (audio, images): bounded memory whatever its
-    length; a break after the first byte is `StreamBroken`."""
+    length (reading pauses while the client is slower than the upstream); a break after the
+    first byte is `StreamBroken`."""
     try:
-        async for data in resp.content.iter_chunked(chunk):
+        async for data in resp.iter_any():
             yield data
-    except TimeoutError:
-        raise StreamBroken("The upstream stream stalled past the read timeout.") from None
-    except (aiohttp.ClientError, asyncio.IncompleteReadError) as exc:
-        raise StreamBroken(f"The upstream stream broke: {type(exc).__name__}.") from None
+    except UpstreamError as exc:
+        raise stream_error(exc) from None
     finally:
         resp.release()

@@ -11,17 +11,17 @@ import re
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-import aiohttp
 import orjson
 
 from unigate.config import ProviderConfig
 from unigate.errors import UpstreamRejected
 from unigate.providers.base import MediaCall, Provider, ProviderContext, Reply, RouteFailed, Target, TextCall
+from unigate.providers.h1 import Response
 from unigate.providers.http import (
     UpstreamHTTP,
     event_data,
+    form_body,
     form_headers,
-    form_writer,
     read_all,
     relay_bytes,
     split_events,
@@ -76,8 +76,8 @@ class OpenAIProvider(Provider):
         if path is None:
             return await super().media(call, target)
         if call.form is not None:
-            writer = form_writer(call.form, {"model": target.upstream_model})
-            resp = await self.http.post(path, writer, target.timeouts, form_headers(writer))
+            form = form_body(call.form, {"model": target.upstream_model})
+            resp = await self.http.post(path, form, target.timeouts, form_headers(form))
         else:
             body = call.raw
             if target.upstream_model != call.model:
@@ -119,7 +119,7 @@ def _upstream_body(call: TextCall, upstream_model: str, inject_usage: bool) -> b
     return orjson.dumps(payload)
 
 
-async def _raise_for_status(resp: aiohttp.ClientResponse) -> None:
+async def _raise_for_status(resp: Response) -> None:
     status = resp.status
     try:
         data = await read_all(resp, "error response")
@@ -185,9 +185,7 @@ def _body_usage(data: bytes) -> Usage:
     return usage
 
 
-async def _relay_events(
-    resp: aiohttp.ClientResponse, usage: Usage, strip_usage_chunk: bool
-) -> AsyncIterator[bytes]:
+async def _relay_events(resp: Response, usage: Usage, strip_usage_chunk: bool) -> AsyncIterator[bytes]:
     # Until the upstream reports usage (its last chunk), count one completion token per
     # event after the role chunk: OpenAI-style upstreams stream about one token per chunk,
     # so a client that leaves mid-stream is still accounted for what it received.

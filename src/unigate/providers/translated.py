@@ -3,12 +3,10 @@ stateful stream translator over the upstream body, and map the upstream's error 
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
-import aiohttp
 import orjson
 
 from unigate.config import ProviderConfig
@@ -22,7 +20,8 @@ from unigate.providers.base import (
     Target,
     TextCall,
 )
-from unigate.providers.http import UpstreamHTTP, read_all, sse_events
+from unigate.providers.h1 import Response, UpstreamError
+from unigate.providers.http import UpstreamHTTP, read_all, sse_events, stream_error
 from unigate.usage.recorder import Usage
 
 
@@ -108,11 +107,11 @@ class TranslatingChatProvider(Provider):
 
 
 async def translate_stream(
-    resp: aiohttp.ClientResponse, translator: StreamTranslator, usage: Usage
+    resp: Response, translator: StreamTranslator, usage: Usage
 ) -> AsyncIterator[bytes]:
     try:
         try:
-            async for data in resp.content.iter_any():
+            async for data in resp.iter_any():
                 out = translator.feed(data)
                 usage.prompt_tokens, usage.completion_tokens = (
                     translator.prompt_tokens,
@@ -120,10 +119,8 @@ async def translate_stream(
                 )
                 if out:
                     yield out
-        except TimeoutError:
-            raise StreamBroken("The upstream stream stalled past the read timeout.") from None
-        except (aiohttp.ClientError, asyncio.IncompleteReadError) as exc:
-            raise StreamBroken(f"The upstream stream broke: {type(exc).__name__}.") from None
+        except UpstreamError as exc:
+            raise stream_error(exc) from None
         tail = translator.finish()
         usage.prompt_tokens, usage.completion_tokens = translator.prompt_tokens, translator.completion_tokens
         if translator.broken:
@@ -158,7 +155,7 @@ def usage_scanner(marker: bytes, prompt_key: str, output_key: str) -> UsageScan:
 
 
 async def relay_native(
-    resp: aiohttp.ClientResponse, usage: Usage, take_usage: UsageScan, last: bytes
+    resp: Response, usage: Usage, take_usage: UsageScan, last: bytes
 ) -> AsyncIterator[bytes]:
     """Relay a same-format stream event run by event run, reading usage on the way; a stream
     that ends before any event containing `last` is a broken one."""
@@ -174,7 +171,7 @@ async def relay_native(
         raise StreamBroken("The upstream stream ended before completion.")
 
 
-async def raise_for_status(resp: aiohttp.ClientResponse) -> None:
+async def raise_for_status(resp: Response) -> None:
     status = resp.status
     try:
         data = await read_all(resp, "error response")
