@@ -7,7 +7,8 @@ import orjson
 
 from unigate.providers.base import MediaCall, Reply, Target
 from unigate.providers.bearer import BearerProvider, raise_upstream_error
-from unigate.providers.http import form_body, form_headers, read_all, relay_bytes
+from unigate.providers.form_body import FormBody
+from unigate.providers.http import read_all, relay_bytes
 
 PROVIDER_TYPE = "fish"
 
@@ -22,8 +23,8 @@ class FishProvider(BearerProvider):
             body = call.raw or orjson.dumps(call.payload)
             resp = await self.http.post("/v1/tts", body, target.timeouts, {"model": target.upstream_model})
         elif call.op == "fish.asr" and call.form is not None:
-            form = form_body(call.form)
-            resp = await self.http.post("/v1/asr", form, target.timeouts, form_headers(form))
+            form = FormBody(call.form)
+            resp = await self.http.post("/v1/asr", form, target.timeouts)
         else:
             return await super().media(call, target)
         if resp.status >= 400:

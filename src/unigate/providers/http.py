@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 
-from unigate.multipart import Form
 from unigate.providers.base import RouteFailed, StreamBroken, Timeouts
 from unigate.providers.form_body import FormBody
 from unigate.providers.h1 import Pool, Response, UpstreamError, UpstreamTimeout
@@ -31,7 +30,10 @@ class UpstreamHTTP:
         timeouts: Timeouts,
         headers: Mapping[str, str] | None = None,
     ) -> Response:
-        """Send a request and return the response with its headers read; body unread."""
+        """Send a request and return the response with its headers read; body unread. A form
+        body brings its own Content-Type (the pool's default is JSON)."""
+        if isinstance(data, FormBody):
+            headers = {**(headers or {}), "Content-Type": data.content_type}
         try:
             return await self._pool.request(
                 "POST",
@@ -102,17 +104,6 @@ def event_data(event: bytes) -> bytes:
         if line.startswith(b"data:"):
             lines.append(line[6:] if line[5:6] == b" " else line[5:])
     return b"\n".join(lines)
-
-
-def form_body(form: Form, replace: Mapping[str, str] | None = None) -> FormBody:
-    """A fresh upstream form from the validated parts; `replace` overrides text fields
-    (the mapped model id)."""
-    return FormBody(form, replace)
-
-
-def form_headers(body: FormBody) -> dict[str, str]:
-    # Per-request Content-Type: the pool's default is JSON.
-    return {"Content-Type": body.content_type}
 
 
 async def relay_bytes(resp: Response) -> AsyncIterator[bytes]:

@@ -16,12 +16,11 @@ import orjson
 from unigate.config import ProviderConfig
 from unigate.errors import UpstreamRejected
 from unigate.providers.base import MediaCall, Provider, ProviderContext, Reply, RouteFailed, Target, TextCall
+from unigate.providers.form_body import FormBody
 from unigate.providers.h1 import Response
 from unigate.providers.http import (
     UpstreamHTTP,
     event_data,
-    form_body,
-    form_headers,
     read_all,
     relay_bytes,
     split_events,
@@ -76,8 +75,8 @@ class OpenAIProvider(Provider):
         if path is None:
             return await super().media(call, target)
         if call.form is not None:
-            form = form_body(call.form, {"model": target.upstream_model})
-            resp = await self.http.post(path, form, target.timeouts, form_headers(form))
+            form = FormBody(call.form, {"model": target.upstream_model})
+            resp = await self.http.post(path, form, target.timeouts)
         else:
             body = call.raw
             if target.upstream_model != call.model:

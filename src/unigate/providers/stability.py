@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from unigate.providers.base import MediaCall, Reply, Target
 from unigate.providers.bearer import BearerProvider, raise_upstream_error
-from unigate.providers.http import form_body, form_headers, read_all
+from unigate.providers.form_body import FormBody
+from unigate.providers.http import read_all
 
 PROVIDER_TYPE = "stability"
 _PASSED_HEADERS = ("finish-reason", "seed")
@@ -22,9 +23,9 @@ class StabilityProvider(BearerProvider):
         if call.op != "stability.generate" or call.form is None:
             return await super().media(call, target)
         replace = {"model": target.upstream_model} if call.variant == "sd3" else {}
-        form = form_body(call.form, replace)
+        form = FormBody(call.form, replace)
         accept = "application/json" if "application/json" in call.accept else "image/*"
-        headers = {**form_headers(form), "Accept": accept}
+        headers = {"Accept": accept}
         path = f"/v2beta/stable-image/generate/{call.variant}"
         resp = await self.http.post(path, form, target.timeouts, headers)
         if resp.status >= 400:
