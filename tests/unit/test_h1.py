@@ -5,12 +5,13 @@ TLS. I/O tests run on both asyncio's loop and uvloop, whose transports differ.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import socket
 import ssl
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
@@ -219,24 +220,40 @@ async def fetch(pool: Pool, path: str = "/") -> bytes:
     return await resp.read()
 
 
+@contextlib.asynccontextmanager
+async def pool_for(
+    server: Server,
+    url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    keepalive: float | None = None,
+) -> AsyncIterator[Pool]:
+    """A Pool for `server` (its root URL unless `url` says otherwise), closed on the way out."""
+    url = server.url() if url is None else url
+    headers = {} if headers is None else headers
+    pool = Pool(url, headers) if keepalive is None else Pool(url, headers, keepalive=keepalive)
+    try:
+        yield pool
+    finally:
+        await pool.aclose()
+
+
 # -- 1. request bytes, Content-Length bodies --
 
 
 def test_request_bytes_and_content_length_body(loop: str) -> None:
     async def main() -> None:
         async with Server(answer(ok(b"hello world", "X-Up: y"))) as server:
-            pool = Pool(
+            async with pool_for(
+                server,
                 server.url("/base/"),
                 {"Authorization": "Bearer k", "Content-Type": "application/json", "X-Pool": "p"},
-            )
-            try:
+            ) as pool:
                 resp = await call(
                     pool, "/path", b'{"a": 1}', headers={"content-type": "text/plain", "X-Req": "r"}
                 )
                 assert resp.status == 200 and resp.headers.get("x-up") == "y"
                 assert await resp.read() == b"hello world"
-            finally:
-                await pool.aclose()
             (req,) = server.requests
             assert req.line == "POST /base/path HTTP/1.1"
             # Exactly these fields: one Content-Type (the request's), no Connection or
@@ -261,12 +278,9 @@ def test_framing_fields_are_the_clients_own(loop: str) -> None:
     async def main() -> None:
         async with Server(answer(ok())) as server:
             own = {"Host": "evil.example", "Content-Length": "1", "Connection": "close"}
-            pool = Pool(server.url(), {**own, "Transfer-Encoding": "chunked"})
-            try:
+            async with pool_for(server, headers={**own, "Transfer-Encoding": "chunked"}) as pool:
                 resp = await call(pool, body=b"abc", headers={"host": "x", "content-length": "999", **own})
                 assert await resp.read() == b"ok"
-            finally:
-                await pool.aclose()
             (req,) = server.requests
             assert req.values("host") == [f"127.0.0.1:{server.port}"]
             assert req.values("content-length") == ["3"] and req.body == b"abc"
@@ -299,16 +313,13 @@ def test_chunked_body_cut_anywhere(loop: str) -> None:
 
     async def main() -> None:
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 resp = await call(pool)
                 assert resp.headers.get("X-A") == "1" and await resp.read() == CHUNKED_BODY
                 resp = await call(pool)
                 chunks = [c async for c in resp.iter_any()]
                 assert b"".join(chunks) == CHUNKED_BODY
                 assert len(chunks) > 1  # relayed as it came, not held until the end
-            finally:
-                await pool.aclose()
             assert server.connections == 1  # the trailer ended the message cleanly
 
     _run(loop, main())
@@ -321,13 +332,10 @@ def test_body_delimited_by_close(loop: str) -> None:
 
     async def main() -> None:
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 assert await fetch(pool) == b"part one, part two"
                 resp = await call(pool)
                 assert b"".join([c async for c in resp.iter_any()]) == b"part one, part two"
-            finally:
-                await pool.aclose()
             assert server.connections == 2
 
     _run(loop, main())
@@ -339,12 +347,9 @@ def test_body_delimited_by_close(loop: str) -> None:
 def test_keepalive_reuses_one_connection(loop: str) -> None:
     async def main() -> None:
         async with Server(answer(ok(b"x"))) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 for _ in range(3):
                     assert await fetch(pool) == b"x"
-            finally:
-                await pool.aclose()
             assert server.connections == 1 and len(server.requests) == 3
 
     _run(loop, main())
@@ -353,12 +358,9 @@ def test_keepalive_reuses_one_connection(loop: str) -> None:
 def test_connection_close_responses_are_not_reused(loop: str) -> None:
     async def main() -> None:
         async with Server(answer(ok(b"x", "Connection: close"))) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 for _ in range(3):
                     assert await fetch(pool) == b"x"
-            finally:
-                await pool.aclose()
             assert server.connections == 3
 
     _run(loop, main())
@@ -367,13 +369,10 @@ def test_connection_close_responses_are_not_reused(loop: str) -> None:
 def test_idle_connections_age_out(loop: str) -> None:
     async def main() -> None:
         async with Server(answer(ok())) as server:
-            pool = Pool(server.url(), {}, keepalive=0.05)
-            try:
+            async with pool_for(server, keepalive=0.05) as pool:
                 await fetch(pool)
                 await asyncio.sleep(0.1)
                 await fetch(pool)
-            finally:
-                await pool.aclose()
             assert server.connections == 2
 
     _run(loop, main())
@@ -386,15 +385,12 @@ def test_server_closing_idle_connection(loop: str) -> None:
 
     async def main() -> None:
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 await fetch(pool)
                 await asyncio.sleep(0.05)  # the close is seen: the connection leaves the pool
                 await fetch(pool)
                 assert len(server.requests) == 2
                 await fetch(pool)  # straight after: the close is seen or the retry covers it
-            finally:
-                await pool.aclose()
             assert server.connections == 3
 
     _run(loop, main())
@@ -411,12 +407,9 @@ def test_stale_connection_retried_once(loop: str) -> None:
 
     async def main() -> None:
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 await fetch(pool)
                 assert await fetch(pool) == b"ok"
-            finally:
-                await pool.aclose()
             assert server.connections == 2 and len(server.requests) == 3
 
     _run(loop, main())
@@ -431,13 +424,10 @@ def test_stale_retry_is_not_repeated(loop: str) -> None:
 
     async def main() -> None:
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 await fetch(pool)
                 with pytest.raises(ConnectionBroken):
                     await call(pool)
-            finally:
-                await pool.aclose()
             assert len(server.requests) == 3 and server.connections == 2  # 1 + the try and its retry
 
     _run(loop, main())
@@ -449,12 +439,9 @@ def test_fresh_connection_is_not_retried(loop: str) -> None:
 
     async def main() -> None:
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 with pytest.raises(ConnectionBroken):
                     await call(pool)
-            finally:
-                await pool.aclose()
             assert len(server.requests) == 1 and server.connections == 1
 
     _run(loop, main())
@@ -469,20 +456,16 @@ def test_connection_dropped_mid_body(loop: str) -> None:
         await peer.send(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
 
     async def main() -> None:
-        async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
-                resp = await call(pool)
-                with pytest.raises(ConnectionBroken):
-                    await resp.read()
-                resp = await call(pool)
-                got = []
-                with pytest.raises(ConnectionBroken):
-                    async for chunk in resp.iter_any():
-                        got.append(chunk)
-                assert b"".join(got) == b"0123456789"
-            finally:
-                await pool.aclose()
+        async with Server(handle) as server, pool_for(server) as pool:
+            resp = await call(pool)
+            with pytest.raises(ConnectionBroken):
+                await resp.read()
+            resp = await call(pool)
+            got = []
+            with pytest.raises(ConnectionBroken):
+                async for chunk in resp.iter_any():
+                    got.append(chunk)
+            assert b"".join(got) == b"0123456789"
 
     _run(loop, main())
 
@@ -493,14 +476,10 @@ def test_chunked_body_cut_short(loop: str) -> None:
         await peer.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
 
     async def main() -> None:
-        async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
-                resp = await call(pool)
-                with pytest.raises(ConnectionBroken):
-                    await resp.read()
-            finally:
-                await pool.aclose()
+        async with Server(handle) as server, pool_for(server) as pool:
+            resp = await call(pool)
+            with pytest.raises(ConnectionBroken):
+                await resp.read()
 
     _run(loop, main())
 
@@ -511,13 +490,9 @@ def test_malformed_response(loop: str) -> None:
         await peer.send(b"HTTP/1.1 200 OK\r\nContent-Length: nope\r\n\r\n")
 
     async def main() -> None:
-        async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
-                with pytest.raises(ConnectionBroken, match="malformed"):
-                    await call(pool)
-            finally:
-                await pool.aclose()
+        async with Server(handle) as server, pool_for(server) as pool:
+            with pytest.raises(ConnectionBroken, match="malformed"):
+                await call(pool)
 
     _run(loop, main())
 
@@ -532,17 +507,13 @@ def test_read_timeout_after_headers(loop: str) -> None:
         assert await peer.closed_by_client(2.0)  # the timed-out connection is dropped
 
     async def main() -> None:
-        async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
-                resp = await call(pool, read=0.2)
-                start = time.monotonic()
-                with pytest.raises(UpstreamTimeout, match="read timeout"):
-                    await resp.read()
-                assert 0.15 < time.monotonic() - start < 0.6
-                await until(lambda: server.eofs == 1)  # dropped, before aclose() would
-            finally:
-                await pool.aclose()
+        async with Server(handle) as server, pool_for(server) as pool:
+            resp = await call(pool, read=0.2)
+            start = time.monotonic()
+            with pytest.raises(UpstreamTimeout, match="read timeout"):
+                await resp.read()
+            assert 0.15 < time.monotonic() - start < 0.6
+            await until(lambda: server.eofs == 1)  # dropped, before aclose() would
 
     _run(loop, main())
 
@@ -553,16 +524,12 @@ def test_read_timeout_before_headers(loop: str) -> None:
         await peer.closed_by_client(2.0)
 
     async def main() -> None:
-        async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
-                start = time.monotonic()
-                with pytest.raises(UpstreamTimeout):
-                    await call(pool, read=0.2)
-                assert 0.15 < time.monotonic() - start < 0.6
-                await until(lambda: server.eofs == 1)  # dropped, before aclose() would
-            finally:
-                await pool.aclose()
+        async with Server(handle) as server, pool_for(server) as pool:
+            start = time.monotonic()
+            with pytest.raises(UpstreamTimeout):
+                await call(pool, read=0.2)
+            assert 0.15 < time.monotonic() - start < 0.6
+            await until(lambda: server.eofs == 1)  # dropped, before aclose() would
 
     _run(loop, main())
 
@@ -574,19 +541,15 @@ def test_trickle_bounded_by_total_not_read(loop: str) -> None:
             await peer.send(*[b"x"] * 12, gap=0.03)
 
     async def main() -> None:
-        async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
-                # Every gap (30 ms) < read; 0.36 s in all > read: silence is what `read` bounds.
-                resp = await call(pool, read=0.15, total=3.0)
-                assert await resp.read() == b"x" * 12
-                start = time.monotonic()
-                resp = await call(pool, read=0.15, total=0.25)
-                with pytest.raises(UpstreamTimeout, match="total"):
-                    await resp.read()
-                assert 0.2 < time.monotonic() - start < 0.5
-            finally:
-                await pool.aclose()
+        async with Server(handle) as server, pool_for(server) as pool:
+            # Every gap (30 ms) < read; 0.36 s in all > read: silence is what `read` bounds.
+            resp = await call(pool, read=0.15, total=3.0)
+            assert await resp.read() == b"x" * 12
+            start = time.monotonic()
+            resp = await call(pool, read=0.15, total=0.25)
+            with pytest.raises(UpstreamTimeout, match="total"):
+                await resp.read()
+            assert 0.2 < time.monotonic() - start < 0.5
 
     _run(loop, main())
 
@@ -626,8 +589,7 @@ def test_large_body_streamed_with_bounded_buffer(loop: str) -> None:
 
     async def main() -> None:
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 resp = await call(pool, read=0.5, total=5.0)
                 got, largest = [], 0
                 async for chunk in resp.iter_any():
@@ -639,8 +601,6 @@ def test_large_body_streamed_with_bounded_buffer(loop: str) -> None:
                 assert HIGH_WATER // 2 < largest <= HIGH_WATER + READ_SIZE
                 async with asyncio.timeout(0.5):
                     assert await fetch(pool) == b"second"
-            finally:
-                await pool.aclose()
             assert server.connections == 1
 
     _run(loop, main())
@@ -659,16 +619,13 @@ def test_connection_released_while_paused_still_reads(loop: str) -> None:
 
     async def main() -> None:
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 first = await call(pool)
                 await asyncio.sleep(0.05)  # all of it arrives, none of it is consumed
                 assert len(pool._idle) == 1
                 resp = await call(pool, read=0.3)
                 assert await resp.read() == b"second"
                 assert await first.read() == body
-            finally:
-                await pool.aclose()
             assert server.connections == 1
 
     _run(loop, main())
@@ -680,14 +637,11 @@ def test_large_body_read_whole(loop: str) -> None:
 
     async def main() -> None:
         async with Server(answer(ok(big))) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 resp = await call(pool, read=0.3, total=2.0)
                 async with asyncio.timeout(1.0):
                     assert await resp.read() == big
                     assert await fetch(pool) == big
-            finally:
-                await pool.aclose()
             assert server.connections == 1
 
     _run(loop, main())
@@ -708,15 +662,12 @@ def test_interim_responses_skipped(loop: str) -> None:
 
     async def main() -> None:
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 for _ in range(2):
                     resp = await call(pool)
                     assert resp.status == 201
                     assert resp.headers.get("x-final") == "yes" and "link" not in resp.headers
                     assert await resp.read() == b"done"
-            finally:
-                await pool.aclose()
             assert server.connections == 1
 
     _run(loop, main())
@@ -725,12 +676,9 @@ def test_interim_responses_skipped(loop: str) -> None:
 def test_repeated_headers_joined_and_case_insensitive(loop: str) -> None:
     async def main() -> None:
         async with Server(answer(ok(b"", "X-Multi: a", "x-multi: b", "X-MULTI: c", "ETag: e"))) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 resp = await call(pool)
                 await resp.read()
-            finally:
-                await pool.aclose()
             assert resp.headers.get("x-Multi") == "a, b, c" and resp.headers["X-MULTI"] == "a, b, c"
             assert resp.headers.get("etag") == "e" and "ETAG" in resp.headers
             assert resp.headers.get("missing") is None and resp.headers.get("missing", "d") == "d"
@@ -754,8 +702,7 @@ def test_cancelled_request_drops_its_connection(loop: str) -> None:
             await answer(ok())(peer)
 
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 task = asyncio.create_task(call(pool))
                 await arrived.wait()
                 task.cancel()
@@ -763,8 +710,6 @@ def test_cancelled_request_drops_its_connection(loop: str) -> None:
                     await task
                 await until(lambda: server.eofs == 1)  # dropped at once, not left open
                 assert await fetch(pool) == b"ok"
-            finally:
-                await pool.aclose()
             assert server.connections == 2
 
     _run(loop, main())
@@ -781,8 +726,7 @@ def test_release_before_end_closes_after_end_keeps(loop: str) -> None:
             await answer(ok())(peer)
 
         async with Server(handle) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 resp = await call(pool)
                 resp.release()  # 99990 bytes unread: the connection is out of step
                 await until(lambda: server.eofs == 1)
@@ -794,8 +738,6 @@ def test_release_before_end_closes_after_end_keeps(loop: str) -> None:
                     resp.release()  # after the end: nothing to drop
                 resp = await call(pool)
                 resp.close()  # the alias, on a body that already arrived whole
-            finally:
-                await pool.aclose()
             assert server.connections == 2
 
     _run(loop, main())
@@ -816,13 +758,10 @@ def test_form_body_upload_round_trips(loop: str) -> None:
 
     async def main() -> None:
         async with Server(answer(ok())) as server:
-            pool = Pool(server.url(), {"Content-Type": "application/json"})
-            try:
+            async with pool_for(server, headers={"Content-Type": "application/json"}) as pool:
                 body = FormBody(form, {"model": "gpt-4o-transcribe", "language": "fr"})
                 resp = await call(pool, body=body, headers={"Content-Type": body.content_type})
                 assert await resp.read() == b"ok"
-            finally:
-                await pool.aclose()
             (req,) = server.requests
             assert req.values("content-length") == [str(body.length)] and len(req.body) == body.length
             assert req.values("content-type") == [body.content_type]
@@ -861,14 +800,11 @@ def test_streamed_body_resent_whole_on_retry(loop: str, read_it: bool) -> None:
 
     async def main() -> None:
         async with Server(handle, rcvbuf=16384) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 await fetch(pool)
                 body = FormBody(form)
                 resp = await call(pool, body=body, headers={"Content-Type": body.content_type})
                 assert await resp.read() == b"ok"
-            finally:
-                await pool.aclose()
             assert [len(r.body) for r in server.requests] == [0, body.length if read_it else 0, body.length]
             assert parse_form(server.requests[2].body, body.content_type.encode()).file("file") is not None
             assert server.connections == 2
@@ -897,8 +833,7 @@ def test_early_413_during_upload(loop: str) -> None:
             await answer(ok())(peer)
 
         async with Server(handle, rcvbuf=16384) as server:
-            pool = Pool(server.url(), {})
-            try:
+            async with pool_for(server) as pool:
                 body = FormBody(Form(parts=[("file", upload)]))
                 async with asyncio.timeout(2.0):
                     resp = await call(pool, body=body, headers={"Content-Type": body.content_type})
@@ -906,8 +841,6 @@ def test_early_413_during_upload(loop: str) -> None:
                 answered.set()
                 await until(lambda: server.eofs == 1)
                 assert await fetch(pool) == b"ok"
-            finally:
-                await pool.aclose()
             assert server.connections == 2
 
     try:
@@ -924,16 +857,12 @@ def test_upload_to_a_stalled_upstream_times_out(loop: str) -> None:
         await asyncio.sleep(2.0)  # neither reads nor answers
 
     async def main() -> None:
-        async with Server(handle, rcvbuf=16384) as server:
-            pool = Pool(server.url(), {})
-            try:
-                body = FormBody(Form(parts=[("file", upload)]))
-                start = time.monotonic()
-                with pytest.raises(UpstreamTimeout):
-                    await call(pool, body=body, read=0.2)
-                assert time.monotonic() - start < 0.6
-            finally:
-                await pool.aclose()
+        async with Server(handle, rcvbuf=16384) as server, pool_for(server) as pool:
+            body = FormBody(Form(parts=[("file", upload)]))
+            start = time.monotonic()
+            with pytest.raises(UpstreamTimeout):
+                await call(pool, body=body, read=0.2)
+            assert time.monotonic() - start < 0.6
 
     try:
         _run(loop, main())
@@ -958,16 +887,12 @@ def test_slow_upload_that_keeps_moving_is_not_a_read_timeout(loop: str) -> None:
         await peer.send(ok(str(got).encode()))
 
     async def main() -> None:
-        async with Server(handle, rcvbuf=16384) as server:
-            pool = Pool(server.url(), {})
-            try:
-                body = FormBody(Form(parts=[("file", upload)]))
-                start = time.monotonic()
-                resp = await call(pool, body=body, read=0.2)
-                assert time.monotonic() - start > 0.3  # the upload outlasted `read`
-                assert resp.status == 200 and int(await resp.read()) == body.length
-            finally:
-                await pool.aclose()
+        async with Server(handle, rcvbuf=16384) as server, pool_for(server) as pool:
+            body = FormBody(Form(parts=[("file", upload)]))
+            start = time.monotonic()
+            resp = await call(pool, body=body, read=0.2)
+            assert time.monotonic() - start > 0.3  # the upload outlasted `read`
+            assert resp.status == 200 and int(await resp.read()) == body.length
 
     try:
         _run(loop, main())
@@ -994,9 +919,8 @@ def test_tls_verifies_the_server_name(loop: str) -> None:
             Server(answer(ok(b"secure")), tls=server_context("localhost")) as good,
             Server(answer(ok()), tls=server_context("other.example")) as wrong,
         ):
-            pool = Pool(good.url(host="localhost"), {})
-            assert pool._ssl is not None and pool._ssl.check_hostname
-            try:
+            async with pool_for(good, good.url(host="localhost")) as pool:
+                assert pool._ssl is not None and pool._ssl.check_hostname
                 with pytest.raises(ConnectFailed):
                     await call(pool)  # the system store does not know this CA
                 client = ssl.create_default_context()
@@ -1004,15 +928,10 @@ def test_tls_verifies_the_server_name(loop: str) -> None:
                 pool._ssl = client
                 assert await fetch(pool) == b"secure"
                 assert sni[-1] == "localhost"
-            finally:
-                await pool.aclose()
-            pool = Pool(wrong.url(host="localhost"), {})
-            pool._ssl = client
-            try:
+            async with pool_for(wrong, wrong.url(host="localhost")) as pool:
+                pool._ssl = client
                 with pytest.raises(ConnectFailed):
                     await call(pool)  # trusted CA, certificate for another name
-            finally:
-                await pool.aclose()
             assert wrong.requests == []
 
     _run(loop, main())
@@ -1070,11 +989,8 @@ def test_ipv6_literal_host_header(loop: str) -> None:
 
     async def main() -> None:
         async with Server(answer(ok(b"v6")), host="::1") as server:
-            pool = Pool(f"http://[::1]:{server.port}/", {})
-            try:
+            async with pool_for(server, f"http://[::1]:{server.port}/") as pool:
                 assert await fetch(pool, "/x") == b"v6"
-            finally:
-                await pool.aclose()
             (req,) = server.requests
             assert req.line == "POST /x HTTP/1.1" and req.values("host") == [f"[::1]:{server.port}"]
 
