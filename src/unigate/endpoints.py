@@ -69,4 +69,12 @@ class EndpointTable:
             return "fish"
         if path.startswith("/stability/"):
             return "stability"
+        if path.startswith("/kling/"):
+            return "kling"
+        if path.startswith("/ent/"):
+            return "vidu"
+        if path.startswith("/api/tasks/"):
+            return "picwish"
+        if path.startswith("/v1beta/"):
+            return "gemini"
         return "openai"

@@ -20,7 +20,9 @@ from typing import Literal
 
 import orjson
 
-ErrorStyle = Literal["openai", "music", "anthropic", "gemini", "stability", "fish", "plain"]
+ErrorStyle = Literal[
+    "openai", "music", "anthropic", "gemini", "stability", "fish", "kling", "vidu", "picwish", "plain"
+]
 
 
 class GatewayError(Exception):
@@ -110,6 +112,22 @@ _GEMINI_STATUS = {
 }
 
 
+# Kling's service codes by HTTP status: 1000s auth, 1100s account, 1200s parameters, 1300s
+# policy and rate, 5000s server.
+_KLING_CODES = {400: 1201, 401: 1000, 402: 1102, 403: 1103, 404: 1203, 413: 1201, 429: 1302, 504: 5002}
+_KLING_AUTH = {"missing_api_key": 1001, "revoked_api_key": 1004, "expired_api_key": 1004}
+# Vidu's `reason` words (its error-code page) by HTTP status.
+_VIDU_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    402: "CreditInsufficient",
+    403: "Forbidden",
+    404: "TaskNotFound",
+    413: "BadRequest",
+    429: "TooManyRequests",
+}
+
+
 def render_error(err: GatewayError, style: ErrorStyle, request_id: str = "") -> bytes:
     """The JSON body for `err` in the shape the family's clients parse."""
     if style == "openai":
@@ -129,6 +147,14 @@ def render_error(err: GatewayError, style: ErrorStyle, request_id: str = "") -> 
         status = _GEMINI_STATUS.get(err.status, "INTERNAL")
         return orjson.dumps({"error": {"code": err.status, "message": err.message, "status": status}})
     if style == "fish":
+        return orjson.dumps({"status": err.status, "message": err.message})
+    if style == "kling":
+        code = _KLING_AUTH.get(err.code or "") or _KLING_CODES.get(err.status, 5000)
+        return orjson.dumps({"code": code, "message": err.message, "request_id": request_id})
+    if style == "vidu":
+        reason = _VIDU_REASONS.get(err.status, "InternalServiceFailure")
+        return orjson.dumps({"code": err.status, "reason": reason, "message": err.message, "metadata": {}})
+    if style == "picwish":
         return orjson.dumps({"status": err.status, "message": err.message})
     if style == "stability":
         return orjson.dumps({"id": request_id, "name": err.code or "error", "errors": [err.message]})

@@ -16,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from unigate.auth.cache import KeyCache
 from unigate.config import GatewayConfig, load_config
 from unigate.limits.rate import RateLimiter
-from unigate.music.record import music_record
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.registry import build_provider
 from unigate.routing.catalog import Catalog
@@ -29,6 +28,7 @@ from unigate.tasks.group_commit import GroupCommit
 from unigate.tasks.outbox import OutboxDeliverer
 from unigate.tasks.poller import Poller
 from unigate.tasks.service import TaskService
+from unigate.tasks.shapes import task_shapes
 from unigate.tasks.store import TaskStore
 from unigate.usage.recorder import UsageRecorder
 from unigate.webhooks.sender import WebhookSender
@@ -66,9 +66,7 @@ class Gateway:
         admin_key = settings.admin_key or read_or_create_admin_key(settings.data_dir)[0]
         router = Router(RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds))
         task_store = TaskStore(engine)
-        tasks = TaskService(
-            task_store, GroupCommit(task_store), router, config.tasks, {"music": music_record}
-        )
+        tasks = TaskService(task_store, GroupCommit(task_store), router, config.tasks, task_shapes())
         allow_private = settings.allow_private_webhooks or config.tasks.allow_private_webhooks
         sender = WebhookSender(allow_private)
         outbox = OutboxDeliverer(task_store, keys, sender, config.tasks.webhook_retry_schedule,

@@ -212,7 +212,7 @@ def test_submit_music_returns_the_exact_submitted_record(first_wave: dict[str, R
     assert task["status"] == "SUBMITTED"
     assert task["progress"] == "0%"
     assert task["finish_time"] == 0
-    assert task["start_time"] == 0
+    assert task["start_time"] == task["submit_time"], "spec §2.1: same form as submit_time"
     assert len(str(task["submit_time"])) == 10
     assert int(run.sent_at) - 1 <= task["submit_time"] <= run.answered_at + 1
     assert task["notify_hook"] == ""
@@ -237,6 +237,8 @@ def test_submit_music_returns_the_exact_submitted_record(first_wave: dict[str, R
         assert clip["title"] == MUSIC_REQUEST["title"]
         assert clip["model_name"] == "chirp-v4"
         assert clip["play_count"] == 0 and clip["upvote_count"] == 0 and clip["flag_count"] == 0
+        avatar = http("GET", clip["avatar_image_url"])
+        assert avatar.status == 200 and avatar.body.startswith(PNG_SIGNATURE), clip["avatar_image_url"]
         created = parse_iso_utc(clip["created_at"])
         assert run.sent_at - 2 <= created.timestamp() <= run.answered_at + 2
         meta = clip["metadata"]

@@ -136,9 +136,14 @@ def assert_fields(
 def assert_music_task_shape(task: dict[str, Any], *, metadata_extras: bool = True) -> None:
     """Every field of §2.1 (and §2.2/§2.3 for each clip) with the right JSON type."""
     assert_fields("task", task, TASK_FIELDS)
+    # Spec §2.1: submit_time and start_time are ten-digit numbers.
+    for name in ("submit_time", "start_time"):
+        assert 10**9 <= task[name] < 10**10, f"{name} is not a ten-digit timestamp: {task[name]}"
     assert isinstance(task["data"], list), "a music task's data is a list of clips"
     for i, clip in enumerate(task["data"]):
         assert_fields(f"clip[{i}]", clip, CLIP_FIELDS)
+        # Spec §2.2 types avatar_image_url as "string, uri".
+        assert clip["avatar_image_url"].startswith(("http://", "https://")), clip["avatar_image_url"]
         extras = METADATA_EXTRAS if metadata_extras else set()
         assert_fields(f"clip[{i}].metadata", clip["metadata"], METADATA_FIELDS, extras)
         for j, item in enumerate(clip["metadata"]["history"]):

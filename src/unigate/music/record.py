@@ -12,6 +12,8 @@ from typing import Any
 
 from unigate.tasks.model import SUCCESS, Task
 
+AVATAR_NAME = "avatar.png"  # served by the media endpoint
+
 _URL_FIELDS = ("audio_url", "video_url", "image_url", "image_large_url")
 
 
@@ -83,7 +85,8 @@ def render_clip(task: Task, position: int, clip_id: str, upstream: dict[str, Any
         "created_at": iso_utc(task.created_at),
         "handle": "",
         "display_name": "",
-        "avatar_image_url": "",
+        "avatar_image_url": up.get("avatar_image_url")
+        or f"{task.public_base.rstrip('/')}/media/{AVATAR_NAME}",
         "user_id": task.key_id,
         "entity_type": "song_schema",
         "is_public": False,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from unigate.config import ProviderConfig
 from unigate.errors import InvalidRequest
@@ -108,15 +108,27 @@ class MediaCall:
 
 @dataclass(slots=True)
 class TaskSubmission:
-    """An asynchronous job for an upstream: `action` is the family's verb (MUSIC, LYRICS,
-    UPLOAD, ...), `fields` the validated request fields in the upstream family's naming."""
+    """An asynchronous job for an upstream. `family` is the path family that created it
+    (music, openai-video, video, kling, veo, vidu, picwish); `action` the job's verb (MUSIC,
+    LYRICS, UPLOAD, text2video, image2video, remix, text2audio, lip-sync, or a PicWish
+    `visual/<tool>` / `document/<tool>`); `fields` the validated request fields. Video jobs
+    carry the canonical fields of `unigate.video.job`, whatever format the client used."""
 
     family: str
     action: str
     model: str
     fields: dict[str, Any]
-    upload: bytes | None = None  # a file the job starts from (audio upload)
+    upload: bytes | None = None  # a file the job starts from (audio upload, reference image)
     upload_name: str = ""
+    upload_type: str = ""  # its content type, when known
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRef:
+    """What an adapter needs to find one of its jobs again."""
+
+    upstream_id: str
+    action: str
 
 
 @dataclass(slots=True)
@@ -137,6 +149,13 @@ class UpstreamTask:
     error_type: str = ""
     clips: list[dict[str, Any]] = field(default_factory=list)
     lyrics: dict[str, Any] | None = None
+    # Produced files (video, audio, image, document): each {"url", and where known
+    # "cover_url", "thumbnail_url", "spritesheet_url", "duration", "width", "height",
+    # "content_type", "id"}. A relative url ("/media/...") is served by the gateway itself;
+    # "private": True marks an upstream url that needs the provider's credentials, which the
+    # gateway fetches for the client (`Provider.task_content`).
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    start_time: int | None = None  # the upstream's own start time (unix seconds), if it says
 
 
 class RouteFailed(Exception):
@@ -154,12 +173,20 @@ class StreamBroken(Exception):
     """The upstream stream failed after bytes were already relayed."""
 
 
+class UrlFetcher(Protocol):
+    """Fetches a client-supplied URL through the SSRF guard: (body, content type)."""
+
+    async def __call__(self, url: str, max_bytes: int) -> tuple[bytes, str]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderContext:
     """Process-wide facilities an adapter may need, handed in at construction."""
 
     data_dir: Path
     music_seconds: float = 8.0  # how long the sandbox's music jobs take
+    task_seconds: float = 4.0  # how long the sandbox's other jobs (video, audio, visual) take
+    fetch_url: UrlFetcher | None = None  # for inputs the gateway itself must download
 
 
 class Provider:
@@ -208,10 +235,22 @@ class Provider:
         """Start an upstream job; raise RouteFailed (try another route) or UpstreamRejected."""
         raise _unsupported(self, f"{job.family} tasks")
 
-    async def poll_tasks(self, upstream_ids: list[str], timeouts: Timeouts) -> dict[str, UpstreamTask]:
-        """Current state of several jobs in one call where the upstream allows it. Ids the
-        upstream does not report are left out (the poller retries them later)."""
+    async def poll_tasks(self, refs: list[TaskRef], timeouts: Timeouts) -> dict[str, UpstreamTask]:
+        """Current state of several jobs (keyed by upstream id), in one call where the
+        upstream allows it. Jobs the upstream does not report are left out (the poller
+        retries them later, until the task's deadline)."""
         raise _unsupported(self, "task polling")
+
+    async def task_content(
+        self, ref: TaskRef, output: dict[str, Any], variant: str, timeouts: Timeouts
+    ) -> Reply:
+        """The bytes of a private output (see `UpstreamTask.outputs`) as a streamed Reply;
+        `variant` is video | thumbnail | spritesheet."""
+        raise _unsupported(self, "task downloads")
+
+    async def delete_task(self, ref: TaskRef, timeouts: Timeouts) -> None:
+        """Delete a finished job and its files upstream, where the upstream has that."""
+        return None
 
 
 def _unsupported(provider: Provider, what: str) -> InvalidRequest:

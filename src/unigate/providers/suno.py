@@ -20,6 +20,7 @@ from unigate.providers.base import (
     RouteFailed,
     SubmitResult,
     Target,
+    TaskRef,
     TaskSubmission,
     Timeouts,
     UpstreamTask,
@@ -56,6 +57,7 @@ _CLIP_FIELDS = (
     "image_large_url",
     "model_name",
     "major_model_version",
+    "avatar_image_url",
 )
 
 
@@ -93,8 +95,8 @@ class SunoProvider(Provider):
                 return SubmitResult(upstream_id, ids)
         raise RouteFailed("The upstream's submit answer has no task id.")
 
-    async def poll_tasks(self, upstream_ids: list[str], timeouts: Timeouts) -> dict[str, UpstreamTask]:
-        data = await self._call("/suno/fetch", {"ids": upstream_ids}, timeouts)
+    async def poll_tasks(self, refs: list[TaskRef], timeouts: Timeouts) -> dict[str, UpstreamTask]:
+        data = await self._call("/suno/fetch", {"ids": [r.upstream_id for r in refs]}, timeouts)
         items = data if isinstance(data, list) else [data] if isinstance(data, dict) else []
         out: dict[str, UpstreamTask] = {}
         for item in items:
@@ -157,6 +159,7 @@ def _task_state(item: dict[str, Any]) -> UpstreamTask:
         error_type=str(item.get("error_type") or ""),
         clips=clips,
         lyrics=lyrics,
+        start_time=_unix(item.get("start_time")),
     )
 
 
@@ -170,6 +173,13 @@ def _clip(raw: dict[str, Any]) -> dict[str, Any]:
         clip["error_message"] = str(meta["error_message"])
         clip["error_type"] = str(meta.get("error_type") or "upstream_error")
     return clip
+
+
+def _unix(value: Any) -> int | None:
+    """A positive unix time in seconds (13-digit milliseconds are converted), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return int(value / 1000) if value >= 1e12 else int(value)
 
 
 def _percent(value: Any) -> int | None:

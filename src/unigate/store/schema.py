@@ -60,7 +60,7 @@ tasks = sa.Table(
     sa.Column("id", sa.String(40), primary_key=True),  # public id (UUID)
     sa.Column("key_id", sa.String(40), nullable=False),  # owner
     sa.Column("family", sa.String(20), nullable=False),
-    sa.Column("action", sa.String(20), nullable=False),
+    sa.Column("action", sa.String(60), nullable=False),
     sa.Column("model", sa.String(200), nullable=False),
     sa.Column("provider", sa.String(100), nullable=False),
     sa.Column("upstream_id", sa.String(200), nullable=False),
@@ -84,8 +84,12 @@ tasks = sa.Table(
     sa.Column("deadline_at", sa.Float, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
+    # The client's own id for the task (Kling's external_task_id); "" when none.
+    sa.Column("external_id", sa.String(200), nullable=False, server_default=""),
     sa.Index("ix_tasks_due", "status", "next_poll_at"),
     sa.Index("ix_tasks_key", "key_id"),
+    sa.Index("ix_tasks_key_family", "key_id", "family", "created_at"),
+    sa.Index("ix_tasks_external", "key_id", "external_id"),
 )
 
 # Public clip ids of a task, and the upstream clip each maps to once known. A continuation

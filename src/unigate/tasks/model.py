@@ -17,7 +17,7 @@ SUCCESS = "SUCCESS"
 FAILURE = "FAILURE"
 UNKNOWN = "UNKNOWN"
 TERMINAL = frozenset({SUCCESS, FAILURE})
-_ORDER = {"NOT_START": 0, SUBMITTED: 1, QUEUED: 2, IN_PROGRESS: 3, SUCCESS: 4, FAILURE: 4}
+STATUS_ORDER = {"NOT_START": 0, SUBMITTED: 1, QUEUED: 2, IN_PROGRESS: 3, SUCCESS: 4, FAILURE: 4}
 
 # Suno-style clip statuses and the task status each implies.
 CLIP_TO_TASK = {
@@ -48,9 +48,9 @@ def combine_clip_statuses(statuses: list[str]) -> str:
 
 def may_move(current: str, new: str) -> bool:
     """Transitions only go forward; terminal states are final; UNKNOWN is ignored."""
-    if current in TERMINAL or new == UNKNOWN or new not in _ORDER:
+    if current in TERMINAL or new == UNKNOWN or new not in STATUS_ORDER:
         return False
-    return _ORDER[new] >= _ORDER.get(current, 0)
+    return STATUS_ORDER[new] >= STATUS_ORDER.get(current, 0)
 
 
 @dataclass(slots=True)
@@ -83,6 +83,7 @@ class Task:
     created_at: float = 0.0
     updated_at: float = 0.0
     clip_ids: list[str] = field(default_factory=list)
+    external_id: str = ""  # the client's own id for the task, where its family has one
 
     @property
     def terminal(self) -> bool:

@@ -18,8 +18,17 @@ from typing import Any
 
 from unigate.background import Periodic
 from unigate.config import TasksConfig
-from unigate.providers.base import Provider, UpstreamTask
-from unigate.tasks.model import CLIP_TO_TASK, FAILURE, IN_PROGRESS, QUEUED, SUCCESS, TERMINAL, Task, may_move
+from unigate.providers.base import Provider, TaskRef, UpstreamTask
+from unigate.tasks.model import (
+    CLIP_TO_TASK,
+    FAILURE,
+    IN_PROGRESS,
+    QUEUED,
+    STATUS_ORDER,
+    TERMINAL,
+    Task,
+    may_move,
+)
 from unigate.tasks.service import TaskService
 
 log = logging.getLogger("unigate.tasks")
@@ -78,7 +87,8 @@ class Poller:
         else:
             try:
                 self.polls += 1
-                states = await provider.poll_tasks([t.upstream_id for t in group], provider.timeouts())
+                refs = [TaskRef(t.upstream_id, t.action) for t in group]
+                states = await provider.poll_tasks(refs, provider.timeouts())
             except Exception as exc:  # one provider's outage must not stop the others
                 log.warning("polling %d task(s) at %s failed: %s", len(group), name, exc)
         for task in group:
@@ -143,8 +153,12 @@ def _changes(task: Task, state: UpstreamTask, now: float) -> dict[str, Any]:
     if may_move(task.status, state.status) and state.status != task.status:
         status = state.status
         changes["status"] = status
-    if status in (IN_PROGRESS, SUCCESS, FAILURE) and task.start_time == 0:
-        changes["start_time"] = int(now)
+    started = state.start_time
+    running = STATUS_ORDER[IN_PROGRESS]
+    if started is None and STATUS_ORDER.get(task.status, 0) < running <= STATUS_ORDER.get(status, 0):
+        started = int(now)  # first seen running: the real start replaces the submit time
+    if started is not None and started != task.start_time:
+        changes["start_time"] = started
     if status in TERMINAL:
         changes["finish_time"] = int(now)
     progress = _progress(task, status, state)
@@ -158,6 +172,8 @@ def _changes(task: Task, state: UpstreamTask, now: float) -> dict[str, Any]:
             result["duration"] = max(durations)
     if state.lyrics is not None:
         result["lyrics"] = state.lyrics
+    if state.outputs:
+        result["outputs"] = state.outputs
     if status == FAILURE:
         reason = state.fail_reason or "The upstream reported a failure."
         changes["fail_reason"] = reason

@@ -27,6 +27,19 @@ Renderer = Callable[[Task], dict[str, Any]]
 _RENDER_CACHE = 2048  # records (a few KB each)
 
 
+@dataclass(frozen=True, slots=True)
+class TaskShape:
+    """How one path family shows its tasks: the record its fetch endpoint answers, and the
+    body of the webhook event its callbacks carry (built from that record)."""
+
+    record: Renderer
+    event: Callable[[dict[str, Any]], Any]
+
+
+def music_envelope(record: dict[str, Any]) -> dict[str, Any]:
+    return {"code": "success", "message": "", "data": record}
+
+
 class InsufficientBudget(GatewayError):
     status, type, code = 402, "insufficient_quota", "insufficient_quota"
 
@@ -45,17 +58,17 @@ class TaskService:
         writer: GroupCommit,
         router: Router,
         config: TasksConfig,
-        renderers: dict[str, Renderer],
+        shapes: dict[str, TaskShape],
     ) -> None:
         self.store = store
         self.writer = writer
         self.router = router
         self.config = config
-        self.renderers = renderers
+        self.shapes = shapes
         self._rendered: dict[str, tuple[int, bytes]] = {}
 
     def render(self, task: Task) -> dict[str, Any]:
-        return self.renderers[task.family](task)
+        return self.shapes[task.family].record(task)
 
     def rendered(self, task: Task) -> bytes:
         """The task's record as JSON, rendered once per task version: clients poll the same
@@ -75,7 +88,7 @@ class TaskService:
         """The webhook event reporting `task`'s current state, if it has a hook."""
         if not task.notify_hook:
             return []
-        payload = orjson.dumps({"code": "success", "message": "", "data": self.render(task)})
+        payload = orjson.dumps(self.shapes[task.family].event(self.render(task)))
         return [OutboxEvent(new_message_id(), task.id, task.key_id, task.notify_hook, payload)]
 
     async def submit(
@@ -87,8 +100,9 @@ class TaskService:
         price: float,
         notify_hook: str,
         public_base: str,
-        clip_count: int,
+        clip_count: int = 0,
         stored_fields: dict[str, Any] | None = None,
+        external_id: str = "",
     ) -> Task:
         """Submit upstream, then commit the task; `stored_fields` is what the task record
         shows when it differs from what the upstream is sent (e.g. public vs upstream clip ids)."""
@@ -99,7 +113,13 @@ class TaskService:
 
         async def invoke(target: Target) -> SubmitResult:
             upstream_job = TaskSubmission(
-                job.family, job.action, target.upstream_model, job.fields, job.upload, job.upload_name
+                job.family,
+                job.action,
+                target.upstream_model,
+                job.fields,
+                job.upload,
+                job.upload_name,
+                job.upload_type,
             )
             return await target.provider.submit_task(upstream_job, target)
 
@@ -120,7 +140,9 @@ class TaskService:
             progress=0,
             fail_reason="",
             submit_time=int(now),
-            start_time=0,
+            # Spec: "the same form as submit_time". Moved to the real start once the upstream
+            # reports the job running (or says when it started).
+            start_time=int(now),
             finish_time=0,
             notify_hook=notify_hook,
             request=job.fields if stored_fields is None else stored_fields,
@@ -132,6 +154,7 @@ class TaskService:
             created_at=now,
             updated_at=now,
             clip_ids=[str(uuid.uuid4()) for _ in range(clip_count)],
+            external_id=external_id,
         )
         upstream_clips: list[str | None] = [*result.clip_ids, *([None] * (clip_count - len(result.clip_ids)))]
         await self.writer.insert(
@@ -139,24 +162,27 @@ class TaskService:
         )
         return task
 
-    async def fetch_rendered(self, principal: Principal, task_id: str) -> bytes | None:
-        """The caller's task as rendered JSON, or None. A task polled again before it changed
-        is answered from the render cache without decoding the row."""
+    async def fetch_rendered(self, principal: Principal, task_id: str, family: str = "music") -> bytes | None:
+        """The caller's task of `family` as rendered JSON, or None. A task polled again
+        before it changed is answered from the render cache without decoding the row."""
         row = await self.store.get_row(task_id)
-        if row is None or row.key_id != principal.key_id:
+        if row is None or row.key_id != principal.key_id or row.family != family:
             return None
         cached = self._rendered.get(task_id)
         if cached is not None and cached[0] == row.version:
             return cached[1]
         return self.rendered(row_task(row))
 
-    async def fetch(self, principal: Principal, task_id: str) -> Task | None:
-        """The task if it exists and belongs to the caller (another key's id looks unknown)."""
+    async def fetch(self, principal: Principal, task_id: str, family: str = "music") -> Task | None:
+        """The task if it exists, belongs to the caller and was created through `family`'s
+        paths (another key's id, or another family's, looks unknown)."""
         task = await self.store.get(task_id)
-        return task if task is not None and task.key_id == principal.key_id else None
+        if task is None or task.key_id != principal.key_id or task.family != family:
+            return None
+        return task
 
-    async def fetch_many(self, principal: Principal, ids: list[str]) -> list[Task]:
-        return await self.store.get_many(ids, principal.key_id)
+    async def fetch_many(self, principal: Principal, ids: list[str], family: str = "music") -> list[Task]:
+        return [t for t in await self.store.get_many(ids, principal.key_id) if t.family == family]
 
 
 def provider_target(provider: Provider, model: str) -> Target:

@@ -75,6 +75,7 @@ def _task_values(task: Task) -> dict[str, Any]:
         "deadline_at": task.deadline_at,
         "created_at": task.created_at,
         "updated_at": task.updated_at,
+        "external_id": task.external_id,
     }
 
 
@@ -105,6 +106,7 @@ def row_task(row: Any) -> Task:
         created_at=row.created_at,
         updated_at=row.updated_at,
         clip_ids=orjson.loads(row.clip_ids),
+        external_id=row.external_id,
     )
 
 
@@ -222,6 +224,53 @@ class TaskStore:
                 rows = (await conn.execute(tasks.select().where(tasks.c.id.in_(unique)))).all()
         by_id = {r.id: row_task(r) for r in rows if r.key_id == key_id}
         return [by_id[i] for i in unique if i in by_id]
+
+    async def by_external_id(self, key_id: str, family: str, external_id: str) -> Task | None:
+        """The caller's task of `family` that the client named `external_id`."""
+        stmt = tasks.select().where(
+            tasks.c.key_id == key_id, tasks.c.external_id == external_id, tasks.c.family == family
+        )
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(stmt.order_by(tasks.c.created_at.desc()).limit(1))).first()
+        return row_task(row) if row is not None else None
+
+    async def page(
+        self, key_id: str, family: str, *, after: str | None, limit: int, newest_first: bool
+    ) -> tuple[list[Task], bool]:
+        """One page of the caller's tasks of `family` in creation order, starting after the
+        task `after` (a cursor the client got from the previous page); (tasks, more follow)."""
+        order = (
+            (tasks.c.created_at.desc(), tasks.c.id.desc())
+            if newest_first
+            else (tasks.c.created_at.asc(), tasks.c.id.asc())
+        )
+        stmt = tasks.select().where(tasks.c.key_id == key_id, tasks.c.family == family)
+        async with self.engine.connect() as conn:
+            if after:
+                cursor = (
+                    await conn.execute(
+                        sa.select(tasks.c.created_at).where(tasks.c.id == after, tasks.c.key_id == key_id)
+                    )
+                ).first()
+                if cursor is None:
+                    return [], False
+                mark = sa.tuple_(tasks.c.created_at, tasks.c.id)
+                edge = sa.tuple_(sa.literal(cursor.created_at), sa.literal(after))
+                stmt = stmt.where(mark < edge if newest_first else mark > edge)
+            rows = (await conn.execute(stmt.order_by(*order).limit(limit + 1))).all()
+        return [row_task(r) for r in rows[:limit]], len(rows) > limit
+
+    async def delete(self, task: Task) -> bool:
+        """Remove a finished task and its clips (its ledger rows and delivered events stay,
+        for accounting); False if it changed or went away meanwhile."""
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                tasks.delete().where(tasks.c.id == task.id, tasks.c.version == task.version)
+            )
+            if result.rowcount != 1:
+                return False
+            await conn.execute(task_clips.delete().where(task_clips.c.task_id == task.id))
+        return True
 
     async def clip(self, clip_id: str) -> tuple[str, str, str, str | None] | None:
         """(task id, owner key id, provider, upstream clip id) of a public clip id."""

@@ -21,6 +21,7 @@ from unigate.providers.base import (
     Reply,
     SubmitResult,
     Target,
+    TaskRef,
     TaskSubmission,
     TextCall,
     Timeouts,
@@ -68,8 +69,8 @@ class SandboxProvider(Provider):
             return await super().submit_task(job, target)
         return await self.jobs.submit(job)
 
-    async def poll_tasks(self, upstream_ids: list[str], timeouts: Timeouts) -> dict[str, UpstreamTask]:
-        return await self.jobs.poll(upstream_ids)
+    async def poll_tasks(self, refs: list[TaskRef], timeouts: Timeouts) -> dict[str, UpstreamTask]:
+        return await self.jobs.poll([r.upstream_id for r in refs])
 
     async def aclose(self) -> None:
         self.jobs.journal.close()
