@@ -97,6 +97,7 @@ class MusicConfig(_Strict):
 
 class SandboxConfig(_Strict):
     music_seconds: float = Field(default=8.0, gt=0)  # time for a sandbox music task to finish
+    task_seconds: float = Field(default=4.0, gt=0)  # video, sound effect, lip sync, visual tasks
 
 
 class MediaConfig(_Strict):

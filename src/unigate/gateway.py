@@ -31,6 +31,7 @@ from unigate.tasks.service import TaskService
 from unigate.tasks.shapes import task_shapes
 from unigate.tasks.store import TaskStore
 from unigate.usage.recorder import UsageRecorder
+from unigate.webhooks.fetch import fetch_url
 from unigate.webhooks.sender import WebhookSender
 
 log = logging.getLogger("unigate")
@@ -61,14 +62,23 @@ class Gateway:
         config = config or load_config(settings.config_path)
         engine = db.create_engine(settings.database_url)
         keys = KeyStore(engine)
-        context = ProviderContext(data_dir=settings.data_dir, music_seconds=config.sandbox.music_seconds)
+        allow_private = settings.allow_private_webhooks or config.tasks.allow_private_webhooks
+        sender = WebhookSender(allow_private)
+
+        async def fetch_input(url: str, max_bytes: int) -> tuple[bytes, str]:
+            return await fetch_url(sender, url, max_bytes)
+
+        context = ProviderContext(
+            data_dir=settings.data_dir,
+            music_seconds=config.sandbox.music_seconds,
+            task_seconds=config.sandbox.task_seconds,
+            fetch_url=fetch_input,
+        )
         providers = {p.name: build_provider(p, context) for p in config.providers}
         admin_key = settings.admin_key or read_or_create_admin_key(settings.data_dir)[0]
         router = Router(RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds))
         task_store = TaskStore(engine)
         tasks = TaskService(task_store, GroupCommit(task_store), router, config.tasks, task_shapes())
-        allow_private = settings.allow_private_webhooks or config.tasks.allow_private_webhooks
-        sender = WebhookSender(allow_private)
         outbox = OutboxDeliverer(task_store, keys, sender, config.tasks.webhook_retry_schedule,
                                  config.tasks.webhook_timeout)  # fmt: skip
         return cls(

@@ -32,7 +32,9 @@ from unigate.providers.sandbox.completions import completions_reply
 from unigate.providers.sandbox.embeddings import embeddings_reply
 from unigate.providers.sandbox.gemini_image import gemini_image_reply
 from unigate.providers.sandbox.jobs import SandboxJobs
+from unigate.providers.sandbox.kinds import sandbox_kinds
 from unigate.providers.sandbox.media_calls import SandboxMedia
+from unigate.providers.sandbox.tasks import SandboxTasks
 
 PROVIDER_TYPE = "sandbox"
 
@@ -47,6 +49,7 @@ class SandboxProvider(Provider):
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
         self.jobs = SandboxJobs(context.data_dir, context.music_seconds)
+        self.tasks = SandboxTasks(context.data_dir, context.task_seconds, context.fetch_url, sandbox_kinds())
         self.media_calls = SandboxMedia(context.data_dir / "media")
 
     async def media(self, call: MediaCall, target: Target) -> Reply:
@@ -65,15 +68,26 @@ class SandboxProvider(Provider):
         return embeddings_reply(call)
 
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
-        if job.family != "music":
-            return await super().submit_task(job, target)
-        return await self.jobs.submit(job)
+        if job.family == "music":
+            return await self.jobs.submit(job)
+        return await self.tasks.submit(job)
 
     async def poll_tasks(self, refs: list[TaskRef], timeouts: Timeouts) -> dict[str, UpstreamTask]:
-        return await self.jobs.poll([r.upstream_id for r in refs])
+        music = [r.upstream_id for r in refs if r.upstream_id.startswith("sbx_")]
+        states = await self.jobs.poll(music) if music else {}
+        others = [r for r in refs if not r.upstream_id.startswith("sbx_")]
+        if others:
+            states.update(await self.tasks.poll(others))
+        return states
+
+    async def delete_task(self, ref: TaskRef, timeouts: Timeouts) -> None:
+        """A deleted job's files go with it."""
+        for path in self.media_calls.media_dir.glob(f"{ref.upstream_id}*"):
+            path.unlink(missing_ok=True)
 
     async def aclose(self) -> None:
         self.jobs.journal.close()
+        self.tasks.journal.close()
 
 
 __all__ = ["SandboxProvider"]

@@ -1,0 +1,155 @@
+"""The sandbox's asynchronous jobs other than music: video, sound effects, lip sync and the
+visual/document tools, each behaving like a real upstream job.
+
+A submit checks and stores the job's inputs (uploads and URLs the gateway fetches through
+its SSRF guard) and appends the job to a journal under `<data dir>/sandbox/tasks`, so jobs
+survive a gateway restart (even kill -9) as an upstream's would. A job's state is a function
+of the time since it was submitted: queued for the first fifth of `task_seconds`, then in
+progress with a rising percentage, then done; its files are rendered once, on the first poll
+after that (in a worker thread), into `<data dir>/media`, which the gateway serves under
+`/media/`. A prompt containing `[sandbox:fail]` makes the job fail, so failure paths can be
+exercised offline.
+
+Each kind of job (`SandboxKind`) says how to check its inputs and how to render its files;
+the journal, the timeline and the failure handling are shared here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Protocol
+
+from unigate.errors import InvalidRequest
+from unigate.providers.base import SubmitResult, TaskRef, TaskSubmission, UpstreamTask, UrlFetcher
+from unigate.providers.sandbox.journal import JobJournal
+
+FAIL_MARKER = "[sandbox:fail]"
+QUEUED_SHARE = 0.2  # of task_seconds spent queued before the job runs
+
+
+class SandboxKind(Protocol):
+    """One kind of sandbox job."""
+
+    async def prepare(self, job: TaskSubmission, inputs: InputStore) -> dict[str, Any]:
+        """Check the job's inputs (raise `InvalidRequest` for bad ones) and return what its
+        rendering needs, JSON-able (paths of stored inputs, resolved parameters)."""
+        ...
+
+    def render(self, job_id: str, record: dict[str, Any], media: Path) -> list[dict[str, Any]]:
+        """Write the job's files into `media` (names starting with `job_id`) and describe them
+        as `UpstreamTask.outputs` with `/media/<name>` urls. Runs in a worker thread; a
+        `ValueError` or `OSError` fails the job with its message."""
+        ...
+
+
+class InputStore:
+    """Where a job's input files are kept until it is rendered, and how URL inputs arrive."""
+
+    def __init__(self, directory: Path, fetch_url: UrlFetcher | None, job_id: str) -> None:
+        self.directory = directory
+        self.fetch_url = fetch_url
+        self.job_id = job_id
+
+    def save(self, name: str, data: bytes) -> str:
+        """Store an input file; returns its path (for the job record)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"{self.job_id}-{name}"
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        return str(path)
+
+    async def fetch(self, url: str, max_bytes: int, param: str) -> bytes:
+        """A URL input, fetched through the gateway's SSRF guard (data: URLs decoded)."""
+        if url.startswith("data:"):
+            return decode_data_url(url, param)
+        if self.fetch_url is None:
+            raise InvalidRequest("This gateway cannot fetch URL inputs.", param=param, code="url_refused")
+        data, _ = await self.fetch_url(url, max_bytes)
+        return data
+
+
+def decode_data_url(url: str, param: str) -> bytes:
+    import base64
+    import binascii
+
+    head, _, payload = url.partition(",")
+    if not head.endswith(";base64") or not payload:
+        raise InvalidRequest(f"'{param}' must be a base64 data URL.", param=param, code="invalid_value")
+    try:
+        return base64.b64decode(payload, validate=True)
+    except binascii.Error:
+        raise InvalidRequest(f"'{param}' is not valid base64.", param=param, code="invalid_value") from None
+
+
+class SandboxTasks:
+    def __init__(
+        self, data_dir: Path, seconds: float, fetch_url: UrlFetcher | None, kinds: dict[str, SandboxKind]
+    ) -> None:
+        self.journal = JobJournal(data_dir / "sandbox" / "tasks")
+        self.inputs = data_dir / "sandbox" / "inputs"
+        self.media = data_dir / "media"
+        self.seconds = seconds
+        self.fetch_url = fetch_url
+        self.kinds = kinds
+
+    def kind(self, action: str) -> SandboxKind | None:
+        """The kind for an action: exact (`text2video`), else by prefix (`visual/…`)."""
+        return self.kinds.get(action) or self.kinds.get(action.split("/", 1)[0] + "/")
+
+    async def submit(self, job: TaskSubmission) -> SubmitResult:
+        kind = self.kind(job.action)
+        if kind is None:
+            raise InvalidRequest(f"The sandbox has no '{job.action}' jobs.", code="unsupported_operation")
+        job_id = "sbt_" + uuid.uuid4().hex
+        prepared = await kind.prepare(job, InputStore(self.inputs, self.fetch_url, job_id))
+        record = {
+            "action": job.action,
+            "model": job.model,
+            "fields": job.fields,
+            "prepared": prepared,
+            "created": time.time(),
+        }
+        self.journal.append(job_id, record)
+        return SubmitResult(job_id)
+
+    async def poll(self, refs: list[TaskRef]) -> dict[str, UpstreamTask]:
+        out: dict[str, UpstreamTask] = {}
+        for ref in refs:
+            record = self.journal.get(ref.upstream_id)
+            if record is None:
+                continue  # unknown here: the poller retries, then the deadline decides
+            out[ref.upstream_id] = await self._state(ref.upstream_id, record)
+        return out
+
+    async def _state(self, job_id: str, record: dict[str, Any]) -> UpstreamTask:
+        created = float(record["created"])
+        elapsed = time.time() - created
+        started = int(created + self.seconds * QUEUED_SHARE)
+        if elapsed < self.seconds * QUEUED_SHARE:
+            return UpstreamTask(job_id, "QUEUED", progress=0)
+        if FAIL_MARKER in str(record["fields"].get("prompt") or ""):
+            if elapsed < self.seconds * 0.5:
+                return UpstreamTask(job_id, "IN_PROGRESS", progress=30, start_time=started)
+            return _failed(job_id, "The sandbox was asked to fail this task.", started)
+        if elapsed < self.seconds:
+            return UpstreamTask(
+                job_id, "IN_PROGRESS", progress=int(100 * elapsed / self.seconds), start_time=started
+            )
+        kind = self.kind(str(record["action"]))
+        if kind is None:
+            return _failed(job_id, f"The sandbox has no '{record['action']}' jobs.", started)
+        try:
+            outputs = await asyncio.to_thread(kind.render, job_id, record, self.media)
+        except (OSError, ValueError) as exc:
+            return _failed(job_id, f"The sandbox could not render this task: {exc}", started)
+        return UpstreamTask(job_id, "SUCCESS", progress=100, outputs=outputs, start_time=started)
+
+
+def _failed(job_id: str, reason: str, started: int) -> UpstreamTask:
+    return UpstreamTask(
+        job_id, "FAILURE", fail_reason=reason, error_type="sandbox_failure", start_time=started
+    )

@@ -1,0 +1,1 @@
+"""Video families: the canonical job, its validation per input format, and task records."""
