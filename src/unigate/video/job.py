@@ -59,4 +59,4 @@ def video_seconds(fields: dict[str, Any], default: float = DEFAULT_SECONDS) -> f
 
 
 def _even(value: float) -> int:
-    return max(2, int(round(value / 2)) * 2)
+    return max(2, round(value / 2) * 2)
