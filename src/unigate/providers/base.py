@@ -106,6 +106,15 @@ class MediaCall:
     public_base: str = ""  # the gateway's URL as the client sees it, for links it serves itself
 
 
+@dataclass(frozen=True, slots=True)
+class InputFile:
+    """A file a job starts from, as the client uploaded it."""
+
+    data: bytes
+    filename: str = "upload"
+    content_type: str = "application/octet-stream"
+
+
 @dataclass(slots=True)
 class TaskSubmission:
     """An asynchronous job for an upstream. `family` is the path family that created it
@@ -118,9 +127,9 @@ class TaskSubmission:
     action: str
     model: str
     fields: dict[str, Any]
-    upload: bytes | None = None  # a file the job starts from (audio upload, reference image)
+    upload: bytes | None = None  # the audio file a music UPLOAD job starts from
     upload_name: str = ""
-    upload_type: str = ""  # its content type, when known
+    files: dict[str, InputFile] = field(default_factory=dict)  # named input files (image, mask)
 
 
 @dataclass(frozen=True, slots=True)

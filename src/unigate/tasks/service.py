@@ -119,7 +119,7 @@ class TaskService:
                 job.fields,
                 job.upload,
                 job.upload_name,
-                job.upload_type,
+                job.files,
             )
             return await target.provider.submit_task(upstream_job, target)
 

@@ -13,7 +13,7 @@ every video adapter (openai, kling, vidu, gemini, sandbox) builds its upstream c
     fps               int
     seed              int
     image             str     the start image: an http(s) URL, a data: URL, or raw base64
-                              (Kling); an uploaded file arrives in `TaskSubmission.upload`
+                              (Kling); an uploaded file arrives as `TaskSubmission.files["image"]`
     image_tail        str     Kling's end frame, same forms
     mode              str     Kling's std | pro
     cfg_scale         float
