@@ -32,11 +32,29 @@ class UpstreamHTTP:
     ) -> Response:
         """Send a request and return the response with its headers read; body unread. A form
         body brings its own Content-Type (the pool's default is JSON)."""
+        return await self.request("POST", path, data, timeouts, headers)
+
+    async def get(self, path: str, timeouts: Timeouts, headers: Mapping[str, str] | None = None) -> Response:
+        return await self.request("GET", path, b"", timeouts, headers)
+
+    async def delete(
+        self, path: str, timeouts: Timeouts, headers: Mapping[str, str] | None = None
+    ) -> Response:
+        return await self.request("DELETE", path, b"", timeouts, headers)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        data: bytes | FormBody,
+        timeouts: Timeouts,
+        headers: Mapping[str, str] | None = None,
+    ) -> Response:
         if isinstance(data, FormBody):
             headers = {**(headers or {}), "Content-Type": data.content_type}
         try:
             return await self._pool.request(
-                "POST",
+                method,
                 path,
                 data,
                 connect=timeouts.connect,
