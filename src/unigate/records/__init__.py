@@ -1,0 +1,1 @@
+"""Task records of the asynchronous path families other than music, one module per family."""
