@@ -19,6 +19,13 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 bash scripts/setup-venv.sh test
+# google-genai 3.x refuses `generate_videos` on the Gemini API before sending anything; the
+# Veo test drives the gateway with 2.34.0, the last release that sends it, from its own venv.
+if [ ! -x .venv-genai2/bin/python ] || ! .venv-genai2/bin/python -c 'import google.genai' 2>/dev/null; then
+    echo "setting up .venv-genai2 (google-genai 2.34.0 for the Veo test)"
+    "${PYTHON:-python3}" -m venv .venv-genai2
+    .venv-genai2/bin/python -m pip install -q google-genai==2.34.0
+fi
 echo "== ruff"; .venv/bin/ruff check src tests bench
 echo "== mypy"; .venv/bin/mypy
 echo "== pytest"

@@ -13,7 +13,24 @@ import logging
 import os
 from collections.abc import Awaitable
 
-from unigate.api import admin, audio, fish, gemini, health, images, media, messages, music, stability, text
+from unigate.api import (
+    admin,
+    audio,
+    fish,
+    gemini,
+    health,
+    images,
+    kling,
+    media,
+    messages,
+    music,
+    stability,
+    task_output,
+    text,
+    veo,
+    video_generations,
+    videos,
+)
 from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.auth.authenticate import authenticate
 from unigate.endpoints import Endpoint, EndpointTable
@@ -44,7 +61,12 @@ class GatewayApp:
             *images.endpoints(gateway),
             *fish.endpoints(gateway),
             *stability.endpoints(gateway),
+            *videos.endpoints(gateway),
+            *video_generations.endpoints(gateway),
+            *kling.endpoints(gateway),
+            *veo.endpoints(gateway),
             *media.endpoints(gateway),
+            *task_output.endpoints(gateway),
             *admin.endpoints(gateway),
         ]
         self.table = EndpointTable(endpoints)

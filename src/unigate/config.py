@@ -107,6 +107,7 @@ class MediaConfig(_Strict):
     fish_tts_model: str = "s1"  # /fish/v1/tts without a `model` header
     fish_asr_model: str = "fish-asr"  # /fish/v1/asr (Fish's ASR takes no model)
     sd3_model: str = "sd3.5-large"  # stable-image/generate/sd3 without `model`
+    default_video_model: str = "sora-2"  # /v1/videos without `model`
 
 
 class GatewayConfig(_Strict):
@@ -150,13 +151,35 @@ SANDBOX_MEDIA_MODELS = (
 )
 
 
+SANDBOX_VIDEO_MODELS = (
+    "sandbox-video",  # any video family
+    "sora-2",  # /v1/videos' default model
+    "sora-2-pro",
+    "kling-v1",  # Kling's default `model_name`
+    "kling-v1-6",
+    "kling-v2-master",
+    "kling-v2-1-master",
+    "kling-v2-5-turbo",
+    "kling-v2-6",
+    "veo-2.0-generate-001",
+    "veo-3.0-generate-001",
+    "veo-3.0-fast-generate-001",
+    "veo-3.1-generate-preview",
+)
+
+
 def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
     """The configuration used when no file is given: the sandbox for every family, plus
     real vendors whose credentials are present in the environment."""
     providers: list[dict[str, Any]] = [{"name": "sandbox", "protocol": "sandbox"}]
     models: list[dict[str, Any]] = [
         {"name": name, "routes": [{"provider": "sandbox"}]}
-        for name in (*SANDBOX_TEXT_MODELS, *SANDBOX_MUSIC_MODELS, *SANDBOX_MEDIA_MODELS)
+        for name in (
+            *SANDBOX_TEXT_MODELS,
+            *SANDBOX_MUSIC_MODELS,
+            *SANDBOX_MEDIA_MODELS,
+            *SANDBOX_VIDEO_MODELS,
+        )
     ]
     if key := env_credentials.get("OPENAI_API_KEY"):
         base = env_credentials.get("OPENAI_BASE_URL", "https://api.openai.com/v1")

@@ -103,6 +103,9 @@ class TaskFamily:
         return body
 
 
-async def send_raw(request: Request, body: bytes, status: int = 200) -> None:
+async def send_raw(
+    request: Request, body: bytes, status: int = 200, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
     """A JSON body already serialised, with the request id."""
-    await send_body(request.send, status, body, extra=[(b"x-request-id", request.request_id.encode())])
+    headers = [(b"x-request-id", request.request_id.encode()), *(extra or [])]
+    await send_body(request.send, status, body, extra=headers)

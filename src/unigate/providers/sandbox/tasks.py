@@ -17,6 +17,7 @@ the journal, the timeline and the failure handling are shared here.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from pathlib import Path
@@ -25,6 +26,8 @@ from typing import Any, Protocol
 from unigate.errors import InvalidRequest
 from unigate.providers.base import SubmitResult, TaskRef, TaskSubmission, UpstreamTask, UrlFetcher
 from unigate.providers.sandbox.journal import JobJournal
+
+log = logging.getLogger("unigate.sandbox")
 
 FAIL_MARKER = "[sandbox:fail]"
 QUEUED_SHARE = 0.2  # of task_seconds spent queued before the job runs
@@ -122,7 +125,10 @@ class SandboxTasks:
             record = self.journal.get(ref.upstream_id)
             if record is None:
                 continue  # unknown here: the poller retries, then the deadline decides
-            out[ref.upstream_id] = await self._state(ref.upstream_id, record)
+            try:
+                out[ref.upstream_id] = await self._state(ref.upstream_id, record)
+            except Exception:  # one broken job must not stall the others; it is retried
+                log.exception("sandbox job %s could not be polled", ref.upstream_id)
         return out
 
     async def _state(self, job_id: str, record: dict[str, Any]) -> UpstreamTask:

@@ -1,0 +1,83 @@
+"""Downloading a task's files, written once for every family that serves them: OpenAI's
+`/v1/videos/{id}/content`, Veo's `/v1beta/files/{name}:download`, and the key-less link
+`/media/tasks/{task_id}/{index}/{variant}` that other families show for files the upstream
+only hands out against the gateway's credentials.
+
+A file the gateway stores itself is sent from disk; a private upstream file is fetched with
+the provider's credentials and relayed as it arrives; a public upstream link is a redirect
+(the client's SDK follows it, and the gateway's bandwidth is not spent on it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from unigate.api.media import TYPES
+from unigate.asgi import Request, send_body
+from unigate.auth.principal import Principal
+from unigate.endpoints import Endpoint
+from unigate.errors import InvalidRequest, NotFound
+from unigate.gateway import Gateway
+from unigate.providers.base import TaskRef
+from unigate.records.outputs import VARIANT_KEYS, outputs
+from unigate.relay import BINARY_FRAMING, send_reply
+from unigate.tasks.model import SUCCESS, Task
+
+_LOCAL = re.compile(r"^/media/([A-Za-z0-9_-]+(\.[A-Za-z0-9]+))$")
+VARIANTS = tuple(VARIANT_KEYS)
+
+
+def check_variant(value: str | None) -> str:
+    variant = value or "video"
+    if variant not in VARIANTS:
+        raise InvalidRequest(
+            "Invalid value for 'variant': expected video, thumbnail or spritesheet.",
+            param="variant",
+            code="invalid_value",
+        )
+    return variant
+
+
+async def send_output(request: Request, gw: Gateway, task: Task, index: int, variant: str) -> None:
+    """Answer `request` with file `index` (its `variant`) of a finished `task`; 404 if none."""
+    if task.status != SUCCESS:
+        raise NotFound("The task has not finished successfully, so it has no files yet.", code="not_ready")
+    items = outputs(task)
+    if index >= len(items):
+        raise NotFound("The task has no such file.", code="file_not_found")
+    item = items[index]
+    if item.get("private"):
+        provider = gw.providers.get(task.provider)
+        if provider is None:
+            raise NotFound("The provider that made this file is no longer configured.", code="file_gone")
+        ref = TaskRef(task.upstream_id, task.action)
+        reply = await provider.task_content(ref, item, variant, provider.timeouts())
+        await send_reply(request, reply, BINARY_FRAMING)
+        return
+    url = item.get(VARIANT_KEYS[variant])
+    if not isinstance(url, str) or not url:
+        raise NotFound(f"The task has no {variant} file.", code="file_not_found")
+    local = _LOCAL.match(url)
+    if local is not None:
+        path = gw.settings.data_dir / "media" / local.group(1)
+        content_type = TYPES.get(local.group(2).lower(), b"application/octet-stream")
+        try:
+            data = await asyncio.to_thread(path.read_bytes)
+        except FileNotFoundError:
+            raise NotFound("The file is gone.", code="file_gone") from None
+        await send_body(request.send, 200, data, content_type)
+        return
+    await send_body(request.send, 302, b"", b"text/plain", [(b"location", url.encode("latin-1", "replace"))])
+
+
+def endpoints(gw: Gateway) -> list[Endpoint]:
+    async def proxy(request: Request, _: Principal | None) -> None:
+        # Unguessable like every /media/ link: the task id is a random UUID only its owner sees.
+        task = await gw.tasks.store.get(request.params["task_id"])
+        index = request.params["index"]
+        if task is None or not index.isdigit():
+            raise NotFound("No such file.", code="file_not_found")
+        await send_output(request, gw, task, int(index), check_variant(request.params["variant"]))
+
+    return [Endpoint("GET", "/media/tasks/{task_id}/{index}/{variant}", proxy, auth="none", style="plain")]
