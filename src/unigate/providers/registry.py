@@ -7,10 +7,13 @@ from unigate.providers.anthropic import AnthropicProvider
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.fish import FishProvider
 from unigate.providers.gemini import GeminiProvider
+from unigate.providers.kling import KlingProvider
 from unigate.providers.openai import OpenAIProvider
+from unigate.providers.picwish import PicWishProvider
 from unigate.providers.sandbox import SandboxProvider
 from unigate.providers.stability import StabilityProvider
 from unigate.providers.suno import SunoProvider
+from unigate.providers.vidu import ViduProvider
 
 PROTOCOLS: dict[str, type[Provider]] = {
     AnthropicProvider.protocol: AnthropicProvider,
@@ -20,6 +23,9 @@ PROTOCOLS: dict[str, type[Provider]] = {
     OpenAIProvider.protocol: OpenAIProvider,
     SandboxProvider.protocol: SandboxProvider,
     SunoProvider.protocol: SunoProvider,
+    KlingProvider.protocol: KlingProvider,
+    ViduProvider.protocol: ViduProvider,
+    PicWishProvider.protocol: PicWishProvider,
 }
 
 
