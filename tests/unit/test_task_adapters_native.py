@@ -838,7 +838,6 @@ async def fetch(url: str) -> tuple[int, str, bytes]:
         return resp.status, resp.content_type, await resp.read()
 
 
-@pytest.mark.filterwarnings("ignore::aiohttp.web_exceptions.NotAppKeyWarning")  # the fakes' request storage
 def test_kling_against_the_fake(tmp_path: Path) -> None:
     from tests.support.fake_kling import FakeKling
 
@@ -895,7 +894,6 @@ def _png_b64() -> str:
     return base64.b64encode(task_fixtures.png()).decode()
 
 
-@pytest.mark.filterwarnings("ignore::aiohttp.web_exceptions.NotAppKeyWarning")  # the fakes' request storage
 def test_vidu_against_the_fake(tmp_path: Path) -> None:
     from tests.support.fake_vidu import FakeVidu
 
@@ -955,7 +953,6 @@ def test_vidu_against_the_fake(tmp_path: Path) -> None:
         run(main())
 
 
-@pytest.mark.filterwarnings("ignore::aiohttp.web_exceptions.NotAppKeyWarning")  # the fakes' request storage
 def test_picwish_against_the_fake(tmp_path: Path) -> None:
     from tests.support import task_fixtures
     from tests.support.fake_picwish import FakePicWish
