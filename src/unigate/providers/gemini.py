@@ -12,13 +12,26 @@ from urllib.parse import quote
 
 import orjson
 
-from unigate.providers.base import Reply, Target, TextCall
+from unigate.config import ProviderConfig
+from unigate.providers.base import (
+    ProviderContext,
+    Reply,
+    SubmitResult,
+    Target,
+    TaskRef,
+    TaskSubmission,
+    TextCall,
+    Timeouts,
+    UpstreamTask,
+)
+from unigate.providers.gemini_veo import CREATE_ACTIONS, VeoVideos
 from unigate.providers.translated import (
     StreamTranslator,
     TranslatingChatProvider,
     usage_scanner,
 )
 from unigate.translate.gemini import GeminiToOpenAIStream, gemini_to_openai_response, openai_to_gemini_request
+from unigate.video.job import VIDEO_ACTIONS
 
 PROVIDER_TYPE = "gemini"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
@@ -28,6 +41,16 @@ class GeminiProvider(TranslatingChatProvider):
     protocol = PROVIDER_TYPE
     default_base_url = DEFAULT_BASE_URL
     native_formats = frozenset({"gemini"})
+    capabilities = frozenset({"chat", *CREATE_ACTIONS})
+
+    def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
+        super().__init__(config, context)
+        secrets = [config.api_key, *config.headers.values()]
+        self.videos = VeoVideos(self.http, config.base_url or DEFAULT_BASE_URL, secrets)
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self.videos.aclose()
 
     def auth_headers(self, api_key: str) -> dict[str, str]:
         # A header, never `?key=`: URLs end up in logs and traces.
@@ -54,6 +77,20 @@ class GeminiProvider(TranslatingChatProvider):
             _take_usage,
             b'"finishReason"',
         )
+
+    # Veo video jobs: the wire protocol lives in gemini_veo.py.
+    async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
+        if job.action not in VIDEO_ACTIONS:
+            return await super().submit_task(job, target)
+        return await self.videos.submit(job, target)
+
+    async def poll_tasks(self, refs: list[TaskRef], timeouts: Timeouts) -> dict[str, UpstreamTask]:
+        return await self.videos.poll(refs, timeouts)
+
+    async def task_content(
+        self, ref: TaskRef, output: dict[str, Any], variant: str, timeouts: Timeouts
+    ) -> Reply:
+        return await self.videos.content(ref, output, variant, timeouts)
 
 
 def _path(target: Target, stream: bool) -> str:

@@ -15,7 +15,20 @@ import orjson
 
 from unigate.config import ProviderConfig
 from unigate.errors import UpstreamRejected
-from unigate.providers.base import MediaCall, Provider, ProviderContext, Reply, RouteFailed, Target, TextCall
+from unigate.providers.base import (
+    MediaCall,
+    Provider,
+    ProviderContext,
+    Reply,
+    RouteFailed,
+    SubmitResult,
+    Target,
+    TaskRef,
+    TaskSubmission,
+    TextCall,
+    Timeouts,
+    UpstreamTask,
+)
 from unigate.providers.form_body import FormBody
 from unigate.providers.h1 import Response
 from unigate.providers.http import (
@@ -26,7 +39,9 @@ from unigate.providers.http import (
     split_events,
     sse_events,
 )
+from unigate.providers.openai_videos import OpenAIVideos
 from unigate.usage.recorder import Usage
+from unigate.video.job import VIDEO_ACTIONS
 
 PROVIDER_TYPE = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -42,7 +57,7 @@ _MEDIA_PATHS = {
 
 class OpenAIProvider(Provider):
     protocol = PROVIDER_TYPE
-    capabilities = frozenset(_PATHS) | frozenset(_MEDIA_PATHS)
+    capabilities = frozenset(_PATHS) | frozenset(_MEDIA_PATHS) | frozenset(VIDEO_ACTIONS)
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
@@ -51,12 +66,31 @@ class OpenAIProvider(Provider):
             headers["Authorization"] = f"Bearer {config.api_key}"
         headers.update(config.headers)
         self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
+        self.videos = OpenAIVideos(self.http, [config.api_key, *config.headers.values()])
 
     async def start(self) -> None:
         await self.http.start()
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+    # Video jobs (`/videos`): the wire protocol lives in openai_videos.py.
+    async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
+        if job.action not in VIDEO_ACTIONS:
+            return await super().submit_task(job, target)
+        return await self.videos.submit(job, target)
+
+    async def poll_tasks(self, refs: list[TaskRef], timeouts: Timeouts) -> dict[str, UpstreamTask]:
+        return await self.videos.poll([r for r in refs if r.action in VIDEO_ACTIONS], timeouts)
+
+    async def task_content(
+        self, ref: TaskRef, output: dict[str, Any], variant: str, timeouts: Timeouts
+    ) -> Reply:
+        return await self.videos.content(ref, output, variant, timeouts)
+
+    async def delete_task(self, ref: TaskRef, timeouts: Timeouts) -> None:
+        if ref.action in VIDEO_ACTIONS:
+            await self.videos.delete(ref, timeouts)
 
     # The relay coroutine itself, not a wrapper awaiting it: one frame less per resumption.
     def chat(self, call: TextCall, target: Target) -> Coroutine[Any, Any, Reply]:
