@@ -24,12 +24,14 @@ from unigate.api import (
     media,
     messages,
     music,
+    picwish,
     stability,
     task_output,
     text,
     veo,
     video_generations,
     videos,
+    vidu,
 )
 from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.auth.authenticate import authenticate
@@ -65,6 +67,8 @@ class GatewayApp:
             *video_generations.endpoints(gateway),
             *kling.endpoints(gateway),
             *veo.endpoints(gateway),
+            *vidu.endpoints(gateway),
+            *picwish.endpoints(gateway),
             *media.endpoints(gateway),
             *task_output.endpoints(gateway),
             *admin.endpoints(gateway),

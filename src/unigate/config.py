@@ -108,6 +108,7 @@ class MediaConfig(_Strict):
     fish_asr_model: str = "fish-asr"  # /fish/v1/asr (Fish's ASR takes no model)
     sd3_model: str = "sd3.5-large"  # stable-image/generate/sd3 without `model`
     default_video_model: str = "sora-2"  # /v1/videos without `model`
+    lip_sync_model: str = "lip-sync"  # /ent/v2/lip-sync (Vidu's lip sync takes no model)
 
 
 class GatewayConfig(_Strict):
@@ -167,6 +168,15 @@ SANDBOX_VIDEO_MODELS = (
     "veo-3.1-generate-preview",
 )
 
+SANDBOX_TOOL_MODELS = (
+    "audio1.0",  # /ent/v2/text2audio
+    "lip-sync",  # /ent/v2/lip-sync (media.lip_sync_model)
+    "picwish/segmentation",  # /api/tasks/visual/segmentation
+    "picwish/inpaint",
+    "picwish/scale",
+    "picwish/ocr",  # /api/tasks/document/ocr
+)
+
 
 def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
     """The configuration used when no file is given: the sandbox for every family, plus
@@ -179,6 +189,7 @@ def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
             *SANDBOX_MUSIC_MODELS,
             *SANDBOX_MEDIA_MODELS,
             *SANDBOX_VIDEO_MODELS,
+            *SANDBOX_TOOL_MODELS,
         )
     ]
     if key := env_credentials.get("OPENAI_API_KEY"):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from unigate.music.record import music_record
 from unigate.records.kling import kling_task
+from unigate.records.picwish import picwish_envelope, picwish_task
 from unigate.records.veo import veo_operation
 from unigate.records.video import openai_video, plain, unified_video
+from unigate.records.vidu import vidu_task
 from unigate.tasks.service import TaskShape, music_envelope
 
 
@@ -16,4 +18,6 @@ def task_shapes() -> dict[str, TaskShape]:
         "video": TaskShape(unified_video, plain),
         "kling": TaskShape(kling_task, plain),
         "veo": TaskShape(veo_operation, plain),
+        "vidu": TaskShape(vidu_task, plain),
+        "picwish": TaskShape(picwish_task, picwish_envelope),
     }
