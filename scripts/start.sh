@@ -5,4 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-venv.sh
+# The sandbox's OCR (/api/tasks/document/ocr) runs Tesseract; everything else works without it.
+if ! command -v tesseract >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "installing Tesseract for the sandbox's OCR (first run only)"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            tesseract-ocr tesseract-ocr-eng >/dev/null || echo "Tesseract could not be installed; sandbox OCR tasks will fail" >&2
+    else
+        echo "note: the sandbox's OCR needs Tesseract (apt-get install tesseract-ocr); other endpoints work without it" >&2
+    fi
+fi
 exec .venv/bin/unigate serve "$@"

@@ -186,7 +186,7 @@ def _outputs(data: dict[str, Any]) -> list[dict[str, Any]]:
     extra = {k: v for k, v in data.items() if k not in _STATUS_FIELDS and _has_url(v)}
     url = next((data[k] for k in ("image", "file") if is_url(data.get(k))), None)
     if url is None:  # tools whose result is only, say, class masks: their first link
-        url = _first_url(extra)
+        url = _first_url(extra) or (data["mask"] if is_url(data.get("mask")) else None)
     if url is None:
         return []
     out: dict[str, Any] = {"url": url}

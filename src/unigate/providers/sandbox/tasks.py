@@ -8,7 +8,7 @@ of the time since it was submitted: queued for the first fifth of `task_seconds`
 progress with a rising percentage, then done; its files are rendered once, on the first poll
 after that (in a worker thread), into `<data dir>/media`, which the gateway serves under
 `/media/`. A prompt containing `[sandbox:fail]` makes the job fail, so failure paths can be
-exercised offline.
+exercised offline (`text` too, for jobs driven by text rather than a prompt).
 
 Each kind of job (`SandboxKind`) says how to check its inputs and how to render its files;
 the journal, the timeline and the failure handling are shared here.
@@ -137,7 +137,8 @@ class SandboxTasks:
         started = int(created + self.seconds * QUEUED_SHARE)
         if elapsed < self.seconds * QUEUED_SHARE:
             return UpstreamTask(job_id, "QUEUED", progress=0)
-        if FAIL_MARKER in str(record["fields"].get("prompt") or ""):
+        fields = record["fields"]
+        if FAIL_MARKER in str(fields.get("prompt") or "") + str(fields.get("text") or ""):
             if elapsed < self.seconds * 0.5:
                 return UpstreamTask(job_id, "IN_PROGRESS", progress=30, start_time=started)
             return _failed(job_id, "The sandbox was asked to fail this task.", started)
