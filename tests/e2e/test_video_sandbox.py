@@ -29,7 +29,7 @@ FAIL = "[sandbox:fail] a storm"
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    config = sandbox_config(1.5)
+    config = sandbox_config(1.5, tasks={"poll_interval": 0.2, "max_poll_interval": 0.5})
     config["models"].append(
         {"name": "priced-video", "price_per_call": PRICE, "routes": [{"provider": "sandbox"}]}
     )
