@@ -1,5 +1,5 @@
-"""The floor of DESIGN §2: uvicorn (uvloop + httptools) + a raw ASGI app + one pooled aiohttp
-session, relaying every request to the upstream unchanged.
+"""The floor unigate is measured against: uvicorn (uvloop + httptools) + a raw ASGI app + one
+pooled aiohttp session, relaying every request to the upstream unchanged.
 
 No auth, no routing, no limits, no accounting: whatever unigate costs on top of this is the
 price of being a gateway. The request path is appended to the upstream's address, so

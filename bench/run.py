@@ -6,7 +6,7 @@ Starts nginx (or a Python fallback) as a fast local OpenAI-compatible upstream, 
 uvicorn + raw ASGI + aiohttp pass-through proxy (`bare_proxy.py`) and `unigate serve` with
 one worker, an rpm-limited key and usage accounting. Drives each with wrk at one connection
 and at many, measures streaming time to first byte, reads worker RSS, prints the comparison
-and the DESIGN §8 verdict, and writes `bench/results/latest.json`. Traffic stays on
+and the performance targets verdict, and writes `bench/results/latest.json`. Traffic stays on
 127.0.0.1; every process started is stopped at the end. Exit status: 0 if all targets are
 met, 1 if one is missed, 2 if the benchmark could not run.
 """
@@ -42,7 +42,7 @@ RESULTS = RESULTS_DIR / "latest.json"
 
 def parse_args() -> argparse.Namespace:
     parser = bench_parser(
-        "Benchmark unigate against a bare proxy (DESIGN §8).",
+        "Benchmark unigate against a bare proxy (the performance targets in docs/architecture.md).",
         duration_help="Seconds per wrk run (default 8).",
         quick_help="3 s runs and fewer TTFB samples.",
         connections_help="Connections for the high-concurrency runs (default 64).",

@@ -1,3 +1,3 @@
 #!/usr/bin/env bash
-# unigate benchmark (DESIGN §8): bash bench/run.sh [--duration S] [--quick] [--connections N]
+# unigate benchmark (the performance targets in docs/architecture.md): bash bench/run.sh [--duration S] [--quick] [--connections N]
 exec bash "$(dirname "$0")/python.sh" run.py "$@"

@@ -1,6 +1,6 @@
 """The three things under load: the fake upstream itself (the baseline), the bare proxy (the
-floor of DESIGN §2) and unigate (with auth, a rate-limited key and usage accounting); how to
-start unigate and give it a key, for both benchmarks."""
+floor unigate is measured against) and unigate (with auth, a rate-limited key and usage
+accounting); how to start unigate and give it a key, for both benchmarks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""unigate music task benchmark: submit and fetch throughput on durable SQLite (DESIGN §8).
+"""unigate music task benchmark: submit and fetch throughput on durable SQLite
+(the targets are in docs/architecture.md).
 
     bash bench/tasks.sh [--duration 8] [--quick] [--connections 64] [--workers 1] [--profile]
 
@@ -29,9 +30,9 @@ errors (with the first non-2xx body), the server workers' CPU time per request (
 utime+stime, so threads included) and the cores they used, wrk's cores and the whole
 machine's busy cores (this machine may be shared: "other load" is what the benchmark's own
 processes do not explain); worker RSS idle and after each phase. The verdict holds the runs
-against DESIGN §8 (submit >= 1,000/s, fetch >= 5,000/s), no errors, durability and WAL; the
-summary goes to `bench/results/tasks-latest.json`. `--profile` (py-spy on PATH or in the
-venv) also samples the first worker during each measured run without pausing it (GIL
+against the performance targets (submit >= 1,000/s, fetch >= 5,000/s), no errors,
+durability and WAL; the summary goes to `bench/results/tasks-latest.json`. `--profile`
+(py-spy on PATH or in the venv) also samples the first worker during each measured run without pausing it (GIL
 holders only), prints its top functions and keeps the raw stacks in
 `bench/results/tasks-profile-<run>.txt`. Traffic stays on 127.0.0.1; every process started is
 stopped and the temporary directory removed. Exit status: 0 when the targets are met, 1 when

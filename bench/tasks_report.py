@@ -1,5 +1,5 @@
 """The music task benchmark's results (`tasks.py`): the runs, the durability count, the
-printed table, the verdict against DESIGN §8 and the JSON summary."""
+printed table, the verdict against the performance targets (docs/architecture.md) and the JSON summary."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from report import Check
 from spy import Profile
 from wrk import WrkResult
 
-# DESIGN §8
+# performance targets
 MIN_SUBMITS_PER_S = 1000.0
 MIN_FETCHES_PER_S = 5000.0
 
@@ -141,7 +141,7 @@ def print_report(res: Results, verdict: list[Check], meta: dict[str, Any]) -> No
     if res.polled:
         log(f"Note: the poller touched {res.polled} tasks during the run (its work is in the numbers).")
     log("")
-    log("Verdict (DESIGN §8):")
+    log("Verdict (the performance targets in docs/architecture.md):")
     for check in verdict:
         log(check.line())
     log(f"  => {'PASS' if all(c.ok for c in verdict) else 'FAIL'}")

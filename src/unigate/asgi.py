@@ -1,7 +1,7 @@
 """Minimal ASGI plumbing: the request view, body reading with limits, response helpers.
 
 Hand-written instead of a framework request/response so the per-request cost stays in the
-tens of microseconds (DESIGN §2); nothing here knows about families or providers.
+tens of microseconds (docs/architecture.md); nothing here knows about families or providers.
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ class UpstreamFailed(GatewayError):
     status, type, code = 502, "upstream_error", "upstream_unavailable"
 
 
-# Anthropic and Gemini name their error kinds by status; see reference/protocols.md §1.2.
+# Anthropic and Gemini name their error kinds by status.
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",

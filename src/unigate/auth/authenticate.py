@@ -11,7 +11,7 @@ from unigate.auth.keys import hash_key, is_well_formed
 from unigate.auth.principal import Principal
 from unigate.errors import AuthenticationFailed, InvalidRequest
 
-# Header forms other vendors' SDKs send (reference/protocols.md §1.1).
+# Header forms other vendors' SDKs send.
 _ALT_HEADERS = (b"x-api-key", b"x-goog-api-key")
 
 

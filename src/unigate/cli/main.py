@@ -1,4 +1,4 @@
-"""`unigate serve` and `unigate keys create|list|revoke` (DESIGN §4: a stable contract)."""
+"""`unigate serve` and `unigate keys create|list|revoke` (a stable contract: users' scripts rely on it)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A small HTTP/1.1 client for upstream calls: pooled keep-alive connections, responses
 parsed by httptools (llhttp, in C), bodies buffered or streamed with flow control.
 
-Why not aiohttp's client, which DESIGN §2 chose: measured on the benchmark machine, it is
+Why not aiohttp's client, the first choice: measured on the benchmark machine, it is
 ~75% of the CPU a proxied chat request costs (~90 µs of ~120 µs), and a proxy using this
 client instead relays ~3.8x the requests per second. An upstream call here is one write of
 a pre-rendered request head plus body, one parser feed, and one future per response.

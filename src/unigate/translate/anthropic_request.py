@@ -1,4 +1,4 @@
-"""Request bodies: OpenAI chat completions ⇄ Anthropic Messages (reference/protocols.md §3.1).
+"""Request bodies: OpenAI chat completions ⇄ Anthropic Messages.
 
 Both functions take an already-parsed JSON object and return a new one; input is never mutated.
 Anything with no faithful equivalent on the other side raises `InvalidRequest` rather than being

@@ -40,7 +40,7 @@ from unigate.translate.sse import (
 )
 
 _OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
-# OpenAI error type -> (HTTP code, status) of the Gemini error object (protocols.md §1.2).
+# OpenAI error type -> (HTTP code, status) of the Gemini error object.
 _GEMINI_ERRORS = {
     "invalid_request_error": (400, "INVALID_ARGUMENT"),
     "authentication_error": (401, "UNAUTHENTICATED"),

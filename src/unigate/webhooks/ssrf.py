@@ -1,6 +1,6 @@
 """SSRF guard for outbound URLs given by users (notify_hook, and any "fetch this URL").
 
-Two layers (checklist §2a):
+Two layers:
 
 * `check_url` — static checks on the parsed URL object that will be dialled (scheme, userinfo,
   host, port, control characters), plus a refusal of hosts that are private by name or are IP
