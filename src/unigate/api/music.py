@@ -13,10 +13,10 @@ from unigate.errors import InvalidRequest, NotFound, PermissionDenied
 from unigate.gateway import Gateway
 from unigate.multipart import is_multipart, read_form
 from unigate.music import validate
-from unigate.providers.base import Target, TaskSubmission
+from unigate.providers.base import TaskSubmission
 from unigate.routing.catalog import ModelEntry
 from unigate.tasks.model import Task
-from unigate.tasks.service import Pinned, provider_target
+from unigate.tasks.service import Pinned
 from unigate.webhooks.fetch import fetch_url
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
@@ -103,14 +103,7 @@ class MusicAPI:
             raise InvalidRequest(
                 "The clip is not ready to be continued yet.", param="continue_clip_id", code="clip_not_ready"
             )
-        entry = self.gw.catalog.resolve(model)
-        route = next((r for r in entry.routes if r.provider is provider), None) if entry else None
-        # Keep the route's upstream model id and timeouts when the model routes there.
-        target = (
-            Target(provider, route.upstream_model or model, route.timeouts, route.key(model))
-            if route is not None
-            else provider_target(provider, model)
-        )
+        target = self.gw.catalog.target_on(provider, model)
         return Pinned(target), upstream_clip
 
     async def submit_lyrics(self, request: Request, principal: Principal | None) -> None:

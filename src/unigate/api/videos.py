@@ -16,7 +16,7 @@ from unigate.gateway import Gateway
 from unigate.multipart import is_multipart, read_form
 from unigate.providers.base import TaskRef, TaskSubmission
 from unigate.tasks.model import SUCCESS, TERMINAL
-from unigate.tasks.service import Pinned, provider_target
+from unigate.tasks.service import Pinned
 from unigate.video.validate import VideoRequest, from_openai
 
 FAMILY = "openai-video"
@@ -109,15 +109,13 @@ class VideosAPI:
         source = await self.family.get(principal, request.params["video_id"], NOT_FOUND)
         if source.status != SUCCESS:
             raise InvalidRequest("Only a completed video can be remixed.", code="video_not_completed")
-        entry = self.family.model(principal, source.model)
+        self.family.model(principal, source.model)  # the key may (still) use the model
         provider = self.gw.providers.get(source.provider)
         if provider is None:
             raise InvalidRequest(
                 "The provider of this video is no longer configured.", code="video_unavailable"
             )
-        route = next((r for r in entry.routes if r.provider is provider), None)
-        upstream_model = (route.upstream_model if route else None) or source.model
-        target = provider_target(provider, upstream_model)
+        target = self.gw.catalog.target_on(provider, source.model)
         job_fields = {
             **{k: v for k, v in source.request.items() if k not in ("native", "native_format", "image")},
             "prompt": prompt,

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from unigate.config import GatewayConfig, ModelConfig
-from unigate.providers.base import Provider, Timeouts
+from unigate.providers.base import Provider, Target, Timeouts
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,16 @@ class Catalog:
     def model_names(self) -> list[str]:
         """Concrete model ids (patterns are not listable)."""
         return list(self._exact)
+
+    def target_on(self, provider: Provider, model: str) -> Target:
+        """A call of `model` pinned to `provider` (the one that owns a clip or video being
+        continued): the model's route there, with its upstream id and timeouts, when it has
+        one; else the provider with the model id as it is."""
+        entry = self.resolve(model)
+        route = next((r for r in entry.routes if r.provider is provider), None) if entry else None
+        if route is not None:
+            return Target(provider, route.upstream_model or model, route.timeouts, route.key(model))
+        return Target(provider, model, provider.timeouts(), f"{provider.name}/{model}")
 
     def owner(self, model: str) -> str:
         entry = self._exact.get(model)

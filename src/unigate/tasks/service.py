@@ -15,7 +15,7 @@ import orjson
 from unigate.auth.principal import Principal
 from unigate.config import TasksConfig
 from unigate.errors import GatewayError
-from unigate.providers.base import Provider, SubmitResult, Target, TaskSubmission
+from unigate.providers.base import SubmitResult, Target, TaskSubmission
 from unigate.routing.catalog import ModelEntry
 from unigate.routing.engine import Router
 from unigate.tasks.group_commit import GroupCommit
@@ -184,6 +184,3 @@ class TaskService:
     async def fetch_many(self, principal: Principal, ids: list[str], family: str = "music") -> list[Task]:
         return [t for t in await self.store.get_many(ids, principal.key_id) if t.family == family]
 
-
-def provider_target(provider: Provider, model: str) -> Target:
-    return Target(provider, model, provider.timeouts(), f"{provider.name}/{model}")

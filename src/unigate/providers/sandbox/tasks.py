@@ -51,8 +51,9 @@ class SandboxKind(Protocol):
 class InputStore:
     """Where a job's input files are kept until it is rendered, and how URL inputs arrive."""
 
-    def __init__(self, directory: Path, fetch_url: UrlFetcher | None, job_id: str) -> None:
+    def __init__(self, directory: Path, media: Path, fetch_url: UrlFetcher | None, job_id: str) -> None:
         self.directory = directory
+        self.media = media  # the files earlier jobs produced (a remix starts from its source's)
         self.fetch_url = fetch_url
         self.job_id = job_id
 
@@ -108,7 +109,7 @@ class SandboxTasks:
         if kind is None:
             raise InvalidRequest(f"The sandbox has no '{job.action}' jobs.", code="unsupported_operation")
         job_id = "sbt_" + uuid.uuid4().hex
-        prepared = await kind.prepare(job, InputStore(self.inputs, self.fetch_url, job_id))
+        prepared = await kind.prepare(job, InputStore(self.inputs, self.media, self.fetch_url, job_id))
         record = {
             "action": job.action,
             "model": job.model,

@@ -53,7 +53,7 @@ class VideoKind:
             prepared["image"] = inputs.save("image", image)
         elif job.action == "remix" and fields.get("remix_of"):
             # A remix starts from the source video's middle frame (its thumbnail).
-            source = inputs.directory.parent.parent / "media" / f"{fields['remix_of']}-thumb.webp"
+            source = inputs.media / f"{fields['remix_of']}-thumb.webp"
             if source.exists():
                 prepared["image"] = str(source)
         return prepared
