@@ -60,3 +60,31 @@ def test_generate_videos_from_an_image(gw: GatewayProcess, tmp_path: Path) -> No
     )
     [video] = result["videos"]
     assert decode_video(Path(video["path"]).read_bytes()).width == 1280
+
+
+def test_generate_videos_through_a_gemini_upstream(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The same SDK loop with a real Gemini API on the other side (a fake speaking its wire
+    format): the operation is relayed, and the file comes through the gateway, which follows
+    Google's redirect with its own key."""
+    from tests.support.fake_veo import FakeVeo
+
+    with FakeVeo() as veo:
+        config = {
+            "providers": [
+                {"name": "google", "protocol": "gemini", "base_url": veo.base_url, "api_key": veo.api_key}
+            ],
+            "models": [{"name": "veo-3.0-generate-001", "routes": [{"provider": "google"}]}],
+            "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.5},
+        }
+        with GatewayProcess(tmp_path_factory.mktemp("veo-upstream"), config=config) as gw:
+            result = run_genai2(gw.base_url, gw.create_key(), "veo-3.0-generate-001", "a comet", tmp_path)
+        [submit] = veo.submits()
+        assert submit.params()["instances"][0]["prompt"] == "a comet"
+        assert submit.headers["x-goog-api-key"] == veo.api_key
+        assert result["error"] is None
+        [video] = result["videos"]
+        assert video["uri"].startswith(gw.base_url + "/v1beta/files/")
+        assert decode_video(Path(video["path"]).read_bytes()).codec == "h264"
+        assert veo.downloads(), "the gateway fetched the file from the upstream"
