@@ -20,17 +20,16 @@ import av
 from PIL import ImageDraw
 
 from unigate.providers.sandbox.media.encode import _encoder_rate
-from unigate.providers.sandbox.media.video import (
-    MAX_SIDE,
+from unigate.providers.sandbox.media.mp4 import (
     Mp4Writer,
     Planes,
     VideoInvalid,
     open_input,
     planes_of,
     video_stream,
-    video_thumbnail,
     ycc,
 )
+from unigate.providers.sandbox.media.video import MAX_SIDE, video_thumbnail
 
 __all__ = ["MAX_AUDIO_SECONDS", "lip_sync", "video_thumbnail"]  # a lip-synced video's cover is a thumbnail
 

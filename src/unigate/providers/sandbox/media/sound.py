@@ -25,8 +25,8 @@ from types import MappingProxyType
 import av
 
 from unigate.providers.sandbox.media.encode import AUDIO_FORMATS, encode_stream
+from unigate.providers.sandbox.media.mp4 import VideoInvalid
 from unigate.providers.sandbox.media.speech import _to_le
-from unigate.providers.sandbox.media.video import VideoInvalid
 
 SFX_RATE = 24_000  # Hz, mono, 16-bit
 MAX_SFX_SECONDS = 30.0
