@@ -78,7 +78,8 @@ class Gateway:
         admin_key = settings.admin_key or read_or_create_admin_key(settings.data_dir)[0]
         router = Router(RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds))
         task_store = TaskStore(engine)
-        tasks = TaskService(task_store, GroupCommit(task_store), router, config.tasks, task_shapes())
+        usage = UsageRecorder(engine)
+        tasks = TaskService(task_store, GroupCommit(task_store), router, config.tasks, task_shapes(), usage)
         outbox = OutboxDeliverer(task_store, keys, sender, config.tasks.webhook_retry_schedule,
                                  config.tasks.webhook_timeout)  # fmt: skip
         return cls(
@@ -88,7 +89,7 @@ class Gateway:
             keys=keys,
             key_cache=KeyCache(keys),
             limiter=RateLimiter(),
-            usage=UsageRecorder(engine),
+            usage=usage,
             providers=providers,
             catalog=Catalog(config, providers),
             router=router,

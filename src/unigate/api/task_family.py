@@ -17,7 +17,7 @@ from unigate.providers.base import TaskSubmission
 from unigate.routing.catalog import ModelEntry
 from unigate.tasks.model import Task
 from unigate.tasks.service import Pinned
-from unigate.webhooks.ssrf import UnsafeURL, check_url
+from unigate.webhooks.ssrf import UnsafeURL, check_url, refusal
 
 MAX_CALLBACK = 2048
 
@@ -53,7 +53,7 @@ class TaskFamily:
             check_url(value.strip(), allow_private=self.allow_private)
         except UnsafeURL as exc:
             raise InvalidRequest(
-                f"'{name}' was refused: {exc}.", param=name, code="invalid_callback"
+                f"'{name}' was refused: {refusal(exc)}.", param=name, code="invalid_callback"
             ) from None
         return value.strip()
 

@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from unigate.errors import InvalidRequest
-from unigate.webhooks.ssrf import UnsafeURL, check_url
+from unigate.webhooks.ssrf import UnsafeURL, check_url, refusal
 
 MAX_LENGTHS = {
     "prompt": 5000,
@@ -44,7 +44,7 @@ def notify_hook(payload: dict[str, Any], allow_private: bool) -> str:
         try:
             check_url(hook, allow_private=allow_private)
         except UnsafeURL as exc:
-            raise _bad("notify_hook", f"refused ({exc})") from None
+            raise _bad("notify_hook", f"refused: {refusal(exc)}") from None
     return hook
 
 

@@ -21,6 +21,7 @@ from unigate.routing.engine import Router
 from unigate.tasks.group_commit import GroupCommit
 from unigate.tasks.model import SUBMITTED, Task
 from unigate.tasks.store import NewTask, OutboxEvent, TaskStore, row_task
+from unigate.usage.recorder import UsageRecord, UsageRecorder
 from unigate.webhooks.signing import new_message_id
 
 Renderer = Callable[[Task], dict[str, Any]]
@@ -59,7 +60,9 @@ class TaskService:
         router: Router,
         config: TasksConfig,
         shapes: dict[str, TaskShape],
+        usage: UsageRecorder | None = None,
     ) -> None:
+        self.usage = usage
         self.store = store
         self.writer = writer
         self.router = router
@@ -123,10 +126,16 @@ class TaskService:
             )
             return await target.provider.submit_task(upstream_job, target)
 
-        if isinstance(route, Pinned):
-            result, target = await self.router.run_targets([route.target], invoke)
-        else:
-            result, target = await self.router.run(route, job.model, invoke)
+        started = time.perf_counter()
+        try:
+            if isinstance(route, Pinned):
+                result, target = await self.router.run_targets([route.target], invoke)
+            else:
+                result, target = await self.router.run(route, job.model, invoke)
+        except GatewayError as err:
+            self._account(principal, job, None, err.status, 0.0, started)
+            raise
+        self._account(principal, job, target, 200, price, started)
         now = time.time()
         task = Task(
             id=str(uuid.uuid4()),
@@ -161,6 +170,35 @@ class TaskService:
             NewTask(task, list(zip(task.clip_ids, upstream_clips, strict=False)), self.event(task))
         )
         return task
+
+    def _account(
+        self,
+        principal: Principal,
+        job: TaskSubmission,
+        target: Target | None,
+        status: int,
+        cost: float,
+        started: float,
+    ) -> None:
+        """A submit in the usage records, by family and action (`/admin/usage`), off the
+        request path like every other call; a later refund shows in the task's ledger."""
+        if self.usage is None:
+            return
+        self.usage.record(
+            UsageRecord(
+                key_id=principal.key_id,
+                endpoint=f"{job.family}.{job.action}"[:60],
+                model=job.model,
+                provider=target.provider.name if target else "",
+                upstream_model=target.upstream_model if target else "",
+                status=status,
+                prompt_tokens=0,
+                completion_tokens=0,
+                latency_ms=(time.perf_counter() - started) * 1000.0,
+                cost=cost,
+                created_at=time.time(),
+            )
+        )
 
     async def fetch_rendered(self, principal: Principal, task_id: str, family: str = "music") -> bytes | None:
         """The caller's task of `family` as rendered JSON, or None. A task polled again

@@ -125,17 +125,19 @@ class UsageRecorder:
         await self.flush()
 
     async def summary(self, since: float | None = None) -> list[dict[str, object]]:
-        """Totals per key and model, for the admin API."""
+        """Totals per key, endpoint and model, for the admin API (task submits are endpoints
+        named `<family>.<action>`, e.g. `music.MUSIC`, `openai-video.text2video`)."""
         await self.flush()
         u = usage_records.c
         query = sa.select(
             u.key_id,
+            u.endpoint,
             u.model,
             sa.func.sum(u.requests).label("requests"),
             sa.func.sum(u.prompt_tokens).label("prompt_tokens"),
             sa.func.sum(u.completion_tokens).label("completion_tokens"),
             sa.func.sum(u.cost).label("cost"),
-        ).group_by(u.key_id, u.model)
+        ).group_by(u.key_id, u.endpoint, u.model)
         if since is not None:
             query = query.where(u.created_at >= since)
         async with self._engine.connect() as conn:
@@ -143,6 +145,7 @@ class UsageRecorder:
         return [
             {
                 "key_id": r.key_id,
+                "endpoint": r.endpoint,
                 "model": r.model,
                 "requests": int(r.requests),
                 "prompt_tokens": int(r.prompt_tokens or 0),

@@ -7,7 +7,7 @@ import aiohttp
 
 from unigate.errors import InvalidRequest, PayloadTooLarge
 from unigate.webhooks.sender import WebhookSender
-from unigate.webhooks.ssrf import RefusedAddress, UnsafeURL, check_url
+from unigate.webhooks.ssrf import RefusedAddress, UnsafeURL, check_url, refusal
 
 
 async def fetch_url(
@@ -18,7 +18,9 @@ async def fetch_url(
     try:
         target = check_url(url, allow_private=sender.allow_private)
     except UnsafeURL as exc:
-        raise InvalidRequest(f"The URL was refused: {exc}.", param="url", code="url_refused") from None
+        raise InvalidRequest(
+            f"The URL was refused: {refusal(exc)}.", param="url", code="url_refused"
+        ) from None
     try:
         async with sender.session.get(
             target, allow_redirects=False, timeout=aiohttp.ClientTimeout(total=timeout)
@@ -38,7 +40,7 @@ async def fetch_url(
     except aiohttp.ClientConnectorError as exc:
         if isinstance(exc.os_error, RefusedAddress):
             raise InvalidRequest(
-                f"The URL was refused: {exc.os_error}.", param="url", code="url_refused"
+                f"The URL was refused: {refusal(exc.os_error)}.", param="url", code="url_refused"
             ) from None
         raise InvalidRequest("Could not connect to the URL.", param="url", code="url_fetch_failed") from None
     except aiohttp.ClientError:

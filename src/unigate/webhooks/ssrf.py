@@ -142,6 +142,20 @@ def literal_address(host: str) -> IPAddress | None:
     return None
 
 
+PRIVATE_HINT = (
+    "loopback, private and link-local addresses are refused; for local testing allow them with "
+    "UNIGATE_ALLOW_PRIVATE_WEBHOOKS=1 or tasks.allow_private_webhooks: true"
+)
+
+
+def refusal(exc: Exception) -> str:
+    """Why a URL was refused, with how to allow private addresses when that was the reason."""
+    reason = str(exc)
+    if reason in ("non-public address", "host is not allowed") or "non-public" in reason:
+        return f"{reason} ({PRIVATE_HINT})"
+    return reason
+
+
 def check_host(host: str) -> None:
     """Refuse hosts that are private by name or literal non-public addresses (no DNS here)."""
     name = host.strip("[]").rstrip(".").lower()
