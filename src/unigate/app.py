@@ -91,12 +91,17 @@ class GatewayApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive, send, f"{self._id_prefix}{next(self._ids):x}")
-        endpoint, params, other_method = self.table.match(request.method, request.path)
+        endpoint, params, allowed = self.table.match(request.method, request.path)
         style: ErrorStyle = endpoint.style if endpoint else self.table.style_for(request.path)
         try:
             if endpoint is None:
-                if other_method:
-                    raise GatewayError("Method not allowed.", status=405, code="method_not_allowed")
+                if allowed:
+                    raise GatewayError(
+                        "Method not allowed.",
+                        status=405,
+                        code="method_not_allowed",
+                        headers={"allow": ", ".join(allowed)},
+                    )
                 raise NotFound(f"No endpoint at {request.method} {request.path}.", code="unknown_url")
             request.params = params
             principal = None

@@ -25,6 +25,7 @@ class Endpoint:
     family: str = ""  # the permission family; "" for admin/health
     style: ErrorStyle = "openai"
     auth: AuthKind = "key"
+    param: str = "[^/]+"  # what a `{param}` of the path matches
 
 
 _PARAM = re.compile(r"\{([a-z_]+)\}")
@@ -36,30 +37,45 @@ class EndpointTable:
         self._patterns: list[tuple[re.Pattern[str], Endpoint]] = []
         self._paths: set[str] = set()
         for ep in endpoints:
+            key = (ep.method, ep.path)
             if "{" in ep.path:
                 regex = (
                     "^"
-                    + _PARAM.sub(r"(?P<\1>[^/]+)", re.escape(ep.path).replace(r"\{", "{").replace(r"\}", "}"))
+                    + _PARAM.sub(
+                        rf"(?P<\1>{ep.param})", re.escape(ep.path).replace(r"\{", "{").replace(r"\}", "}")
+                    )
                     + "$"
                 )
-                self._patterns.append((re.compile(regex), ep))
+                # A later endpoint for the same method and path replaces the earlier one, as
+                # for exact paths below: `anthropic_models` takes over `GET /v1/models/{model}`
+                # to answer Anthropic and Gemini clients in their shapes, the rest via text.py.
+                same = [i for i, (_, old) in enumerate(self._patterns) if (old.method, old.path) == key]
+                if same:
+                    self._patterns[same[0]] = (re.compile(regex), ep)
+                else:
+                    self._patterns.append((re.compile(regex), ep))
             else:
-                self._exact[(ep.method, ep.path)] = ep
+                self._exact[key] = ep
                 self._paths.add(ep.path)
 
-    def match(self, method: str, path: str) -> tuple[Endpoint | None, dict[str, str], bool]:
-        """(endpoint, path params, path exists with another method)."""
+    def match(self, method: str, path: str) -> tuple[Endpoint | None, dict[str, str], tuple[str, ...]]:
+        """(endpoint, path params, the methods the path has when none is `method`: a 405's
+        `Allow`, empty when the path is unknown)."""
         ep = self._exact.get((method, path))
         if ep is not None:
-            return ep, {}, False
-        other_method = path in self._paths
+            return ep, {}, ()
         for regex, candidate in self._patterns:
-            m = regex.match(path)
-            if m:
-                if candidate.method == method:
-                    return candidate, m.groupdict(), False
-                other_method = True
-        return None, {}, other_method
+            if candidate.method == method:
+                m = regex.match(path)
+                if m:
+                    return candidate, m.groupdict(), ()
+        return None, {}, self._methods(path)
+
+    def _methods(self, path: str) -> tuple[str, ...]:
+        # Only on the miss path, so the scan over every endpoint costs nothing for a hit.
+        found = {m for m, p in self._exact if p == path} if path in self._paths else set()
+        found.update(ep.method for regex, ep in self._patterns if regex.match(path))
+        return tuple(sorted(found))
 
     def style_for(self, path: str) -> ErrorStyle:
         """Error shape for a path no endpoint matched."""

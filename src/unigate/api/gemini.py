@@ -1,7 +1,8 @@
 """Gemini-format endpoints: `POST /v1beta/models/{model}:generateContent` and
 `:streamGenerateContent` (also under `/v1/models/...`), relayed as is to a Gemini upstream and
 through the canonical form to any other. Keys arrive as `x-goog-api-key` or `?key=`; errors
-use Google's error shape."""
+use Google's error shape. Embeddings (`gemini_embed`) and the model listing (`gemini_models`)
+are registered here too, so the whole Gemini surface is one entry in the app's table."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from unigate.api import gemini_embed, gemini_models
 from unigate.api.present import presenter
 from unigate.api.text import TextAPI
 from unigate.asgi import Request
@@ -76,7 +78,7 @@ class GeminiAPI:
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
     api = GeminiAPI(gw)
-    out = []
+    out = [*gemini_embed.endpoints(gw), *gemini_models.endpoints(gw)]
     for version in ("v1beta", "v1"):
         base = f"/{version}/models/{{model}}"
         out.append(Endpoint("POST", base + ":generateContent", api.generate, family="text", style="gemini"))
