@@ -26,6 +26,9 @@ class Settings:
     migrate_on_start: bool
     # Provider credentials picked up from the environment when no config file is given.
     env_credentials: Mapping[str, str]
+    # True when UNIGATE_DATABASE_URL or UNIGATE_DATA_DIR chose the database, False for the
+    # ./.unigate default: `unigate keys` uses the default only where a server already made it.
+    data_location_set: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -48,6 +51,7 @@ class Settings:
             log_level=(env.get("UNIGATE_LOG_LEVEL") or "info").lower(),
             migrate_on_start=env.get("UNIGATE_MIGRATE", "1") not in ("0", "false", "no"),
             env_credentials=creds,
+            data_location_set=bool(env.get("UNIGATE_DATABASE_URL") or env.get("UNIGATE_DATA_DIR")),
         )
 
     def with_overrides(self, **changes: object) -> Settings:

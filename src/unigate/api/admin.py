@@ -29,12 +29,13 @@ class KeyCreate(BaseModel):
 
 
 def expiry_timestamp(value: dt.datetime | dt.date | float | None) -> float | None:
-    """Epoch seconds; a bare date means the end of that day, UTC."""
+    """Epoch seconds. A bare date is the start of that day, UTC (pydantic reads "2030-01-31" as
+    that midnight; `unigate keys create --expires` validates through this same model)."""
     if value is None or isinstance(value, int | float):
         return value
     if isinstance(value, dt.datetime):
         return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).timestamp()
-    return dt.datetime.combine(value, dt.time.max, tzinfo=dt.UTC).timestamp()
+    return dt.datetime.combine(value, dt.time.min, tzinfo=dt.UTC).timestamp()
 
 
 def _validation_message(exc: ValidationError) -> str:

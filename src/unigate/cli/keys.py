@@ -1,0 +1,184 @@
+"""`unigate keys create|list|revoke`, on the database of the server they manage."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypeVar, get_args
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from unigate.api.admin import Family, KeyCreate, expiry_timestamp
+from unigate.auth.principal import Principal
+from unigate.cli.serve import ConfigOpt, settings_for
+from unigate.cli.startup import StartupError, debug_wanted, report, with_database
+from unigate.settings import Settings
+from unigate.store.keys import KeyStore
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+keys_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke API keys.")
+T = TypeVar("T")
+# Command-line spelling of the admin API's fields, for messages.
+OPTIONS = {
+    "name": "--name",
+    "models": "--model",
+    "families": "--family",
+    "rpm": "--rpm",
+    "budget": "--budget",
+}
+
+
+def database_url(settings: Settings) -> str:
+    """The server's database: UNIGATE_DATABASE_URL, else UNIGATE_DATA_DIR, else ./.unigate only
+    if a server already created it here (a fresh empty database would hide the real keys)."""
+    if not settings.data_location_set and not settings.data_dir.is_dir():
+        where = Path.cwd() / settings.data_dir
+        raise StartupError(
+            f"no unigate data directory here: {where} does not exist and neither UNIGATE_DATABASE_URL "
+            "nor UNIGATE_DATA_DIR is set; run this command in the directory where `unigate serve` "
+            "runs, or set UNIGATE_DATA_DIR to the server's data directory (UNIGATE_DATABASE_URL to "
+            "its PostgreSQL database)"
+        )
+    sqlite_file = settings.data_dir / "unigate.db"
+    if settings.database_url == f"sqlite:///{sqlite_file}" and not sqlite_file.exists():
+        print(f"note: no database in {settings.data_dir} yet; creating {sqlite_file}", file=sys.stderr)
+    return settings.database_url
+
+
+def _with_store(config: Path | None, work: Callable[[KeyStore], Awaitable[T]]) -> T:
+    async def run(engine: AsyncEngine) -> T:
+        return await work(KeyStore(engine))
+
+    try:
+        return with_database(database_url(settings_for(config)), run)
+    except StartupError as exc:
+        report(exc, debug_wanted())
+
+
+def _spec(
+    name: str,
+    models: list[str],
+    families: list[str],
+    rpm: int | None,
+    budget: float | None,
+    expires: str | None,
+) -> KeyCreate:
+    """Validated exactly as the admin API validates its body, so `--expires` means the same
+    instant in both (a bare date is the start of that day, UTC)."""
+    allowed = set(get_args(Family))
+    bad = [f for f in families if f not in allowed]
+    if bad:
+        raise StartupError(f"unknown family {', '.join(bad)} (known: {', '.join(sorted(allowed))})")
+    body = {"name": name, "models": models, "families": families, "rpm": rpm, "budget": budget}
+    try:
+        return KeyCreate.model_validate({**body, "expires_at": expires})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0])
+        if field == "expires_at":
+            raise StartupError(
+                f"--expires {expires!r} is not an ISO 8601 date or datetime (e.g. 2030-01-31 or "
+                "2030-01-31T18:00:00Z) nor epoch seconds"
+            ) from None
+        raise StartupError(f"{OPTIONS.get(field, field)}: {first['msg']}") from None
+
+
+def keys_create(
+    name: Annotated[str, typer.Option("--name", help="A label for the key.")],
+    model: Annotated[
+        list[str] | None, typer.Option("--model", help="Allowed model glob (repeatable).")
+    ] = None,
+    family: Annotated[list[str] | None, typer.Option("--family", help="Allowed family (repeatable).")] = None,
+    rpm: Annotated[int | None, typer.Option("--rpm", min=1, help="Requests per minute.")] = None,
+    budget: Annotated[
+        float | None, typer.Option("--budget", help="Money the key may spend (model prices), e.g. 25.")
+    ] = None,
+    expires: Annotated[
+        str | None,
+        typer.Option(
+            "--expires",
+            help="Expiry: ISO 8601 datetime (UTC unless it has an offset), or a date = its start, 00:00 UTC.",
+        ),
+    ] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Create a key; the key itself is printed alone on the last line of stdout."""
+    try:
+        spec = _spec(name, model or [], family or [], rpm, budget, expires)
+    except StartupError as exc:
+        report(exc, debug_wanted())
+
+    async def work(store: KeyStore) -> tuple[str, Principal]:
+        return await store.create(
+            spec.name,
+            spec.models,
+            list(spec.families),
+            spec.rpm,
+            spec.budget,
+            expiry_timestamp(spec.expires_at),
+        )
+
+    plain, record = _with_store(config, work)
+    print(f"id: {record.key_id}")
+    print(f"name: {record.name}")
+    if record.budget is not None:
+        print(f"budget: {record.budget:g}")
+    if record.expires_at is not None:
+        print(f"expires: {dt.datetime.fromtimestamp(record.expires_at, dt.UTC).isoformat()}")
+    print(f"webhook_secret: {record.webhook_secret}")
+    print(plain)
+
+
+def keys_list(config: ConfigOpt = None) -> None:
+    """List keys (never the keys themselves)."""
+
+    async def work(store: KeyStore) -> list[Principal]:
+        return await store.list_all()
+
+    records = _with_store(config, work)
+    table = Table("id", "name", "prefix", "models", "families", "rpm", "budget", "expires", "status")
+    now = dt.datetime.now(dt.UTC).timestamp()
+    for r in records:
+        status = (
+            "revoked" if r.revoked_at else ("expired" if r.expires_at and r.expires_at <= now else "active")
+        )
+        expires_s = dt.datetime.fromtimestamp(r.expires_at, dt.UTC).isoformat() if r.expires_at else "-"
+        table.add_row(
+            r.key_id,
+            r.name,
+            r.prefix,
+            ",".join(r.models) or "*",
+            ",".join(r.families) or "*",
+            str(r.rpm or "-"),
+            "-" if r.budget is None else f"{r.budget:g}",
+            expires_s,
+            status,
+        )
+    Console(width=200).print(table)
+
+
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key id (key_...).")], config: ConfigOpt = None
+) -> None:
+    """Revoke a key; running gateways stop accepting it within a second."""
+
+    async def work(store: KeyStore) -> Principal | None:
+        return await store.revoke(key_id)
+
+    record = _with_store(config, work)
+    if record is None:
+        print(f"error: no key with id {key_id}", file=sys.stderr)
+        raise typer.Exit(1)
+    print(f"revoked {key_id}")
+
+
+keys_app.command("create")(keys_create)
+keys_app.command("list")(keys_list)
+keys_app.command("revoke")(keys_revoke)

@@ -1,0 +1,139 @@
+"""The process `unigate serve` becomes (by exec): the HTTP server, announced once it listens.
+
+`serve` checks everything it can up front, then replaces itself with this module so the
+server keeps the CLI's process id (signals, supervisors) without the CLI's imports. The
+announcement "unigate listening on …" is printed here, once the socket is bound and accepting
+connections; a server that stops before that ends with one `error:` line and exit code 2.
+Only the standard library is imported at module level: uvicorn's worker processes re-import
+this module as their `__main__`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import socket
+import sys
+from collections.abc import Callable
+from typing import Any
+
+APP = "unigate.app:app_factory"
+STARTUP_FAILED = 2
+
+
+class NotListening(Exception):
+    """The server stopped (or could not bind) before it was listening."""
+
+
+def listen_url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
+    """Bind and listen the way uvicorn does (SO_REUSEADDR, IPv6 for addresses with a colon)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None]) -> None:
+    import uvicorn
+    from uvicorn.supervisors.multiprocess import Multiprocess
+
+    config = uvicorn.Config(
+        APP,
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        loop="uvloop",
+        http="httptools",
+        ws="none",  # the gateway serves no WebSocket: the websockets package stays unloaded
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=30,
+        lifespan="on",
+        # Said outright: the app's __call__ returns the request coroutine instead of being one,
+        # which uvicorn's auto-detection would take for ASGI 2.
+        interface="asgi3",
+    )
+    # Bound and listening here, before the app starts: connections made from now on wait in
+    # the backlog and are served once the workers are up.
+    sock = bind(host, port, config.backlog)
+    announce()
+    server = uvicorn.Server(config)
+    if workers == 1:
+        server.run(sockets=[sock])
+        if not server.started:
+            raise NotListening("the app did not start")
+        return
+    # `target` left Multiprocess's signature in uvicorn 0.36; older releases need it.
+    kwargs: dict[str, Any] = {"sockets": [sock]}
+    if "target" in inspect.signature(Multiprocess).parameters:
+        kwargs["target"] = server.run
+    Multiprocess(config, **kwargs).run()
+
+
+def _run_granian(host: str, port: int, workers: int, announce: Callable[[], None]) -> None:
+    from granian import Granian
+    from granian.constants import HTTPModes, Interfaces, Loops
+    from granian.log import LogLevels
+
+    server = Granian(
+        APP,
+        factory=True,
+        address=host,
+        port=port,
+        workers=workers,
+        interface=Interfaces.ASGI,
+        http=HTTPModes.http1,
+        websockets=False,
+        loop=Loops.uvloop,
+        log_level=LogLevels.warning,
+    )
+    # Granian binds its shared socket before it runs the startup hooks and spawns workers.
+    server.on_startup(announce)
+    server.serve()
+
+
+def main(argv: list[str]) -> None:
+    server, host, port, workers = argv[0], argv[1], int(argv[2]), int(argv[3])
+    announced = False
+
+    def announce() -> None:
+        nonlocal announced
+        announced = True
+        plural = "s" if workers > 1 else ""
+        print(f"unigate listening on {listen_url(host, port)} ({workers} worker{plural})", flush=True)
+
+    run = _run_granian if server == "granian" else _run_uvicorn
+    fix = "see the server's log above (UNIGATE_LOG_LEVEL=debug shows more)"
+    try:
+        run(host, port, workers, announce)
+    except KeyboardInterrupt:
+        return
+    except SystemExit as exc:
+        if announced or not exc.code:
+            raise
+        reason = f"the {server} server exited with code {exc.code}"
+    except NotListening as exc:
+        reason = str(exc)
+    except OSError as exc:
+        if announced:
+            raise
+        reason = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        fix = "stop what holds the port or pick another with --port"
+    else:
+        return
+    print(f"error: unigate did not start: {reason}; {fix}", file=sys.stderr, flush=True)
+    sys.exit(STARTUP_FAILED)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

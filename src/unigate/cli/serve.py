@@ -1,0 +1,101 @@
+"""`unigate serve`: check everything up front, migrate once, then become the HTTP server."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from unigate.cli.startup import (
+    StartupError,
+    check_data_dir,
+    check_database_url,
+    check_log_level,
+    check_port,
+    debug_wanted,
+    report,
+    with_database,
+)
+from unigate.config import ConfigError, load_config
+from unigate.gateway import read_or_create_admin_key
+from unigate.providers.base import ProviderContext
+from unigate.providers.registry import UnknownProtocol, build_provider
+from unigate.settings import Settings
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config file (env UNIGATE_CONFIG).")]
+
+
+def settings_for(config: Path | None) -> Settings:
+    settings = Settings.from_env()
+    return settings.with_overrides(config_path=config) if config else settings
+
+
+def serve(
+    config: ConfigOpt = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    # Range checked by hand: typer's own check prints a usage box instead of one error line.
+    port: Annotated[int, typer.Option(help="Port to listen on (1-65535).")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    server: Annotated[
+        str,
+        typer.Option(
+            envvar="UNIGATE_SERVER",
+            help="HTTP server for the app: uvicorn (default) or granian (`pip install granian`).",
+        ),
+    ] = "uvicorn",
+) -> None:
+    """Start the gateway."""
+    try:
+        settings = _prepare(config, host, port, server)
+    except Exception as exc:  # every start-up failure ends as one line, the traceback only in debug
+        if not isinstance(exc, StartupError):
+            exc = StartupError(
+                f"unigate could not start: {type(exc).__name__}: {exc}; "
+                "run with UNIGATE_LOG_LEVEL=debug for the traceback"
+            )
+        report(exc, debug_wanted())
+    os.environ.update(settings.with_overrides(migrate_on_start=False).to_env())
+    command = [sys.executable, "-m", "unigate.cli.launch", server, host, str(port), str(workers)]
+    os.execv(sys.executable, command)
+
+
+def _prepare(config: Path | None, host: str, port: int, server: str) -> Settings:
+    """Every check that can fail before the server starts, cheapest first; the settings the
+    workers get (admin key included)."""
+    if server not in ("uvicorn", "granian"):
+        raise StartupError(f"--server must be uvicorn or granian, not {server!r}")
+    settings = settings_for(config)
+    check_log_level(settings)
+    from unigate.logs import configure_logging
+
+    configure_logging(settings.log_level)
+    check_database_url(settings.database_url)
+    check_port(host, port)
+    check_data_dir(settings.data_dir)
+    _check_config(settings)
+
+    async def nothing(_engine: object) -> None:
+        return None
+
+    # Migrated once here so several workers do not race on the schema.
+    with_database(settings.database_url, nothing)
+    if settings.admin_key is None:
+        admin_key, created = read_or_create_admin_key(settings.data_dir)
+        if created:
+            print(f"Admin key (shown once; also stored in {settings.data_dir / 'admin_key'}):", flush=True)
+            print(admin_key, flush=True)
+        settings = settings.with_overrides(admin_key=admin_key)
+    return settings
+
+
+def _check_config(settings: Settings) -> None:
+    try:
+        config = load_config(settings.config_path)
+        context = ProviderContext(data_dir=settings.data_dir)
+        for provider in config.providers:
+            build_provider(provider, context)
+    except (ConfigError, UnknownProtocol) as exc:
+        raise StartupError(f"{exc}; fix the config file (or UNIGATE_CONFIG / --config)") from exc

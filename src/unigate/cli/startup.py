@@ -1,0 +1,143 @@
+"""Checks the CLI runs before it starts anything, each failing with a `StartupError` that says
+what is wrong and how to fix it, printed by `report` as one `error:` line (exit code 2)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TypeVar
+
+from unigate.cli.launch import bind
+from unigate.logs import check_level
+from unigate.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+EXIT_CODE = 2
+# Long enough for a remote server, short enough that a wrong host does not look like a hang
+# (asyncpg's own connect timeout is a minute).
+CONNECT_TIMEOUT = 10.0
+T = TypeVar("T")
+
+
+class StartupError(Exception):
+    """A failure the user can fix; the message names the cause and the fix."""
+
+
+def report(exc: BaseException, debug: bool) -> NoReturn:
+    """One `error:` line on stderr and exit 2; with debug logging the traceback comes first."""
+    if debug:
+        traceback.print_exception(exc)
+    message = " ".join(str(exc).split())  # config and driver messages can span lines
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(EXIT_CODE)
+
+
+def debug_wanted() -> bool:
+    return (os.environ.get("UNIGATE_LOG_LEVEL") or "").lower() == "debug"
+
+
+def check_log_level(settings: Settings) -> None:
+    try:
+        check_level(settings.log_level)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
+
+
+def check_port(host: str, port: int) -> None:
+    """In range, and free: bound once here so a busy port is refused before anything starts."""
+    if not 1 <= port <= 65535:
+        raise StartupError(f"--port {port} is out of range; use a port from 1 to 65535")
+    try:
+        bind(host, port).close()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise StartupError(
+            f"cannot listen on {host}:{port}: {reason}; stop what holds the port, "
+            "or pick another port with --port (or another address with --host)"
+        ) from exc
+
+
+def check_data_dir(data_dir: Path) -> None:
+    """Created if missing, and writable (SQLite database, admin key and media files live there)."""
+    fix = "set UNIGATE_DATA_DIR to a directory this user can write, or fix the permissions"
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StartupError(f"cannot create the data directory {data_dir}: {exc.strerror}; {fix}") from exc
+    try:
+        with tempfile.TemporaryFile(dir=data_dir):
+            pass
+    except OSError as exc:
+        raise StartupError(f"cannot write to the data directory {data_dir}: {exc.strerror}; {fix}") from exc
+
+
+def shown_url(url: str) -> str:
+    """The database URL with its password masked, for messages."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "(unparseable URL)"
+
+
+def check_database_url(url: str) -> None:
+    """A scheme the store supports (sqlite or postgresql)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    fix = "set UNIGATE_DATABASE_URL to sqlite:///path/to/file.db or postgresql://user:pass@host/db"
+    try:
+        backend = make_url(url).get_backend_name()
+    except ArgumentError:
+        raise StartupError(f"UNIGATE_DATABASE_URL is not a database URL; {fix}") from None
+    if backend not in ("sqlite", "postgresql", "postgres"):
+        raise StartupError(f"UNIGATE_DATABASE_URL has the unsupported scheme {backend}://; {fix}")
+
+
+def with_database(url: str, work: Callable[[AsyncEngine], Awaitable[T]]) -> T:
+    """Connect (bounded wait), migrate, then run `work(engine)`; connection failures become a
+    StartupError that shows the URL without its password."""
+    return asyncio.run(_with_database(url, work))
+
+
+async def _with_database(url: str, work: Callable[[AsyncEngine], Awaitable[T]]) -> T:
+    from unigate.store import db
+
+    check_database_url(url)
+    engine = db.create_engine(url)
+    try:
+        try:
+            async with asyncio.timeout(CONNECT_TIMEOUT):
+                async with engine.connect() as conn:
+                    await db.ping(conn)
+        except Exception as exc:
+            raise StartupError(_unreachable(url, exc)) from exc
+        await db.migrate(engine)
+        return await work(engine)
+    finally:
+        await engine.dispose()
+
+
+def _unreachable(url: str, exc: BaseException) -> str:
+    from sqlalchemy.engine import make_url
+
+    cause = exc.orig if hasattr(exc, "orig") and exc.orig is not None else exc
+    reason = " ".join(str(cause).split()) or type(cause).__name__
+    if isinstance(cause, TimeoutError):
+        reason = f"no answer within {CONNECT_TIMEOUT:.0f} s"
+    password = make_url(url).password
+    if password:
+        reason = reason.replace(str(password), "***")
+    if make_url(url).get_backend_name() == "sqlite":
+        fix = "check UNIGATE_DATA_DIR / UNIGATE_DATABASE_URL and the file's permissions"
+    else:
+        fix = "check that the server runs and that UNIGATE_DATABASE_URL names its host, user and database"
+    return f"cannot connect to the database {shown_url(url)}: {reason}; {fix}"
