@@ -120,6 +120,11 @@ async def main(count: int) -> None:
         }
     )
     from unigate.app import create_app
+    from unigate.logs import configure_logging
+
+    # Logging as `unigate serve` sets it up, so the per-request access line is in the figure
+    # (run with 2>/dev/null to keep it off the terminal).
+    configure_logging(os.environ.get("UNIGATE_LOG_LEVEL", "info"))
     from unigate.providers.base import Reply
     from unigate.usage.recorder import Usage
 

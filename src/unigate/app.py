@@ -11,8 +11,10 @@ import gc
 import itertools
 import logging
 import os
+import time
 from collections.abc import Awaitable
 
+from unigate.access_log import ACCESS_LOGGER, StatusCapture, access_line
 from unigate.api import (
     admin,
     audio,
@@ -45,6 +47,7 @@ from unigate.errors import (
     render_error,
 )
 from unigate.gateway import Gateway
+from unigate.logs import InfoLines
 from unigate.settings import Settings
 
 log = logging.getLogger("unigate")
@@ -78,6 +81,7 @@ class GatewayApp:
         # nothing per request (os.urandom is a syscall).
         self._id_prefix = os.urandom(4).hex()
         self._ids = itertools.count(1)
+        self._access = InfoLines(ACCESS_LOGGER)
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         # Not a coroutine itself: the server awaits `_http` directly, one frame less to
@@ -90,9 +94,12 @@ class GatewayApp:
         return _nothing()
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive, send, f"{self._id_prefix}{next(self._ids):x}")
+        started = time.perf_counter()
+        sent = StatusCapture(send)
+        request = Request(scope, receive, sent, f"{self._id_prefix}{next(self._ids):x}")
         endpoint, params, allowed = self.table.match(request.method, request.path)
         style: ErrorStyle = endpoint.style if endpoint else self.table.style_for(request.path)
+        principal = None
         try:
             if endpoint is None:
                 if allowed:
@@ -104,7 +111,6 @@ class GatewayApp:
                     )
                 raise NotFound(f"No endpoint at {request.method} {request.path}.", code="unknown_url")
             request.params = params
-            principal = None
             if endpoint.auth == "key":
                 principal = await authenticate(request, self.gateway.key_cache)
                 if endpoint.family and not principal.may_use_family(endpoint.family):
@@ -117,12 +123,14 @@ class GatewayApp:
         except GatewayError as err:
             await self._send_error(request, err, style)
         except ClientDisconnected:
-            return
+            pass  # still logged below, as 499 when nothing was sent
         except Exception:
             log.exception(
                 "unhandled error on %s %s (request %s)", request.method, request.path, request.request_id
             )
             await self._send_error(request, GatewayError("Internal server error."), style)
+        if self._access.enabled():
+            self._access(access_line(request, sent.status, started, principal.key_id if principal else None))
 
     def _check_admin(self, request: Request) -> None:
         auth = request.header(b"authorization")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 
+from unigate.access_log import MODEL, OUTCOME, ROUTE
 from unigate.asgi import Request
 from unigate.auth.principal import Principal
 from unigate.errors import GatewayError, NotFound, PermissionDenied
@@ -52,6 +53,8 @@ class Serving:
         """Route one call for `model`, send what the chosen route answers, account for it."""
         assert principal is not None
         gw = self.gw
+        scope = request.scope
+        scope[MODEL] = model  # for the access line (unigate.access_log), 404s and 403s included
         entry = self.resolve(principal, model)
         extra = []
         if principal.rpm:
@@ -66,9 +69,12 @@ class Serving:
         except GatewayError as err:
             self._account(principal, endpoint, model, entry, None, None, err.status, started)
             raise
+        scope[ROUTE] = target.route_key  # "provider/upstream model"
         reply.headers.extend(extra)
         shown = present(reply) if present is not None else reply
         outcome = await send_reply(request, shown, framing, self.keepalive)
+        if not outcome.complete:
+            scope[OUTCOME] = outcome.status
         self._account(principal, endpoint, model, entry, target, reply, outcome.status, started)
 
     def _account(

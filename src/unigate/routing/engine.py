@@ -68,20 +68,16 @@ class Router:
         self, targets: list[Target], invoke: Callable[[Target], Awaitable[T]]
     ) -> tuple[T, Target]:
         last: RouteFailed | None = None
-        for target in targets:
+        for i, target in enumerate(targets):
             try:
                 reply = await invoke(target)
                 if isinstance(reply, Reply) and reply.stream is not None:
                     reply.stream = await _peeked(reply)
             except RouteFailed as failure:
                 last = failure
-                cooled = self.health.failure(target.route_key)
-                log.warning(
-                    "route %s failed: %s%s",
-                    target.route_key,
-                    failure.message,
-                    " (cooling down)" if cooled else "",
-                )
+                # Said before the cooldown line the health check may add, so they read in order.
+                _log_failure(targets, i, failure)
+                self.health.failure(target.route_key)
                 continue
             self.health.success(target.route_key)
             return reply, target
@@ -94,6 +90,27 @@ class Router:
             status=status,
             code=code,
             headers=headers,
+        )
+
+
+def _log_failure(targets: list[Target], index: int, failure: RouteFailed) -> None:
+    """One line per failed attempt: the route, the cause (adapters' messages are fixed
+    phrases with a status, never upstream bodies or credentials), and what happens next."""
+    route = targets[index].route_key
+    cause = failure.message.rstrip(".")
+    if index + 1 < len(targets):
+        log.warning(
+            "route %s failed: %s; falling back to route %s",
+            route,
+            failure.message,
+            targets[index + 1].route_key,
+        )
+    else:
+        log.warning(
+            "route %s failed: %s; giving up, %s",
+            route,
+            cause,
+            "no other route" if len(targets) == 1 else f"all {len(targets)} routes failed",
         )
 
 

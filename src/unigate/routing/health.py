@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
+
+log = logging.getLogger("unigate.routing")
 
 
 class RouteHealth:
@@ -23,12 +26,19 @@ class RouteHealth:
             del self._state[key]
 
     def failure(self, key: str, now: float | None = None) -> bool:
-        """Count a failure; returns True when this failure starts a cooldown."""
+        """Count a failure; returns True (and logs it) when this failure starts a cooldown."""
         state = self._state.setdefault(key, [0.0, 0.0])
         state[0] += 1
         if state[0] >= self._after:
             state[0] = 0.0
             state[1] = (time.monotonic() if now is None else now) + self._cooldown
+            # Per process: every worker cools its own view of the route and says so once.
+            log.warning(
+                "route %s cooling down for %g s after %d consecutive failure(s)",
+                key,
+                self._cooldown,
+                self._after,
+            )
             return True
         return False
 

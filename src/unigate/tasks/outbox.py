@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from unigate.background import Periodic
 from unigate.store.keys import KeyStore
@@ -73,6 +74,9 @@ class OutboxDeliverer:
             secret = await self._secret(event.key_id)
             attempts = event.attempts + 1
             if secret is None:
+                log.warning(
+                    "webhook %s for task %s abandoned: its key no longer exists", event.id, event.task_id
+                )
                 await self.store.give_up(event.id, attempts, "owner key no longer exists")
                 return
             result = await self.sender.deliver(
@@ -93,4 +97,16 @@ class OutboxDeliverer:
                 await self.store.give_up(event.id, attempts, result.error)
                 return
             delay = max(delay, result.retry_after or 0.0)
-            await self.store.retry_later(event.id, attempts, time.time() + delay, result.error)
+            due = time.time() + delay
+            # The cause is one of the sender's fixed phrases; the URL is not logged (receivers
+            # put tokens in query strings).
+            log.warning(
+                "webhook %s for task %s: attempt %d failed (%s); next attempt in %.1f s at %s",
+                event.id,
+                event.task_id,
+                attempts,
+                result.error,
+                delay,
+                datetime.fromtimestamp(due, UTC).isoformat(timespec="seconds"),
+            )
+            await self.store.retry_later(event.id, attempts, due, result.error)

@@ -125,7 +125,9 @@ class Poller:
                 for clip_id, clip in zip(task.clip_ids, state.clips, strict=False)
                 if clip.get("id")
             ]
-        await self.store.transition(task, changes, self.service.event(updated), clip_map)
+        moved = await self.store.transition(task, changes, self.service.event(updated), clip_map)
+        if moved and changes.get("status") == FAILURE:
+            _log_failure(task, updated.fail_reason, updated.result.get("error_type", ""))
 
     async def _fail(self, task: Task, reason: str, error_type: str) -> None:
         now = time.time()
@@ -137,7 +139,23 @@ class Poller:
             "progress": 100,
             "result": result,
         }
-        await self.store.transition(task, changes, self.service.event(_apply(task, changes)))
+        if await self.store.transition(task, changes, self.service.event(_apply(task, changes))):
+            _log_failure(task, reason, error_type)
+
+
+def _log_failure(task: Task, reason: str, error_type: str) -> None:
+    # Only after the transition was written: a poller that lost the race to another worker
+    # stays silent, so each failure is logged once.
+    log.warning(
+        "task %s (%s %s, provider %s, upstream id %s) failed [%s]: %r",
+        task.id,
+        task.family,
+        task.action,
+        task.provider,
+        task.upstream_id or "-",
+        error_type,
+        reason,
+    )
 
 
 def _apply(task: Task, changes: dict[str, Any]) -> Task:

@@ -1,0 +1,72 @@
+"""The access log: one line per request on the `unigate.access` logger, at info.
+
+    POST /v1/chat/completions 200 3.41ms model=gpt-4o route=main-openai/gpt-4o key=key_… request=…
+
+Fields: method, path (never the query string: Gemini clients may send `?key=`), the status
+actually sent (499 when the client left before any response), the latency until the handler
+returned (for a stream: until it ended), the model the client asked for, the route that
+answered (provider/upstream model), the key's id (never the key) and the request id. `-`
+stands for a field a request does not have. A stream that did not end cleanly adds
+`outcome=499` (client left) or `outcome=502` (upstream broke), the status usage records carry.
+
+The request edge (app.py) knows the method, path, status and key; the routed handlers know the
+model and the route and leave them in the request's scope under the keys below (scope is the
+one per-request mapping every handler can reach without changing its signature).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+from urllib.parse import quote
+
+from unigate.asgi import Message, Request, Send
+
+ACCESS_LOGGER = "unigate.access"
+
+# Per-request scope keys the handlers fill (namespaced so no ASGI server's key collides).
+MODEL = "unigate.model"
+ROUTE = "unigate.route"
+OUTCOME = "unigate.outcome"
+
+# Characters left as they are when a path or model has to be escaped: those of RFC 3986 paths.
+_SAFE = "/:@!$&'()*+,;=-._~"
+
+
+class StatusCapture:
+    """Wraps the server's `send` to remember the status of `http.response.start`: the status
+    the client really got, whichever code path sent it. A plain call returning the server's
+    awaitable, so each message costs one comparison and no extra coroutine."""
+
+    __slots__ = ("send", "status")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.status = 0
+
+    def __call__(self, message: Message) -> Awaitable[None]:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        return self.send(message)
+
+
+def _clean(text: str) -> str:
+    """`text` safe for a one-line, space-separated record: the path is percent-decoded and the
+    model comes from the client, so either could carry spaces or newlines (forged lines)."""
+    if text.isprintable() and " " not in text:
+        return text
+    return quote(text, safe=_SAFE)
+
+
+def access_line(request: Request, status: int, started: float, key_id: str | None) -> str:
+    """The access record of a finished request, built once as one string."""
+    scope = request.scope
+    model = scope.get(MODEL)
+    outcome = scope.get(OUTCOME)
+    line = (
+        f"{request.method} {_clean(request.path)} {status or 499} "
+        f"{(time.perf_counter() - started) * 1000.0:.2f}ms "
+        f"model={_clean(model) if model else '-'} route={scope.get(ROUTE) or '-'} "
+        f"key={key_id or '-'} request={request.request_id}"
+    )
+    return line if outcome is None else f"{line} outcome={outcome}"
