@@ -6,16 +6,31 @@ misspelt `read_timout` silently falling back to a default is worse than refusing
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 MiB = 1024 * 1024
+# The families an API key can be limited to.
+Family = Literal["text", "image", "audio", "music", "video", "visual"]
+SandboxKind = Literal[
+    "chat",
+    "embedding",
+    "music",
+    "transcription",
+    "speech",
+    "sound effect",
+    "lip sync",
+    "image",
+    "video",
+    "visual",
+]
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -52,6 +67,8 @@ class ModelConfig(_Strict):
     name: str = Field(min_length=1)  # may be a glob such as `gpt-*`
     routes: list[RouteConfig] = Field(min_length=1)
     price_per_call: float = Field(default=0.0, ge=0)
+    # The family whose keys list it in /v1/models (default: what model_family infers).
+    family: Family | None = None
 
 
 class RoutingConfig(_Strict):
@@ -96,6 +113,9 @@ class MusicConfig(_Strict):
 
 
 class SandboxConfig(_Strict):
+    # With a config file: also serve the sandbox's models (a `sandbox` provider and a model row
+    # for each name the file does not define itself). Always on without a config file.
+    enabled: bool = False
     music_seconds: float = Field(default=8.0, gt=0)  # time for a sandbox music task to finish
     task_seconds: float = Field(default=4.0, gt=0)  # video, sound effect, lip sync, visual tasks
 
@@ -132,50 +152,99 @@ class GatewayConfig(_Strict):
             for j, route in enumerate(model.routes):
                 if route.provider not in known:
                     raise ValueError(f"models[{i}].routes[{j}].provider: unknown provider {route.provider!r}")
+        for key, value, explicit in defaults(self):
+            if explicit and not self.defines(value):
+                raise ValueError(
+                    f"{key}: no model {value!r} is defined; add it under `models` (or enable "
+                    "`sandbox`, whose models include it) or point this key at a defined model"
+                )
         return self
 
-
-SANDBOX_TEXT_MODELS = ("sandbox-chat", "sandbox-embedding")
-SANDBOX_MUSIC_MODELS = ("chirp-v3-0", "chirp-v3-5", "chirp-v4", "chirp-v4-5")
-SANDBOX_MEDIA_MODELS = (
-    "sandbox-transcribe",  # /v1/audio/transcriptions and /translations
-    "sandbox-tts",  # /v1/audio/speech
-    "sandbox-image",  # /v1/images/*, and image output from :generateContent
-    "s1",  # /fish/v1/tts (Fish's `model` header)
-    "fish-asr",  # /fish/v1/asr
-    "stable-image-ultra",
-    "stable-image-core",
-    "sd3.5-large",
-    "sd3.5-large-turbo",
-    "sd3.5-medium",
-    "sd3.5-flash",
-)
+    def defines(self, name: str) -> bool:
+        """Whether a request for `name` finds a model (exact or glob)."""
+        return any(m.name == name or fnmatch.fnmatchcase(name, m.name) for m in self.models)
 
 
-SANDBOX_VIDEO_MODELS = (
-    "sandbox-video",  # any video family
-    "sora-2",  # /v1/videos' default model
-    "sora-2-pro",
-    "kling-v1",  # Kling's default `model_name`
-    "kling-v1-6",
-    "kling-v2-master",
-    "kling-v2-1-master",
-    "kling-v2-5-turbo",
-    "kling-v2-6",
-    "veo-2.0-generate-001",
-    "veo-3.0-generate-001",
-    "veo-3.0-fast-generate-001",
-    "veo-3.1-generate-preview",
-)
+def defaults(config: GatewayConfig) -> list[tuple[str, str, bool]]:
+    """The model ids used when a request names none: (config key, value, set in the file)."""
+    out = [
+        ("music.default_model", config.music.default_model, "default_model" in config.music.model_fields_set)
+    ]
+    media = config.media
+    for name in MediaConfig.model_fields:
+        out.append((f"media.{name}", getattr(media, name), name in media.model_fields_set))
+    return out
 
-SANDBOX_TOOL_MODELS = (
-    "audio1.0",  # /ent/v2/text2audio
-    "lip-sync",  # /ent/v2/lip-sync (media.lip_sync_model)
-    "picwish/segmentation",  # /api/tasks/visual/segmentation
-    "picwish/inpaint",
-    "picwish/scale",
-    "picwish/ocr",  # /api/tasks/document/ocr
-)
+
+# The sandbox's models and the one kind of call each answers. The sandbox refuses a model it
+# knows used for another kind (chat with a music model), as a real vendor would; names it does
+# not know (a route's own `model`) are served for any kind.
+SANDBOX_MODELS: dict[str, SandboxKind] = {
+    "sandbox-chat": "chat",  # chat and text completions
+    "sandbox-embedding": "embedding",
+    **dict.fromkeys(("chirp-v3-0", "chirp-v3-5", "chirp-v4", "chirp-v4-5"), "music"),
+    "sandbox-transcribe": "transcription",  # /v1/audio/transcriptions and /translations
+    "sandbox-tts": "speech",  # /v1/audio/speech
+    "sandbox-image": "image",  # /v1/images/*, and image output from :generateContent
+    "s1": "speech",  # /fish/v1/tts (Fish's `model` header)
+    "fish-asr": "transcription",  # /fish/v1/asr
+    **dict.fromkeys(
+        (
+            "stable-image-ultra",
+            "stable-image-core",
+            "sd3.5-large",
+            "sd3.5-large-turbo",
+            "sd3.5-medium",
+            "sd3.5-flash",
+        ),
+        "image",
+    ),
+    **dict.fromkeys(
+        (
+            "sandbox-video",  # any video family
+            "sora-2",  # /v1/videos' default model
+            "sora-2-pro",
+            "kling-v1",  # Kling's default `model_name`
+            "kling-v1-6",
+            "kling-v2-master",
+            "kling-v2-1-master",
+            "kling-v2-5-turbo",
+            "kling-v2-6",
+            "veo-2.0-generate-001",
+            "veo-3.0-generate-001",
+            "veo-3.0-fast-generate-001",
+            "veo-3.1-generate-preview",
+        ),
+        "video",
+    ),
+    "audio1.0": "sound effect",  # /ent/v2/text2audio
+    "lip-sync": "lip sync",  # /ent/v2/lip-sync (media.lip_sync_model)
+    # /api/tasks/visual/* and /api/tasks/document/ocr
+    **dict.fromkeys(("picwish/segmentation", "picwish/inpaint", "picwish/scale", "picwish/ocr"), "visual"),
+}
+
+# The key family whose endpoints call each kind (what a family-limited key lists).
+KIND_FAMILY: dict[SandboxKind, Family] = {
+    "chat": "text",
+    "embedding": "text",
+    "music": "music",
+    "transcription": "audio",
+    "speech": "audio",
+    "sound effect": "audio",
+    "lip sync": "audio",
+    "image": "image",
+    "video": "video",
+    "visual": "visual",
+}
+
+
+def model_family(model: ModelConfig) -> Family:
+    """The family a model is listed under: its `family`, else the sandbox's kind of that name,
+    else text (what most configured models are)."""
+    if model.family is not None:
+        return model.family
+    kind = SANDBOX_MODELS.get(model.name)
+    return KIND_FAMILY[kind] if kind else "text"
 
 
 def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
@@ -183,14 +252,7 @@ def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
     real vendors whose credentials are present in the environment."""
     providers: list[dict[str, Any]] = [{"name": "sandbox", "protocol": "sandbox"}]
     models: list[dict[str, Any]] = [
-        {"name": name, "routes": [{"provider": "sandbox"}]}
-        for name in (
-            *SANDBOX_TEXT_MODELS,
-            *SANDBOX_MUSIC_MODELS,
-            *SANDBOX_MEDIA_MODELS,
-            *SANDBOX_VIDEO_MODELS,
-            *SANDBOX_TOOL_MODELS,
-        )
+        {"name": name, "routes": [{"provider": "sandbox"}]} for name in SANDBOX_MODELS
     ]
     if key := env_credentials.get("OPENAI_API_KEY"):
         base = env_credentials.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
@@ -207,7 +269,9 @@ def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
             "dall-e-*",
         ):
             models.append({"name": pattern, "routes": [{"provider": "openai"}]})
-    return GatewayConfig.model_validate({"providers": providers, "models": models})
+    return GatewayConfig.model_validate(
+        {"providers": providers, "models": models, "sandbox": {"enabled": True}}
+    )
 
 
 def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -224,11 +288,33 @@ def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> Gate
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"config file {path}: the top level must be a mapping")
-    data = _interpolate(raw, env, path, "")
+    data = _with_sandbox(_interpolate(raw, env, path, ""), path)
     try:
         return GatewayConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, path)) from None
+
+
+def _with_sandbox(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`sandbox: {enabled: true}`: the `sandbox` provider and the sandbox's models added beside
+    the file's own (a model the file defines keeps its definition). Malformed sections are
+    left for validation to report."""
+    sandbox, providers, models = data.get("sandbox"), data.get("providers") or [], data.get("models") or []
+    if not (isinstance(sandbox, dict) and sandbox.get("enabled") is True):
+        return data
+    if not isinstance(providers, list) or not isinstance(models, list):
+        return data
+    named = next((p for p in providers if isinstance(p, dict) and p.get("name") == "sandbox"), None)
+    if named is None:
+        providers = [*providers, {"name": "sandbox", "protocol": "sandbox"}]
+    elif named.get("protocol") != "sandbox":
+        raise ConfigError(
+            f"config file {path}: sandbox.enabled: the provider name 'sandbox' is taken by a "
+            f"{named.get('protocol')!r} provider; rename that provider"
+        )
+    defined = {m.get("name") for m in models if isinstance(m, dict)}
+    extra = [{"name": n, "routes": [{"provider": "sandbox"}]} for n in SANDBOX_MODELS if n not in defined]
+    return {**data, "providers": providers, "models": [*models, *extra]}
 
 
 def _interpolate(value: Any, env: Mapping[str, str], path: Path, where: str) -> Any:

@@ -25,14 +25,8 @@ MB = 1024 * 1024
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    from unigate.config import SANDBOX_MEDIA_MODELS, SANDBOX_TEXT_MODELS
-
     config = {
-        "providers": [{"name": "sandbox", "protocol": "sandbox"}],
-        "models": [
-            {"name": m, "routes": [{"provider": "sandbox"}]}
-            for m in (*SANDBOX_TEXT_MODELS, *SANDBOX_MEDIA_MODELS)
-        ],
+        "sandbox": {"enabled": True},  # the sandbox's models beside a config file
         "limits": {"max_audio_upload": 2 * MB, "max_image_upload": 4 * MB},
     }
     with GatewayProcess(Path(tmp_path_factory.mktemp("media-sandbox")), config=config) as g:

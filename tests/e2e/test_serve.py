@@ -11,7 +11,7 @@ from pathlib import Path
 
 import openai
 
-from tests.support.gateway import GatewayProcess
+from tests.support.gateway import GatewayProcess, serve_refused
 from tests.support.net import http
 
 
@@ -33,23 +33,8 @@ def test_admin_key_generated_and_printed_once(tmp_path: Path) -> None:
         second.stop()
 
 
-def _serve_with(tmp_path: Path, config_text: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """Run `unigate serve` on a config that must be refused before it starts."""
-    config = tmp_path / "bad.yaml"
-    config.write_text(config_text)
-    proc = subprocess.run(
-        [sys.executable, "-m", "unigate", "serve", "--config", str(config)],
-        env={**os.environ, "UNIGATE_DATA_DIR": str(tmp_path / "d")},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return config, proc
-
-
 def test_config_error_names_key_and_file(tmp_path: Path) -> None:
-    config, proc = _serve_with(
+    config, proc = serve_refused(
         tmp_path, "providers:\n  - name: x\n    protocol: openai\n    base_urll: http://x\n"
     )
     assert proc.returncode == 2
@@ -59,7 +44,7 @@ def test_config_error_names_key_and_file(tmp_path: Path) -> None:
 
 
 def test_unknown_protocol_is_refused(tmp_path: Path) -> None:
-    _, proc = _serve_with(tmp_path, "providers:\n  - {name: x, protocol: carrier-pigeon}\n")
+    _, proc = serve_refused(tmp_path, "providers:\n  - {name: x, protocol: carrier-pigeon}\n")
     assert proc.returncode == 2 and "carrier-pigeon" in proc.stderr
 
 

@@ -113,3 +113,18 @@ class GatewayProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def serve_refused(workdir: Path, config_text: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """Run `unigate serve` on a config that must be refused before it starts."""
+    config = workdir / "bad.yaml"
+    config.write_text(config_text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "unigate", "serve", "--config", str(config)],
+        env={**os.environ, "UNIGATE_DATA_DIR": str(workdir / "d")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return config, proc

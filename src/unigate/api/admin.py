@@ -4,17 +4,16 @@ Not on the hot path, so bodies are validated with pydantic."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
+from unigate.config import Family
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
-
-Family = Literal["text", "image", "audio", "music", "video", "visual"]
 
 
 class KeyCreate(BaseModel):

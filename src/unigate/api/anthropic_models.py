@@ -43,7 +43,7 @@ class AnthropicModelsAPI:
 
     def _allowed(self, principal: Principal | None) -> list[str]:
         assert principal is not None
-        return [name for name in self.catalog.model_names() if principal.may_use_model(name)]
+        return self.catalog.listed_for(principal)
 
     async def list_models(self, request: Request, principal: Principal | None) -> None:
         fmt = _client_format(request)

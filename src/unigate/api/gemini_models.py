@@ -30,7 +30,7 @@ class GeminiModelsAPI:
 
     def _allowed(self, principal: Principal | None) -> list[str]:
         assert principal is not None
-        return [name for name in self.catalog.model_names() if principal.may_use_model(name)]
+        return self.catalog.listed_for(principal)
 
     def _model(self, name: str) -> dict[str, Any]:
         entry = self.catalog.resolve(name)

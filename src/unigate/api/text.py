@@ -152,15 +152,14 @@ class TextAPI:
         catalog = self.gw.catalog
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": catalog.owner(name)}
-            for name in catalog.model_names()
-            if principal.may_use_model(name)
+            for name in catalog.listed_for(principal)
         ]
         await send_json(request.send, 200, {"object": "list", "data": data})
 
     async def get_model(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
         name = request.params["model"]
-        if name not in self.gw.catalog.model_names() or not principal.may_use_model(name):
+        if name not in self.gw.catalog.listed_for(principal):
             raise NotFound(f"The model '{name}' does not exist.", code="model_not_found", param="model")
         await send_json(
             request.send,

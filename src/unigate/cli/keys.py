@@ -13,10 +13,11 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from unigate.api.admin import Family, KeyCreate, expiry_timestamp
+from unigate.api.admin import KeyCreate, expiry_timestamp
 from unigate.auth.principal import Principal
 from unigate.cli.serve import ConfigOpt, settings_for
 from unigate.cli.startup import StartupError, debug_wanted, report, with_database
+from unigate.config import Family
 from unigate.settings import Settings
 from unigate.store.keys import KeyStore
 

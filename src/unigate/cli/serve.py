@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from unigate.cli.startup import (
     report,
     with_database,
 )
-from unigate.config import ConfigError, load_config
+from unigate.config import ConfigError, defaults, load_config
 from unigate.gateway import read_or_create_admin_key
 from unigate.providers.base import ProviderContext
 from unigate.providers.registry import UnknownProtocol, build_provider
@@ -99,3 +100,12 @@ def _check_config(settings: Settings) -> None:
             build_provider(provider, context)
     except (ConfigError, UnknownProtocol) as exc:
         raise StartupError(f"{exc}; fix the config file (or UNIGATE_CONFIG / --config)") from exc
+    # A default the file set itself is checked by the config; one left at its built-in value
+    # only matters to deployments that serve that family, so it is a note, not an error.
+    unbacked = [f"{key}={value}" for key, value, _ in defaults(config) if not config.defines(value)]
+    if unbacked:
+        logging.getLogger("unigate.config").info(
+            "requests that name no model will get 404 for these defaults, which no model defines: "
+            "%s (set them in the config, or enable `sandbox`)",
+            ", ".join(unbacked),
+        )

@@ -64,4 +64,3 @@ def veo_operation(task: Task) -> dict[str, Any]:
     ]
     op["response"] = {"@type": RESPONSE_TYPE, "generateVideoResponse": {"generatedSamples": samples}}
     return op
-

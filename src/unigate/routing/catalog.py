@@ -7,7 +7,8 @@ import fnmatch
 import re
 from dataclasses import dataclass
 
-from unigate.config import GatewayConfig, ModelConfig
+from unigate.auth.principal import Principal
+from unigate.config import Family, GatewayConfig, ModelConfig, model_family
 from unigate.providers.base import Provider, Target, Timeouts
 
 
@@ -29,6 +30,7 @@ class ModelEntry:
     routes: tuple[Route, ...]
     price_per_call: float
     is_pattern: bool
+    family: Family  # what a family-limited key lists it under
 
 
 class Catalog:
@@ -55,6 +57,15 @@ class Catalog:
     def model_names(self) -> list[str]:
         """Concrete model ids (patterns are not listable)."""
         return list(self._exact)
+
+    def listed_for(self, principal: Principal) -> list[str]:
+        """The concrete models a key is shown (/v1/models in every client's shape): those its
+        model globs allow, of the families it may use."""
+        return [
+            name
+            for name, entry in self._exact.items()
+            if principal.may_use_model(name) and principal.may_use_family(entry.family)
+        ]
 
     def target_on(self, provider: Provider, model: str) -> Target:
         """A call of `model` pinned to `provider` (the one that owns a clip or video being
@@ -84,4 +95,4 @@ def _entry(model: ModelConfig, providers: dict[str, Provider]) -> ModelEntry:
         routes.append(Route(provider, r.model, r.priority, r.weight, timeouts))
     routes.sort(key=lambda route: route.priority)
     is_pattern = any(ch in model.name for ch in "*?[")
-    return ModelEntry(model.name, tuple(routes), model.price_per_call, is_pattern)
+    return ModelEntry(model.name, tuple(routes), model.price_per_call, is_pattern, model_family(model))

@@ -221,4 +221,3 @@ class TaskService:
 
     async def fetch_many(self, principal: Principal, ids: list[str], family: str = "music") -> list[Task]:
         return [t for t in await self.store.get_many(ids, principal.key_id) if t.family == family]
-

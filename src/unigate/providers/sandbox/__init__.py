@@ -34,6 +34,7 @@ from unigate.providers.sandbox.gemini_image import gemini_image_reply
 from unigate.providers.sandbox.jobs import SandboxJobs
 from unigate.providers.sandbox.kinds import sandbox_kinds
 from unigate.providers.sandbox.media_calls import SandboxMedia
+from unigate.providers.sandbox.model_kinds import MEDIA_KINDS, check_kind, task_kind
 from unigate.providers.sandbox.tasks import SandboxTasks
 
 PROVIDER_TYPE = "sandbox"
@@ -53,21 +54,27 @@ class SandboxProvider(Provider):
         self.media_calls = SandboxMedia(context.data_dir / "media")
 
     async def media(self, call: MediaCall, target: Target) -> Reply:
+        check_kind(target.upstream_model, MEDIA_KINDS.get(call.op))
         return await self.media_calls.answer(call)
 
     async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
+        check_kind(target.upstream_model, "image")  # Gemini calls asking for image output
         return await gemini_image_reply(payload, target.upstream_model, stream)
 
     async def chat(self, call: TextCall, target: Target) -> Reply:
+        check_kind(target.upstream_model, "chat")
         return chat_reply(call)
 
     async def complete(self, call: TextCall, target: Target) -> Reply:
+        check_kind(target.upstream_model, "chat")
         return completions_reply(call)
 
     async def embed(self, call: TextCall, target: Target) -> Reply:
+        check_kind(target.upstream_model, "embedding")
         return embeddings_reply(call)
 
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
+        check_kind(target.upstream_model, task_kind(job.family, job.action))
         if job.family == "music":
             return await self.jobs.submit(job)
         return await self.tasks.submit(job)
