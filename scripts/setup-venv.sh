@@ -9,11 +9,19 @@ if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; th
     echo "unigate needs Python >= 3.11 (found: $("$py" --version 2>&1))" >&2
     exit 1
 fi
-[ -x .venv/bin/python ] || "$py" -m venv .venv
+# Progress goes to stderr (stdout stays the server's: scripts read the admin key from it).
+say() { echo "unigate setup: $*" >&2; }
+if [ ! -x .venv/bin/python ]; then
+    say "creating ./.venv with $("$py" --version 2>&1) (first run only)"
+    "$py" -m venv .venv
+fi
 stamp=".venv/.unigate-installed${extras:+-$extras}"
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    started=$SECONDS
+    say "installing unigate${extras:+[$extras]} and its dependencies into ./.venv (about a minute the first time)..."
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q -e ".${extras:+[$extras]}"
     echo "$want" > "$stamp"
+    say "installed in $((SECONDS - started)) s"
 fi

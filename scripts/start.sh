@@ -8,11 +8,13 @@ bash scripts/setup-venv.sh
 # The sandbox's OCR (/api/tasks/document/ocr) runs Tesseract; everything else works without it.
 if ! command -v tesseract >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "installing Tesseract for the sandbox's OCR (first run only)"
+        echo "unigate setup: installing Tesseract for the sandbox's OCR (first run only)" >&2
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             tesseract-ocr tesseract-ocr-eng >/dev/null || echo "Tesseract could not be installed; sandbox OCR tasks will fail" >&2
     else
         echo "note: the sandbox's OCR needs Tesseract (apt-get install tesseract-ocr); other endpoints work without it" >&2
     fi
 fi
+echo "unigate: starting the gateway (Ctrl-C stops it). Leave it running: once it prints" \
+     "'unigate listening on ...', open a second terminal in $PWD for the next commands." >&2
 exec .venv/bin/unigate serve "$@"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -216,3 +217,58 @@ def test_keys_create_expires_and_budget_match_the_admin_api(tmp_path: Path) -> N
             ["keys", "create", "--name", "x", "--expires", "soon"], tmp_path, UNIGATE_DATA_DIR=data_dir
         )
         assert "--expires 'soon'" in _one_error_line(bad)
+
+
+STUB_PYTHON = """#!/usr/bin/env bash
+# Stands in for python3 (and, once copied, for the venv's python and unigate) to run the setup
+# scripts without a real install.
+case "$*" in
+    "--version") echo "Python 3.12.0" ;;
+    "-c "*) exit 0 ;;
+    "-m venv .venv")
+        mkdir -p .venv/bin
+        cp "$0" .venv/bin/python
+        cp "$0" .venv/bin/unigate ;;
+    "-m pip "*) echo "pip $*" >> pip.log ;;
+    "serve "*) echo "unigate $*" ;;
+esac
+"""
+
+
+def test_start_script_shows_progress_and_the_second_terminal_hint(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    clone = tmp_path / "clone"
+    (clone / "scripts").mkdir(parents=True)
+    for name in ("start.sh", "setup-venv.sh"):
+        (clone / "scripts" / name).write_text((repo / "scripts" / name).read_text())
+    (clone / "pyproject.toml").write_text((repo / "pyproject.toml").read_text())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "python-stub"
+    stub.write_text(STUB_PYTHON)
+    stub.chmod(0o755)
+    (bin_dir / "tesseract").write_text("#!/bin/sh\n")  # present: no OCR install attempted
+    (bin_dir / "tesseract").chmod(0o755)
+    env = {**os.environ, "PYTHON": str(stub), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+    def start() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "scripts/start.sh", "--port", "8123"],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+
+    first = start()
+    assert "creating ./.venv with Python 3.12.0 (first run only)" in first.stderr
+    assert "installing unigate and its dependencies into ./.venv" in first.stderr
+    assert re.search(r"installed in \d+ s", first.stderr)
+    assert "open a second terminal in" in first.stderr
+    assert first.stdout.strip() == "unigate serve --port 8123"  # stdout stays the server's
+    assert "install -q -e ." in (clone / "pip.log").read_text()
+    again = start()
+    assert "installing" not in again.stderr and "creating" not in again.stderr
+    assert "open a second terminal" in again.stderr

@@ -102,7 +102,7 @@ def _log_failure(targets: list[Target], index: int, failure: RouteFailed) -> Non
         log.warning(
             "route %s failed: %s; falling back to route %s",
             route,
-            failure.message,
+            cause,
             targets[index + 1].route_key,
         )
     else:
