@@ -247,6 +247,18 @@ def model_family(model: ModelConfig) -> Family:
     return KIND_FAMILY[kind] if kind else "text"
 
 
+# Without a config file, a vendor whose `<VENDOR>_API_KEY` is in the environment becomes a
+# provider (base URL from `<VENDOR>_BASE_URL`, else this one) serving these model ids.
+ENV_VENDORS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "openai": (
+        "https://api.openai.com/v1",
+        ("gpt-*", "o1*", "o3*", "o4*", "chatgpt-*", "text-embedding-*", "whisper-*", "tts-*", "dall-e-*"),
+    ),
+    "anthropic": ("https://api.anthropic.com", ("claude-*",)),
+    "gemini": ("https://generativelanguage.googleapis.com", ("gemini-*",)),
+}
+
+
 def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
     """The configuration used when no file is given: the sandbox for every family, plus
     real vendors whose credentials are present in the environment."""
@@ -254,21 +266,12 @@ def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
     models: list[dict[str, Any]] = [
         {"name": name, "routes": [{"provider": "sandbox"}]} for name in SANDBOX_MODELS
     ]
-    if key := env_credentials.get("OPENAI_API_KEY"):
-        base = env_credentials.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
-        providers.append({"name": "openai", "protocol": "openai", "base_url": base, "api_key": key})
-        for pattern in (
-            "gpt-*",
-            "o1*",
-            "o3*",
-            "o4*",
-            "chatgpt-*",
-            "text-embedding-*",
-            "whisper-*",
-            "tts-*",
-            "dall-e-*",
-        ):
-            models.append({"name": pattern, "routes": [{"provider": "openai"}]})
+    for vendor, (base_url, patterns) in ENV_VENDORS.items():
+        prefix = vendor.upper()
+        if key := env_credentials.get(f"{prefix}_API_KEY"):
+            base = env_credentials.get(f"{prefix}_BASE_URL", base_url)
+            providers.append({"name": vendor, "protocol": vendor, "base_url": base, "api_key": key})
+            models.extend({"name": pattern, "routes": [{"provider": vendor}]} for pattern in patterns)
     return GatewayConfig.model_validate(
         {"providers": providers, "models": models, "sandbox": {"enabled": True}}
     )

@@ -38,7 +38,8 @@ class Settings:
         config = env.get("UNIGATE_CONFIG")
         creds = {
             name: env[name]
-            for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
+            for vendor in ("OPENAI", "ANTHROPIC", "GEMINI")
+            for name in (f"{vendor}_API_KEY", f"{vendor}_BASE_URL")
             if env.get(name)
         }
         return cls(

@@ -262,8 +262,14 @@ class Provider:
         return None
 
 
-def _unsupported(provider: Provider, what: str) -> InvalidRequest:
-    return InvalidRequest(f"The model's provider does not support {what}.", code="unsupported_operation")
+class Unsupported(InvalidRequest):
+    """The route's provider lacks the operation asked for. Routing skips such a route (not a
+    failure: no cooldown, no fallback warning); the client gets this 400 only when no route
+    of the model has the operation."""
+
+
+def _unsupported(provider: Provider, what: str) -> Unsupported:
+    return Unsupported(f"The model's provider does not support {what}.", code="unsupported_operation")
 
 
 ProviderFactory = Callable[[ProviderConfig, ProviderContext], Provider]

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 from unigate.errors import UpstreamFailed
-from unigate.providers.base import Reply, RouteFailed, StreamBroken, Target
+from unigate.providers.base import Reply, RouteFailed, StreamBroken, Target, Unsupported
 from unigate.routing.catalog import ModelEntry, Route
 from unigate.routing.health import RouteHealth
 
@@ -68,11 +68,17 @@ class Router:
         self, targets: list[Target], invoke: Callable[[Target], Awaitable[T]]
     ) -> tuple[T, Target]:
         last: RouteFailed | None = None
+        unsupported: Unsupported | None = None
         for i, target in enumerate(targets):
             try:
                 reply = await invoke(target)
                 if isinstance(reply, Reply) and reply.stream is not None:
                     reply.stream = await _peeked(reply)
+            except Unsupported as exc:
+                # A chat-only upstream among an embedding model's routes: skipped, not failed.
+                log.debug("route %s skipped: %s", target.route_key, exc.message)
+                unsupported = unsupported or exc
+                continue
             except RouteFailed as failure:
                 last = failure
                 # Said before the cooldown line the health check may add, so they read in order.
@@ -81,7 +87,9 @@ class Router:
                 continue
             self.health.success(target.route_key)
             return reply, target
-        assert last is not None  # a model always has at least one route
+        if last is None:
+            assert unsupported is not None  # a model always has at least one route
+            raise unsupported
         headers = {"retry-after": last.retry_after} if last.retry_after else None
         status = last.status if last.status in (429, 504) else 502
         code = {429: "upstream_rate_limited", 504: "upstream_timeout"}.get(status, "upstream_unavailable")
