@@ -203,8 +203,12 @@ async def call(
     read: float = 1.0,
     total: float = 5.0,
     headers: dict[str, str] | None = None,
+    method: str = "POST",
+    replay: bool | None = True,
 ) -> Response:
-    return await pool.request("POST", path, body, connect=1.0, read=read, total=total, headers=headers)
+    return await pool.request(
+        method, path, body, connect=1.0, read=read, total=total, headers=headers, replay=replay
+    )
 
 
 async def until(check: Callable[[], bool], timeout: float = 1.0) -> None:
@@ -429,6 +433,33 @@ def test_stale_retry_is_not_repeated(loop: str) -> None:
                 with pytest.raises(ConnectionBroken):
                     await call(pool)
             assert len(server.requests) == 3 and server.connections == 2  # 1 + the try and its retry
+
+    _run(loop, main())
+
+
+@pytest.mark.parametrize(
+    ("method", "replay", "sent"), [("POST", None, 2), ("POST", False, 2), ("GET", None, 3)]
+)
+def test_stale_replay_only_when_safe(loop: str, method: str, replay: bool | None, sent: int) -> None:
+    """A POST (a task submit, a paid generation) the upstream may have read is not sent again
+    on a stale connection unless the caller says a repeat is harmless; a GET is."""
+
+    async def handle(peer: Peer) -> None:
+        while await peer.request() is not None:
+            if peer.requests == 2:
+                return  # read, then hung up without an answer
+            await peer.send(ok())
+
+    async def main() -> None:
+        async with Server(handle) as server:
+            async with pool_for(server) as pool:
+                await fetch(pool)
+                if sent == 3:
+                    assert await (await call(pool, method=method, replay=replay)).read() == b"ok"
+                else:
+                    with pytest.raises(ConnectionBroken):
+                        await call(pool, method=method, replay=replay)
+            assert len(server.requests) == sent
 
     _run(loop, main())
 

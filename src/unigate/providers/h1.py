@@ -35,6 +35,7 @@ __all__ = [
 
 # Fields the client writes itself: body framing is always Content-Length.
 _OWN = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 WRITE_CHUNK = 64 * 1024  # bodies up to this size go out in the same write as the head
 
 
@@ -225,14 +226,19 @@ class Pool:
         read: float,
         total: float,
         headers: Mapping[str, str] | None = None,
+        replay: bool | None = None,
     ) -> Response:
         """Send one request and return once the response's status and headers are in; its
         body is read from the `Response`. `read` bounds every silence of the upstream (the
-        wait for the first byte included) and `total` the whole exchange, body included."""
+        wait for the first byte included) and `total` the whole exchange, body included.
+        `replay`: may the request be sent again when a reused connection turns out stale
+        (default: only for idempotent methods)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + total
         length = len(body) if isinstance(body, bytes) else body.length
         head = self._head(method, path, length, headers)
+        if replay is None:
+            replay = method in _IDEMPOTENT
         for attempt in range(2):
             conn = self._take(loop) if attempt == 0 else None
             reused = conn is not None
@@ -247,8 +253,16 @@ class Pool:
                 conn.abort()
                 response.discard()
                 # A reused connection the upstream closed while idle fails before any byte of
-                # a response: the request was not processed, so it is sent again, once.
-                if reused and attempt == 0 and isinstance(exc, ConnectionBroken) and not response.received:
+                # a response. The upstream may still have read the request, so only a request
+                # safe to repeat is sent again, once; a task submit or a paid generation is
+                # not, and its failure goes to routing, which may try another route.
+                if (
+                    replay
+                    and reused
+                    and attempt == 0
+                    and isinstance(exc, ConnectionBroken)
+                    and not response.received
+                ):
                     continue
                 raise
             return response

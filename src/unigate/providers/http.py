@@ -29,10 +29,13 @@ class UpstreamHTTP:
         data: bytes | FormBody,
         timeouts: Timeouts,
         headers: Mapping[str, str] | None = None,
+        replay: bool = False,
     ) -> Response:
         """Send a request and return the response with its headers read; body unread. A form
-        body brings its own Content-Type (the pool's default is JSON)."""
-        return await self.request("POST", path, data, timeouts, headers)
+        body brings its own Content-Type (the pool's default is JSON). `replay=True` lets a
+        request that met a stale keep-alive connection be sent again: for calls whose repeat
+        is harmless (text generation), never for task submits or paid media."""
+        return await self.request("POST", path, data, timeouts, headers, replay)
 
     async def get(self, path: str, timeouts: Timeouts, headers: Mapping[str, str] | None = None) -> Response:
         return await self.request("GET", path, b"", timeouts, headers)
@@ -49,6 +52,7 @@ class UpstreamHTTP:
         data: bytes | FormBody,
         timeouts: Timeouts,
         headers: Mapping[str, str] | None = None,
+        replay: bool | None = None,
     ) -> Response:
         if isinstance(data, FormBody):
             headers = {**(headers or {}), "Content-Type": data.content_type}
@@ -61,6 +65,7 @@ class UpstreamHTTP:
                 read=timeouts.read,
                 total=timeouts.total,
                 headers=headers,
+                replay=replay,
             )
         except UpstreamTimeout:
             raise RouteFailed("The upstream did not answer in time.", status=504) from None

@@ -128,7 +128,9 @@ class OpenAIProvider(Provider):
     async def _relay(self, call: TextCall, target: Target) -> Reply:
         injected = call.stream and not call.include_usage
         body = _upstream_body(call, target.upstream_model, injected)
-        resp = await self.http.post(_PATHS[call.op], body, target.timeouts)
+        resp = await self.http.post(
+            _PATHS[call.op], body, target.timeouts, replay=True
+        )  # text: a repeat is harmless
         if resp.status >= 400:
             await _raise_for_status(resp)
         content_type = resp.headers.get("Content-Type", "application/json").encode("latin-1")

@@ -73,7 +73,7 @@ class TranslatingChatProvider(Provider):
     ) -> Reply:
         """A call already in the upstream's own format, relayed as is (usage read on the way;
         a stream without an event containing `last` is a broken one)."""
-        resp = await self.http.post(path, body, target.timeouts)
+        resp = await self.http.post(path, body, target.timeouts, replay=True)  # text: a repeat is harmless
         if resp.status >= 400:
             await raise_for_status(resp)
         if stream:
@@ -87,7 +87,7 @@ class TranslatingChatProvider(Provider):
 
     async def chat(self, call: TextCall, target: Target) -> Reply:
         path, body = self.request(call, target)
-        resp = await self.http.post(path, orjson.dumps(body), target.timeouts)
+        resp = await self.http.post(path, orjson.dumps(body), target.timeouts, replay=True)
         if resp.status >= 400:
             await raise_for_status(resp)
         if call.stream:
