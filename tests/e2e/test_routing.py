@@ -195,3 +195,42 @@ def test_client_disconnect_cancels_the_upstream_stream(
     while time.monotonic() < deadline and fake_openai.cancelled == 0:
         time.sleep(0.05)
     assert fake_openai.cancelled == 1, "the gateway dropped the upstream request when the client left"
+
+
+def test_client_leaving_a_non_streaming_call_cancels_the_upstream(
+    gateway_factory: Callable[..., GatewayProcess], fake_openai: FakeOpenAI
+) -> None:
+    """No stream to write to: the gateway notices the departure by watching the connection
+    (from half a second into the call), drops the upstream request, and records a 499."""
+    import json
+    import socket
+    import time
+
+    fake_openai.mode = "hang"
+    gw = gateway_factory(_config(fake_openai.base_url, fake_openai.base_url))
+    record = gw.create_key_record(name="leaver")
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {record['key']}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", gw.port)) as sock:
+        sock.sendall(head + body)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not fake_openai.received:
+            time.sleep(0.02)
+        assert fake_openai.received, "the call reached the upstream"
+    left = time.monotonic()  # the client is gone
+    while time.monotonic() < left + 5 and fake_openai.cancelled == 0:
+        time.sleep(0.05)
+    assert fake_openai.cancelled == 1, "the upstream request was dropped"
+    assert time.monotonic() - left < 2.0
+    assert len(fake_openai.received) == 1, "and not retried on the other route"
+    deadline = time.monotonic() + 5
+    rows: list[dict[str, object]] = []
+    while time.monotonic() < deadline and not rows:
+        time.sleep(0.3)
+        rows = [r for r in gw.admin("GET", "/admin/usage").json()["data"] if r["key_id"] == record["id"]]
+    assert rows and rows[0]["requests"] == 1, rows
+    access = [line for line in gw.log().splitlines() if "unigate.access" in line and "/v1/chat" in line]
+    assert access and " 499 " in access[-1] and record["id"] in access[-1]

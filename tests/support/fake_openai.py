@@ -68,7 +68,11 @@ class FakeOpenAI(LoopbackServer):
         if self.mode == "reject400":
             return body, _error(400, "upstream says the request is bad", "invalid_request_error")
         if self.mode == "hang":
-            await asyncio.sleep(30)
+            for _ in range(300):  # 30 s, or until the gateway drops the request
+                await asyncio.sleep(0.1)
+                if request.transport is None or request.transport.is_closing():
+                    self.cancelled += 1
+                    break
         return body, None
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:

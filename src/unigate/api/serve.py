@@ -4,12 +4,14 @@ Endpoint modules only parse and validate their input and say how to call a provi
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
 from unigate.access_log import MODEL, OUTCOME, ROUTE
-from unigate.asgi import Request
+from unigate.asgi import ClientDisconnected, Request
 from unigate.auth.principal import Principal
+from unigate.client_gone import LeaveWatch
 from unigate.errors import GatewayError, NotFound, PermissionDenied
 from unigate.gateway import Gateway
 from unigate.providers.base import MediaCall, Reply, Target
@@ -31,6 +33,7 @@ class Serving:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
         self.keepalive = gw.config.limits.stream_keepalive
+        self.leave_watch = LeaveWatch()
 
     def resolve(self, principal: Principal, model: str) -> ModelEntry:
         entry = self.gw.catalog.resolve(model)
@@ -64,11 +67,21 @@ class Serving:
                 (b"x-ratelimit-remaining-requests", str(remaining).encode()),
             ]
         started = time.perf_counter()
+        watch = self.leave_watch
+        token = watch.enter(request.receive)
         try:
             reply, target = await gw.router.run(entry, model, attempt)
         except GatewayError as err:
             self._account(principal, endpoint, model, entry, None, None, err.status, started)
             raise
+        except asyncio.CancelledError:
+            if not watch.left(token):
+                raise
+            # The client left mid-call: the upstream request was dropped with the cancellation.
+            self._account(principal, endpoint, model, entry, None, None, 499, started)
+            raise ClientDisconnected from None
+        finally:
+            watch.exit(token)
         scope[ROUTE] = target.route_key  # "provider/upstream model"
         reply.headers.extend(extra)
         shown = present(reply) if present is not None else reply
