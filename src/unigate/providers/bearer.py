@@ -11,6 +11,7 @@ from unigate.config import ProviderConfig
 from unigate.errors import UpstreamRejected
 from unigate.providers.base import Provider, ProviderContext, RouteFailed
 from unigate.providers.h1 import Response
+from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP, read_all
 
 REJECTED = "The upstream rejected the request."
@@ -22,10 +23,9 @@ class BearerProvider(Provider):
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
-        headers = {"Content-Type": "application/json"} if self.json_body else {}
-        headers.update(config.headers)
-        if config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
+        defaults = {"Content-Type": "application/json"} if self.json_body else {}
+        credentials = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        headers = upstream_headers(defaults, config.headers, credentials)
         self.http = UpstreamHTTP(config.base_url or self.default_base_url, headers)
 
     async def start(self) -> None:

@@ -40,6 +40,7 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
+from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP
 from unigate.providers.task_http import (
     Answer,
@@ -103,9 +104,10 @@ class KlingProvider(Provider):
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
         self.keys = KlingKeys.parse(config.api_key)
-        headers = {"Content-Type": "application/json", **config.headers}
-        if self.keys is None and config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
+        # With an access/secret key pair the Authorization is a JWT made per request.
+        bearer = self.keys is None and config.api_key
+        credentials = {"Authorization": f"Bearer {config.api_key}"} if bearer else {}
+        headers = upstream_headers({"Content-Type": "application/json"}, config.headers, credentials)
         self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
         self.secrets = [s for s in (config.api_key, *(self._key_parts())) if s]
 

@@ -31,6 +31,7 @@ from unigate.providers.base import (
 )
 from unigate.providers.form_body import FormBody
 from unigate.providers.h1 import Response
+from unigate.providers.headers import upstream_headers
 from unigate.providers.http import (
     UpstreamHTTP,
     event_data,
@@ -61,10 +62,8 @@ class OpenAIProvider(Provider):
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
-        headers = {"Content-Type": "application/json"}
-        if config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
-        headers.update(config.headers)
+        credentials = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        headers = upstream_headers({"Content-Type": "application/json"}, config.headers, credentials)
         self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
         self.videos = OpenAIVideos(self.http, [config.api_key, *config.headers.values()])
 

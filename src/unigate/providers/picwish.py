@@ -34,6 +34,7 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
+from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP
 from unigate.providers.task_http import (
     Answer,
@@ -94,9 +95,9 @@ class PicWishProvider(Provider):
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
-        headers = dict(config.headers)
-        if config.api_key:
-            headers["X-API-KEY"] = config.api_key
+        headers = upstream_headers(
+            {}, config.headers, {"X-API-KEY": config.api_key} if config.api_key else {}
+        )
         self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
         self.secrets = [config.api_key] if config.api_key else []
 

@@ -25,6 +25,7 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
+from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP, read_all
 from unigate.tasks.model import TERMINAL, UNKNOWN, combine_clip_statuses
 
@@ -67,9 +68,8 @@ class SunoProvider(Provider):
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
-        headers = {"Content-Type": "application/json", **config.headers}
-        if config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
+        credentials = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        headers = upstream_headers({"Content-Type": "application/json"}, config.headers, credentials)
         self.http = UpstreamHTTP(config.base_url, headers)
 
     async def start(self) -> None:

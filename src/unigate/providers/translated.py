@@ -21,6 +21,7 @@ from unigate.providers.base import (
     TextCall,
 )
 from unigate.providers.h1 import Response, UpstreamError
+from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP, read_all, sse_events, stream_error
 from unigate.usage.recorder import Usage
 
@@ -45,7 +46,8 @@ class TranslatingChatProvider(Provider):
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
-        headers = {"Content-Type": "application/json", **self.auth_headers(config.api_key), **config.headers}
+        json_type = {"Content-Type": "application/json"}
+        headers = upstream_headers(json_type, config.headers, self.auth_headers(config.api_key))
         self.http = UpstreamHTTP(config.base_url or self.default_base_url, headers)
 
     def auth_headers(self, api_key: str) -> dict[str, str]:

@@ -38,6 +38,7 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
+from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP
 from unigate.providers.task_http import (
     Answer,
@@ -95,9 +96,8 @@ class ViduProvider(Provider):
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
-        headers = {"Content-Type": "application/json", **config.headers}
-        if config.api_key:
-            headers["Authorization"] = f"Token {config.api_key}"
+        credentials = {"Authorization": f"Token {config.api_key}"} if config.api_key else {}
+        headers = upstream_headers({"Content-Type": "application/json"}, config.headers, credentials)
         self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
         self.secrets = [config.api_key] if config.api_key else []
 
