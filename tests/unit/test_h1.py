@@ -1026,3 +1026,86 @@ def test_ipv6_literal_host_header(loop: str) -> None:
             assert req.line == "POST /x HTTP/1.1" and req.values("host") == [f"[::1]:{server.port}"]
 
     _run(loop, main())
+
+
+# -- content encoding: asked for identity; a compressed body sent anyway is decoded --
+
+
+@pytest.mark.parametrize("wrap", ["gzip", "deflate"])
+def test_compressed_body_is_decoded(loop: str, wrap: str) -> None:
+    import gzip
+    import zlib
+
+    payload = b'{"answer": "' + b"x" * 50_000 + b'"}'
+    packed = gzip.compress(payload) if wrap == "gzip" else zlib.compress(payload)
+
+    async def main() -> None:
+        async with (
+            Server(answer(ok(packed, f"Content-Encoding: {wrap}"))) as server,
+            pool_for(server) as pool,
+        ):
+            assert await fetch(pool) == payload
+            resp = await call(pool)  # streamed, in pieces: the same bytes
+            got = b"".join([chunk async for chunk in resp.iter_any()])
+            assert got == payload
+
+    _run(loop, main())
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding", "error"),
+    [
+        (b"\x1f\x8b\x08\x00garbage-not-gzip", "gzip", "corrupt"),
+        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "gzip", "truncated"),
+        (b"\x0b\x02\x80hello\x03", "br", "br-encoded body, which is not decoded"),
+    ],
+    ids=["corrupt", "truncated", "brotli"],
+)
+def test_undecodable_bodies_fail_clearly(loop: str, body: bytes, encoding: str, error: str) -> None:
+    async def main() -> None:
+        async with (
+            Server(answer(ok(body, f"Content-Encoding: {encoding}"))) as server,
+            pool_for(server) as pool,
+        ):
+            resp = await call(pool)
+            assert resp.status == 200
+            with pytest.raises(ConnectionBroken, match=error):
+                await resp.read()
+
+    _run(loop, main())
+
+
+def test_empty_body_with_an_encoding_is_fine(loop: str) -> None:
+    async def main() -> None:
+        response = b"HTTP/1.1 204 No Content\r\nContent-Encoding: gzip\r\n\r\n"
+        async with Server(answer(response)) as server, pool_for(server) as pool:
+            resp = await call(pool)
+            assert resp.status == 204 and await resp.read() == b""
+
+    _run(loop, main())
+
+
+def test_a_redirect_is_an_upstream_failure_unless_followed(loop: str) -> None:
+    from unigate.providers.base import RouteFailed, Timeouts
+    from unigate.providers.http import UpstreamHTTP
+
+    moved = b"HTTP/1.1 302 Found\r\nLocation: https://elsewhere.example/v1\r\nContent-Length: 5\r\n\r\nmoved"
+    timeouts = Timeouts(connect=1.0, read=1.0, total=5.0)
+
+    async def main() -> None:
+        async with Server(answer(moved)) as server:
+            http = UpstreamHTTP(server.url(), {})
+            try:
+                with pytest.raises(RouteFailed, match="HTTP 302, a redirect"):
+                    await http.post("/chat", b"{}", timeouts)
+                with pytest.raises(RouteFailed, match="HTTP 302"):
+                    await http.get("/file", timeouts)
+                followed = await http.get("/file", timeouts, redirects=True)  # downloads follow
+                assert (
+                    followed.status == 302 and followed.headers["location"] == "https://elsewhere.example/v1"
+                )
+                followed.release()
+            finally:
+                await http.aclose()
+
+    _run(loop, main())

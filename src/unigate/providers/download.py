@@ -92,12 +92,12 @@ async def fetch(
         under_home = _under(origin, target, home_origin)
         owned: UpstreamHTTP | None = None
         if under_home is not None:
-            resp = await home.get(under_home, timeouts)
+            resp = await home.get(under_home, timeouts, redirects=True)
         else:
             pool, is_owned = pools.lease(origin)
             owned = pool if is_owned else None
             try:
-                resp = await pool.get(target, timeouts)
+                resp = await pool.get(target, timeouts, redirects=True)
             except BaseException:
                 if owned is not None:
                     await owned.aclose()

@@ -7,7 +7,8 @@ client instead relays ~3.8x the requests per second. An upstream call here is on
 a pre-rendered request head plus body, one parser feed, and one future per response.
 
 Scope, on purpose: HTTP/1.1 over TCP or TLS to one origin per pool, no redirects, no
-proxies, no cookies, no content decoding (bodies are relayed byte for byte), no pipelining.
+proxies, no cookies, no pipelining. Bodies are relayed byte for byte; requests ask for identity
+encoding, and a gzip/deflate body sent anyway is decoded (h1_response.py).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ a chunk's arrival costs a clock read, never a timer reschedule.
 from __future__ import annotations
 
 import asyncio
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, overload
 
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
 _NO_BODY = frozenset({204, 304})
+# Requests say `Accept-Encoding: identity`; an upstream that compresses anyway is decoded here
+# (gzip and zlib-wrapped deflate), so nothing downstream relays bytes under the wrong label.
+_DECODED = frozenset({"gzip", "x-gzip", "deflate"})
 
 
 class UpstreamError(Exception):
@@ -70,6 +74,8 @@ class Headers:
 
 
 class Response:
+    _fed = False  # a compressed body arrived (set only on that rare path, hence a class default)
+
     def __init__(
         self, conn: _Connection, loop: asyncio.AbstractEventLoop, read: float, deadline: float
     ) -> None:
@@ -90,6 +96,7 @@ class Response:
         self._interim = False
         self._done = False
         self._error: UpstreamError | None = None
+        self._decoder: zlib._Decompress | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = loop.call_at(
             min(deadline, self.last + read), self._on_timer
@@ -157,8 +164,30 @@ class Response:
         self._raw = []
         if not self._head.done():
             self._head.set_result(None)
+        encoding = self.headers.get("content-encoding")
+        if encoding is not None:
+            self._decode_as(encoding.strip().lower())
+
+    def _decode_as(self, encoding: str) -> None:
+        if encoding in ("", "identity"):
+            return
+        if encoding in _DECODED:
+            self._decoder = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib header
+        else:
+            self.fail(ConnectionBroken(f"the upstream sent a {encoding}-encoded body, which is not decoded"))
 
     def feed(self, body: bytes) -> None:
+        if self._done:
+            return  # failed already (an undecodable body): the rest is dropped
+        if self._decoder is not None:
+            self._fed = True
+            try:
+                body = self._decoder.decompress(body)
+            except zlib.error:
+                self.fail(ConnectionBroken("the upstream's compressed body is corrupt"))
+                return
+            if not body:
+                return
         self._chunks.append(body)
         self._size += len(body)
         if self._size > HIGH_WATER and not self._paused and not self._whole and self._conn is not None:
@@ -171,6 +200,15 @@ class Response:
         if self._interim:
             self._interim = False
             return False
+        decoder = self._decoder
+        if decoder is not None and not self._done:
+            tail = decoder.flush()
+            if tail:
+                self._chunks.append(tail)
+                self._size += len(tail)
+            if self._fed and not decoder.eof:  # an empty body (204, HEAD) has no stream to end
+                self._finish(ConnectionBroken("the upstream's compressed body is truncated"))
+                return True
         self._finish(None)
         return True
 

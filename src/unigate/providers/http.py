@@ -37,8 +37,15 @@ class UpstreamHTTP:
         is harmless (text generation), never for task submits or paid media."""
         return await self.request("POST", path, data, timeouts, headers, replay)
 
-    async def get(self, path: str, timeouts: Timeouts, headers: Mapping[str, str] | None = None) -> Response:
-        return await self.request("GET", path, b"", timeouts, headers)
+    async def get(
+        self,
+        path: str,
+        timeouts: Timeouts,
+        headers: Mapping[str, str] | None = None,
+        redirects: bool = False,
+    ) -> Response:
+        """`redirects=True` hands a 3xx back to the caller (file downloads follow them)."""
+        return await self.request("GET", path, b"", timeouts, headers, redirects=redirects)
 
     async def delete(
         self, path: str, timeouts: Timeouts, headers: Mapping[str, str] | None = None
@@ -53,11 +60,15 @@ class UpstreamHTTP:
         timeouts: Timeouts,
         headers: Mapping[str, str] | None = None,
         replay: bool | None = None,
+        redirects: bool = False,
     ) -> Response:
+        """The response with its head read. A redirect is an upstream failure unless the caller
+        follows redirects itself: an API answering 3xx is misconfigured (a base_url missing a
+        path or on http instead of https), and its body is no answer to relay."""
         if isinstance(data, FormBody):
             headers = {**(headers or {}), "Content-Type": data.content_type}
         try:
-            return await self._pool.request(
+            resp = await self._pool.request(
                 method,
                 path,
                 data,
@@ -71,6 +82,13 @@ class UpstreamHTTP:
             raise RouteFailed("The upstream did not answer in time.", status=504) from None
         except UpstreamError as exc:
             raise RouteFailed(f"Could not reach the upstream: {exc}.") from None
+        if 300 <= resp.status < 400 and not redirects:
+            resp.release()
+            raise RouteFailed(
+                f"The upstream answered HTTP {resp.status}, a redirect (not followed; check the "
+                "provider's base_url)."
+            )
+        return resp
 
 
 async def read_all(resp: Response, what: str = "response") -> bytes:
