@@ -51,6 +51,30 @@ class ProviderConfig(_Strict):
     read_timeout: float = Field(default=60.0, gt=0)
     total_timeout: float = Field(default=600.0, gt=0)
     headers: dict[str, str] = Field(default_factory=dict)
+    # Egress. `proxy`: an http:// proxy URL (CONNECT for https upstreams), or "direct" to
+    # ignore HTTPS_PROXY/HTTP_PROXY; unset, those variables apply (with NO_PROXY).
+    proxy: str | None = None
+    ca_file: str | None = None  # PEM CA bundle trusted in addition to the system's
+    client_cert: str | None = None  # PEM client certificate (mTLS), with client_key
+    client_key: str | None = None
+    max_connections: int = Field(default=100, ge=1, le=100_000)
+    keepalive: float = Field(default=15.0, gt=0)  # seconds an idle connection is kept
+
+    @model_validator(mode="after")
+    def _check_egress(self) -> ProviderConfig:
+        for key in ("ca_file", "client_cert", "client_key"):
+            path = getattr(self, key)
+            if path and not Path(path).is_file():
+                raise ValueError(f"{key}: no file at {path}")
+        if self.client_key and not self.client_cert:
+            raise ValueError("client_key: needs client_cert")
+        if self.proxy not in (None, "direct"):
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(self.proxy if "://" in self.proxy else f"http://{self.proxy}")
+            if parts.scheme != "http" or not parts.hostname:
+                raise ValueError(f"proxy: {self.proxy!r} is not an http:// proxy URL (or 'direct')")
+        return self
 
 
 class RouteConfig(_Strict):

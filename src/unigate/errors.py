@@ -89,6 +89,13 @@ class UpstreamFailed(GatewayError):
     status, type, code = 502, "upstream_error", "upstream_unavailable"
 
 
+class GatewayOverloaded(GatewayError):
+    """The gateway's own limits or resources (connections, file descriptors) ran out: not
+    the upstream's fault, so no route is failed over or cooled down for it."""
+
+    status, type, code = 503, "server_error", "gateway_overloaded"
+
+
 # Anthropic and Gemini name their error kinds by status.
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",

@@ -5,20 +5,27 @@ TLS. I/O tests run on both asyncio's loop and uvloop, whose transports differ.""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import socket
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
-import uvloop
 
+from tests.support.h1_server import (
+    Peer,
+    Server,
+    _run,
+    answer,
+    call,
+    fetch,
+    loop,
+    ok,
+    pool_for,
+    until,
+)
 from unigate.multipart import Form, UploadedFile, parse_form
 from unigate.providers.form_body import FormBody
 from unigate.providers.h1 import (
@@ -26,220 +33,15 @@ from unigate.providers.h1 import (
     ConnectionBroken,
     Origin,
     Pool,
-    Response,
-    StreamedBody,
     UpstreamTimeout,
 )
 from unigate.providers.h1_response import HIGH_WATER
 
+__all__ = ["loop"]  # the fixture, imported for the tests here
 T = TypeVar("T")
-LOOPS = ["asyncio", "uvloop"]
 # The most one data_received can add past HIGH_WATER before reading pauses (both loops read
 # at most 256 KiB per call).
 READ_SIZE = 256 * 1024
-
-
-def _run(loop: str, coro: Coroutine[Any, Any, T]) -> T:
-    factory = uvloop.new_event_loop if loop == "uvloop" else None
-    with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(coro)
-
-
-@pytest.fixture(params=LOOPS)
-def loop(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-# -- the server side, byte for byte --
-
-
-@dataclass
-class Req:
-    line: str
-    fields: list[tuple[str, str]]
-    body: bytes
-
-    def values(self, name: str) -> list[str]:
-        return [v for k, v in self.fields if k.lower() == name.lower()]
-
-
-class Peer:
-    """The server's end of one accepted connection."""
-
-    def __init__(self, server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.server = server
-        self.index = server.connections  # 1 for the first connection accepted
-        self.reader = reader
-        self.writer = writer
-        self.requests = 0
-
-    async def request(self, body: bool = True) -> Req | None:
-        """The next request (None at a clean EOF); `body=False` leaves the body unread."""
-        try:
-            head = await self.reader.readuntil(b"\r\n\r\n")
-        except asyncio.IncompleteReadError as exc:
-            assert not exc.partial, f"request head cut off: {exc.partial!r}"
-            return None
-        line, *lines = head[:-4].decode("latin-1").split("\r\n")
-        fields = [(k, v) for k, _, v in (x.partition(": ") for x in lines)]
-        size = int(next((v for k, v in fields if k.lower() == "content-length"), "0"))
-        data = await self.reader.readexactly(size) if body and size else b""
-        req = Req(line, fields, data)
-        self.requests += 1
-        self.server.requests.append(req)
-        return req
-
-    async def send(self, *pieces: bytes, gap: float = 0.0) -> None:
-        """Each piece in its own write (its own TCP segment when `gap` > 0)."""
-        for piece in pieces:
-            self.writer.write(piece)
-            await self.writer.drain()
-            if gap:
-                await asyncio.sleep(gap)
-
-    async def closed_by_client(self, timeout: float = 1.0) -> bool:
-        """Whether the client closes the connection within `timeout` (data is discarded)."""
-        try:
-            async with asyncio.timeout(timeout):
-                while await self.reader.read(65536):
-                    pass
-        except TimeoutError:
-            return False
-        except ConnectionError:
-            pass
-        self.server.eofs += 1
-        return True
-
-
-Handler = Callable[[Peer], Awaitable[None]]
-
-
-@dataclass
-class Server:
-    handler: Handler
-    tls: ssl.SSLContext | None = None
-    host: str = "127.0.0.1"
-    rcvbuf: int | None = None  # a small receive buffer makes a non-reading server block writers
-    connections: int = 0
-    eofs: int = 0
-    requests: list[Req] = field(default_factory=list)
-    errors: list[BaseException] = field(default_factory=list)
-    _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-    _server: asyncio.Server | None = None
-
-    @property
-    def port(self) -> int:
-        assert self._server is not None
-        port: int = self._server.sockets[0].getsockname()[1]
-        return port
-
-    def url(self, path: str = "", host: str = "127.0.0.1") -> str:
-        return f"{'https' if self.tls else 'http'}://{host}:{self.port}{path}"
-
-    async def __aenter__(self) -> Server:
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        # IPPROTO_TCP, or asyncio leaves Nagle on and small writes get coalesced.
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if self.rcvbuf is not None:  # inherited by accepted sockets
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf)
-        sock.bind((self.host, 0))
-        self._server = await asyncio.start_server(self._accept, sock=sock, ssl=self.tls)
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-        if kind is None and self.errors:
-            raise self.errors[0]  # an assertion or bug in a handler fails the test
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            await self.handler(Peer(self, reader, writer))
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass  # the client hung up: some tests do that on purpose
-        except asyncio.CancelledError:
-            pass
-        except BaseException as exc:
-            self.errors.append(exc)
-        finally:
-            writer.close()
-            self._tasks.discard(task)
-
-
-def ok(body: bytes = b"ok", *fields: str) -> bytes:
-    extra = "".join(f"{f}\r\n" for f in fields)
-    return f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
-
-
-def answer(response: bytes) -> Handler:
-    """Answer every request on the connection with `response`, until it says close."""
-
-    async def handle(peer: Peer) -> None:
-        while await peer.request() is not None:
-            await peer.send(response)
-            if b"connection: close" in response.lower():
-                return
-
-    return handle
-
-
-async def call(
-    pool: Pool,
-    path: str = "/",
-    body: bytes | StreamedBody = b"",
-    *,
-    read: float = 1.0,
-    total: float = 5.0,
-    headers: dict[str, str] | None = None,
-    method: str = "POST",
-    replay: bool | None = True,
-) -> Response:
-    return await pool.request(
-        method, path, body, connect=1.0, read=read, total=total, headers=headers, replay=replay
-    )
-
-
-async def until(check: Callable[[], bool], timeout: float = 1.0) -> None:
-    """Wait for the server side to catch up (it runs on the same loop)."""
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.002)
-
-
-async def fetch(pool: Pool, path: str = "/") -> bytes:
-    resp = await call(pool, path)
-    assert resp.status == 200
-    return await resp.read()
-
-
-@contextlib.asynccontextmanager
-async def pool_for(
-    server: Server,
-    url: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    *,
-    keepalive: float | None = None,
-) -> AsyncIterator[Pool]:
-    """A Pool for `server` (its root URL unless `url` says otherwise), closed on the way out."""
-    url = server.url() if url is None else url
-    headers = {} if headers is None else headers
-    pool = Pool(url, headers) if keepalive is None else Pool(url, headers, keepalive=keepalive)
-    try:
-        yield pool
-    finally:
-        await pool.aclose()
 
 
 # -- 1. request bytes, Content-Length bodies --
@@ -951,16 +753,16 @@ def test_tls_verifies_the_server_name(loop: str) -> None:
             Server(answer(ok()), tls=server_context("other.example")) as wrong,
         ):
             async with pool_for(good, good.url(host="localhost")) as pool:
-                assert pool._ssl is not None and pool._ssl.check_hostname
                 with pytest.raises(ConnectFailed):
                     await call(pool)  # the system store does not know this CA
+                assert pool.dialer.tls is not None and pool.dialer.tls.check_hostname
                 client = ssl.create_default_context()
                 ca.configure_trust(client)
-                pool._ssl = client
+                pool.dialer.tls = client
                 assert await fetch(pool) == b"secure"
                 assert sni[-1] == "localhost"
             async with pool_for(wrong, wrong.url(host="localhost")) as pool:
-                pool._ssl = client
+                pool.dialer.tls = client
                 with pytest.raises(ConnectFailed):
                     await call(pool)  # trusted CA, certificate for another name
             assert wrong.requests == []
@@ -979,11 +781,15 @@ def test_origin_parsing() -> None:
     assert Origin.parse("https://example.com").port == 443
     assert Origin.parse("http://example.com:443").host_header == "example.com:443"
     assert Origin.parse("https://[2001:db8::1]").host_header == "[2001:db8::1]"
+    azure = Origin.parse("https://x.openai.azure.com/openai/deployments/d?api-version=2024-06-01")
+    assert (
+        azure.target("/chat/completions") == "/openai/deployments/d/chat/completions?api-version=2024-06-01"
+    )
+    assert azure.target("/files?limit=2") == "/openai/deployments/d/files?limit=2&api-version=2024-06-01"
     for bad in [
         "ftp://example.com",
         "example.com",
         "http://",
-        "http://example.com/?q=1",
         "http://example.com/#top",
         "http://user:pw@example.com",
         "http://example.com:99999",

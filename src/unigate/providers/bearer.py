@@ -26,7 +26,7 @@ class BearerProvider(Provider):
         defaults = {"Content-Type": "application/json"} if self.json_body else {}
         credentials = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         headers = upstream_headers(defaults, config.headers, credentials)
-        self.http = UpstreamHTTP(config.base_url or self.default_base_url, headers)
+        self.http = UpstreamHTTP(config.base_url or self.default_base_url, headers, config)
 
     async def start(self) -> None:
         await self.http.start()

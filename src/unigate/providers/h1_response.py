@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
-    from unigate.providers.h1 import _Connection
+    from unigate.providers.h1_conn import Connection
 
 # Reading pauses while this much of a body waits for a slow consumer, resumes below LOW.
 HIGH_WATER = 1024 * 1024
@@ -77,14 +77,14 @@ class Response:
     _fed = False  # a compressed body arrived (set only on that rare path, hence a class default)
 
     def __init__(
-        self, conn: _Connection, loop: asyncio.AbstractEventLoop, read: float, deadline: float
+        self, conn: Connection, loop: asyncio.AbstractEventLoop, read: float, deadline: float
     ) -> None:
         self.status = 0
         self.headers = Headers([])
         self.received = False  # any byte of an answer arrived
         self.last = loop.time()  # loop time of the last byte received
         self.loop = loop
-        self._conn: _Connection | None = conn
+        self._conn: Connection | None = conn
         self._read = read
         self._deadline = deadline
         self._raw: list[tuple[bytes, bytes]] = []

@@ -7,15 +7,42 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 
+from unigate.config import ProviderConfig
+from unigate.errors import GatewayOverloaded
 from unigate.providers.base import RouteFailed, StreamBroken, Timeouts
+from unigate.providers.dial import Dialer, proxy_for, tls_context
 from unigate.providers.form_body import FormBody
-from unigate.providers.h1 import Pool, Response, UpstreamError, UpstreamTimeout
+from unigate.providers.h1 import (
+    MAX_CONNECTIONS,
+    LocalExhausted,
+    Origin,
+    Pool,
+    PoolExhausted,
+    Response,
+    UpstreamError,
+    UpstreamTimeout,
+)
 
 
 class UpstreamHTTP:
-    def __init__(self, base_url: str, headers: Mapping[str, str]) -> None:
+    def __init__(
+        self, base_url: str, headers: Mapping[str, str], provider: ProviderConfig | None = None
+    ) -> None:
+        """`provider`'s egress settings (proxy, TLS, connection limit, keep-alive) apply;
+        without one (file downloads from other hosts), the environment's proxy and defaults."""
+        origin = Origin.parse(base_url)
+        proxy = proxy_for(origin.scheme, origin.host, provider.proxy if provider else None)
+        tls = None
+        if provider is not None and (provider.ca_file or provider.client_cert):
+            tls = tls_context(provider.ca_file, provider.client_cert, provider.client_key)
         # `identity`: bodies are relayed byte for byte, never re-encoded.
-        self._pool = Pool(base_url, {"Accept-Encoding": "identity", "User-Agent": "unigate/1.0", **headers})
+        self._pool = Pool(
+            base_url,
+            {"Accept-Encoding": "identity", "User-Agent": "unigate/1.0", **headers},
+            provider.keepalive if provider else 15.0,
+            dialer=Dialer(tls, proxy),
+            max_connections=provider.max_connections if provider else MAX_CONNECTIONS,
+        )
 
     async def start(self) -> None:
         return None  # connections open on first use
@@ -80,6 +107,8 @@ class UpstreamHTTP:
             )
         except UpstreamTimeout:
             raise RouteFailed("The upstream did not answer in time.", status=504) from None
+        except (LocalExhausted, PoolExhausted) as exc:
+            raise GatewayOverloaded(f"The gateway is overloaded: {exc}.") from None
         except UpstreamError as exc:
             raise RouteFailed(f"Could not reach the upstream: {exc}.") from None
         if 300 <= resp.status < 400 and not redirects:

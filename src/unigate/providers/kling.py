@@ -108,7 +108,7 @@ class KlingProvider(Provider):
         bearer = self.keys is None and config.api_key
         credentials = {"Authorization": f"Bearer {config.api_key}"} if bearer else {}
         headers = upstream_headers({"Content-Type": "application/json"}, config.headers, credentials)
-        self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
+        self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers, config)
         self.secrets = [s for s in (config.api_key, *(self._key_parts())) if s]
 
     def _key_parts(self) -> tuple[str, ...]:

@@ -62,10 +62,13 @@ class OpenAIProvider(Provider):
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
-        credentials = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        credentials = self.credentials(config.api_key) if config.api_key else {}
         headers = upstream_headers({"Content-Type": "application/json"}, config.headers, credentials)
-        self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
+        self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers, config)
         self.videos = OpenAIVideos(self.http, [config.api_key, *config.headers.values()])
+
+    def credentials(self, api_key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {api_key}"}
 
     async def start(self) -> None:
         await self.http.start()

@@ -98,7 +98,7 @@ class PicWishProvider(Provider):
         headers = upstream_headers(
             {}, config.headers, {"X-API-KEY": config.api_key} if config.api_key else {}
         )
-        self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
+        self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers, config)
         self.secrets = [config.api_key] if config.api_key else []
 
     async def start(self) -> None:

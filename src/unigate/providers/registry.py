@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from unigate.config import ProviderConfig
 from unigate.providers.anthropic import AnthropicProvider
+from unigate.providers.azure import AzureOpenAIProvider
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.fish import FishProvider
 from unigate.providers.gemini import GeminiProvider
@@ -17,6 +18,7 @@ from unigate.providers.vidu import ViduProvider
 
 PROTOCOLS: dict[str, type[Provider]] = {
     AnthropicProvider.protocol: AnthropicProvider,
+    AzureOpenAIProvider.protocol: AzureOpenAIProvider,
     FishProvider.protocol: FishProvider,
     StabilityProvider.protocol: StabilityProvider,
     GeminiProvider.protocol: GeminiProvider,

@@ -70,7 +70,7 @@ class SunoProvider(Provider):
         super().__init__(config, context)
         credentials = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         headers = upstream_headers({"Content-Type": "application/json"}, config.headers, credentials)
-        self.http = UpstreamHTTP(config.base_url, headers)
+        self.http = UpstreamHTTP(config.base_url, headers, config)
 
     async def start(self) -> None:
         await self.http.start()

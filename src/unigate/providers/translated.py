@@ -48,7 +48,7 @@ class TranslatingChatProvider(Provider):
         super().__init__(config, context)
         json_type = {"Content-Type": "application/json"}
         headers = upstream_headers(json_type, config.headers, self.auth_headers(config.api_key))
-        self.http = UpstreamHTTP(config.base_url or self.default_base_url, headers)
+        self.http = UpstreamHTTP(config.base_url or self.default_base_url, headers, config)
 
     def auth_headers(self, api_key: str) -> dict[str, str]:
         raise NotImplementedError

@@ -98,7 +98,7 @@ class ViduProvider(Provider):
         super().__init__(config, context)
         credentials = {"Authorization": f"Token {config.api_key}"} if config.api_key else {}
         headers = upstream_headers({"Content-Type": "application/json"}, config.headers, credentials)
-        self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers)
+        self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers, config)
         self.secrets = [config.api_key] if config.api_key else []
 
     async def start(self) -> None:
