@@ -46,6 +46,8 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
     import uvicorn
     from uvicorn.supervisors.multiprocess import Multiprocess
 
+    from unigate.server_guard import GuardedHttpToolsProtocol
+
     config = uvicorn.Config(
         APP,
         factory=True,
@@ -53,7 +55,7 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
         port=port,
         workers=workers,
         loop="uvloop",
-        http="httptools",
+        http=GuardedHttpToolsProtocol,  # httptools, with head/body timeouts and limits
         ws="none",  # the gateway serves no WebSocket: the websockets package stays unloaded
         log_level="warning",
         access_log=False,
@@ -102,8 +104,23 @@ def _run_granian(host: str, port: int, workers: int, announce: Callable[[], None
     server.serve()
 
 
+def _raise_fd_limit() -> None:
+    """Up to the hard limit: every client and upstream connection is a file descriptor, and
+    the common default soft limit (1024) is reached long before the connection cap."""
+    import contextlib
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft < wanted:
+        # Left as it is when refused: running out is answered with 503s, not a crash.
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
 def main(argv: list[str]) -> None:
     server, host, port, workers = argv[0], argv[1], int(argv[2]), int(argv[3])
+    _raise_fd_limit()
     announced = False
 
     def announce() -> None:
