@@ -1,0 +1,25 @@
+"""The soak benchmark's short version in the suite: 60 s of mixed traffic (chat, streams,
+embeddings, speech, images, music tasks with webhooks) on loopback; no RSS growth over 5%
+after warm-up, no file-descriptor growth, no failed call, every task's final webhook.
+The full run is `bench/soak.py --duration 600`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
+
+
+def test_sixty_second_soak() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--duration", "60", "--rate", "40"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "VERDICT: PASS" in proc.stdout
