@@ -40,6 +40,7 @@ from unigate.auth.authenticate import authenticate
 from unigate.endpoints import Endpoint, EndpointTable
 from unigate.errors import (
     AuthenticationFailed,
+    DatabaseUnavailable,
     ErrorStyle,
     GatewayError,
     NotFound,
@@ -49,6 +50,7 @@ from unigate.errors import (
 from unigate.gateway import Gateway
 from unigate.logs import InfoLines
 from unigate.settings import Settings
+from unigate.store.db import is_outage
 
 log = logging.getLogger("unigate")
 
@@ -124,11 +126,21 @@ class GatewayApp:
             await self._send_error(request, err, style)
         except ClientDisconnected:
             pass  # still logged below, as 499 when nothing was sent
-        except Exception:
-            log.exception(
-                "unhandled error on %s %s (request %s)", request.method, request.path, request.request_id
-            )
-            await self._send_error(request, GatewayError("Internal server error."), style)
+        except Exception as exc:
+            if is_outage(exc):
+                log.warning(
+                    "database unavailable on %s %s (request %s): %s",
+                    request.method,
+                    request.path,
+                    request.request_id,
+                    type(exc).__name__,
+                )
+                await self._send_error(request, DatabaseUnavailable(), style)
+            else:
+                log.exception(
+                    "unhandled error on %s %s (request %s)", request.method, request.path, request.request_id
+                )
+                await self._send_error(request, GatewayError("Internal server error."), style)
         if self._access.enabled():
             self._access(access_line(request, sent.status, started, principal.key_id if principal else None))
 

@@ -89,6 +89,19 @@ class UpstreamFailed(GatewayError):
     status, type, code = 502, "upstream_error", "upstream_unavailable"
 
 
+class DatabaseUnavailable(GatewayError):
+    """The database cannot be reached (down or restarting): retry shortly. Nothing was stored,
+    so nothing is charged."""
+
+    status, type, code = 503, "server_error", "database_unavailable"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The gateway's database is unavailable; nothing was stored. Retry shortly.",
+            headers={"retry-after": "2"},
+        )
+
+
 class GatewayOverloaded(GatewayError):
     """The gateway's own limits or resources (connections, file descriptors) ran out: not
     the upstream's fault, so no route is failed over or cooled down for it."""

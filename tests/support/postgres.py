@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.net import free_port
@@ -26,12 +27,37 @@ def _run(cmd: list[str], as_postgres: bool) -> None:
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
 
 
+@dataclass
+class Cluster:
+    """A running throwaway cluster: its URL, and a restart (fault tests stop it under load)."""
+
+    url: str
+    bindir: Path
+    data: Path
+    as_postgres: bool
+
+    def stop(self) -> None:
+        _run(
+            [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"], self.as_postgres
+        )
+
+    def start(self) -> None:
+        log = str(self.data.parent / "log")  # the server's output, never our pipe
+        _run([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-w", "-l", log, "start"], self.as_postgres)
+
+
 @contextmanager
 def postgres_server() -> Iterator[str]:
     existing = os.environ.get("UNIGATE_TEST_POSTGRES_URL")
     if existing:
         yield existing
         return
+    with postgres_cluster() as cluster:
+        yield cluster.url
+
+
+@contextmanager
+def postgres_cluster() -> Iterator[Cluster]:
     bindir = _bindir()
     if bindir is None:
         raise RuntimeError(
@@ -49,17 +75,19 @@ def postgres_server() -> Iterator[str]:
     _run(
         [str(bindir / "initdb"), "-D", str(data), "-U", "unigate", "--auth=trust", "-E", "UTF8"], as_postgres
     )
-    opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
-    _run(
-        [str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-w", "-l", str(root / "log"), "start"],
-        as_postgres,
-    )
+    # The options go into the cluster's own config, so a restart (pg_ctl start) keeps them.
+    with (data / "postgresql.auto.conf").open("a") as conf:
+        conf.write(
+            f"port = {port}\nunix_socket_directories = '{sock}'\nlisten_addresses = '127.0.0.1'\n"
+            "fsync = off\nsynchronous_commit = off\n"
+        )
+    _run([str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(root / "log"), "start"], as_postgres)
     try:
         _run(
             [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "unigate", "unigate"],
             as_postgres,
         )
-        yield f"postgresql://unigate@127.0.0.1:{port}/unigate"
+        yield Cluster(f"postgresql://unigate@127.0.0.1:{port}/unigate", bindir, data, as_postgres)
     finally:
         _run([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], as_postgres)
         shutil.rmtree(root, ignore_errors=True)

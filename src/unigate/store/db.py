@@ -79,3 +79,37 @@ async def migrate(engine: AsyncEngine) -> None:
 
 async def ping(conn: AsyncConnection) -> None:
     await conn.execute(sa.text("SELECT 1"))
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether `exc` says the database cannot be reached right now (down, restarting, the
+    connection lost), as opposed to a bug or bad data: such a request gets a 503, not a 500.
+    Drivers wrap their errors (SQLAlchemy's DBAPIError around an adapter's error around
+    asyncpg's), so the whole chain is looked at."""
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            return False
+        if isinstance(seen, sa.exc.DBAPIError) and seen.connection_invalidated:
+            return True
+        if isinstance(seen, sa.exc.OperationalError | ConnectionError | TimeoutError):
+            return True
+        if type(seen).__name__ in _DRIVER_OUTAGES:
+            return True
+        orig = seen.orig if isinstance(seen, sa.exc.DBAPIError) else None
+        seen = orig if orig is not None and orig is not seen else (seen.__cause__ or seen.__context__)
+    return False
+
+
+# asyncpg's names for a connection that is gone (its classes are not imported here: SQLite
+# deployments never load asyncpg).
+_DRIVER_OUTAGES = frozenset(
+    {
+        "ConnectionDoesNotExistError",
+        "ConnectionFailureError",
+        "CannotConnectNowError",
+        "AdminShutdownError",
+        "InternalClientError",
+        "TooManyConnectionsError",
+    }
+)
