@@ -10,9 +10,11 @@ vary between identical text requests.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from unigate.config import ProviderConfig
+from unigate.errors import GatewayError
 from unigate.providers.base import (
     MEDIA_OPS,
     MediaCall,
@@ -38,6 +40,12 @@ from unigate.providers.sandbox.model_kinds import MEDIA_KINDS, check_kind, task_
 from unigate.providers.sandbox.tasks import SandboxTasks
 
 PROVIDER_TYPE = "sandbox"
+# What the sandbox's audio, image and video need (the `sandbox` extra); text and music do not.
+MEDIA_MODULES = ("av", "PIL")
+
+
+class MediaNotInstalled(GatewayError):
+    status, type, code = 501, "server_error", "sandbox_media_not_installed"
 
 
 class SandboxProvider(Provider):
@@ -52,13 +60,25 @@ class SandboxProvider(Provider):
         self.jobs = SandboxJobs(context.data_dir, context.music_seconds)
         self.tasks = SandboxTasks(context.data_dir, context.task_seconds, context.fetch_url, sandbox_kinds())
         self.media_calls = SandboxMedia(context.data_dir / "media")
+        # Checked once: a production install without the extra still starts and serves text.
+        self.missing_media = [m for m in MEDIA_MODULES if importlib.util.find_spec(m) is None]
+
+    def _require_media(self) -> None:
+        if self.missing_media:
+            raise MediaNotInstalled(
+                "The sandbox's audio, image and video need the 'sandbox' extra "
+                f"(missing: {', '.join(self.missing_media)}): pip install 'unigate[sandbox]' "
+                "(scripts/start.sh installs it)."
+            )
 
     async def media(self, call: MediaCall, target: Target) -> Reply:
         check_kind(target.upstream_model, MEDIA_KINDS.get(call.op))
+        self._require_media()
         return await self.media_calls.answer(call)
 
     async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
         check_kind(target.upstream_model, "image")  # Gemini calls asking for image output
+        self._require_media()
         return await gemini_image_reply(payload, target.upstream_model, stream)
 
     async def chat(self, call: TextCall, target: Target) -> Reply:
@@ -77,6 +97,7 @@ class SandboxProvider(Provider):
         check_kind(target.upstream_model, task_kind(job.family, job.action))
         if job.family == "music":
             return await self.jobs.submit(job)
+        self._require_media()
         return await self.tasks.submit(job)
 
     async def poll_tasks(self, refs: list[TaskRef], timeouts: Timeouts) -> dict[str, UpstreamTask]:
