@@ -3,10 +3,7 @@
 # it is missing: bash bench/python.sh SCRIPT.py [ARGS...] (used by run.sh and tasks.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x .venv/bin/python ]; then
-    python3 -m venv .venv
-    .venv/bin/pip install -q -e .
-fi
+[ -x .venv/bin/python ] || bash scripts/setup-venv.sh
 script=$1
 shift
 exec .venv/bin/python "bench/$script" "$@"

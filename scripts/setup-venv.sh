@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create or refresh ./.venv with unigate installed (editable). Usage: setup-venv.sh [extras]
-# Re-installs only when pyproject.toml changed since the last install.
+# Create or refresh ./.venv with unigate installed (editable). Usage: setup-venv.sh [test]
+# Re-installs only when pyproject.toml or the lock file changed since the last install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"
@@ -15,13 +15,22 @@ if [ ! -x .venv/bin/python ]; then
     say "creating ./.venv with $("$py" --version 2>&1) (first run only)"
     "$py" -m venv .venv
 fi
+# Dependencies come from a lock file pinned by hash (scripts/lock.sh writes them from
+# pyproject.toml): the same versions on every machine, and a tampered download is refused.
+lock="requirements/${extras:-runtime}.txt"
 stamp=".venv/.unigate-installed${extras:+-$extras}"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$(cat pyproject.toml "$lock" | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     started=$SECONDS
     say "installing unigate${extras:+[$extras]} and its dependencies into ./.venv (about a minute the first time)..."
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e ".${extras:+[$extras]}"
+    .venv/bin/python -m pip install -q --require-hashes -r "$lock"
+    .venv/bin/python -m pip install -q --no-deps -e .
+    if ! .venv/bin/python -m pip check >/dev/null; then
+        .venv/bin/python -m pip check >&2 || true
+        echo "error: $lock does not satisfy pyproject.toml; run scripts/lock.sh to refresh it" >&2
+        exit 1
+    fi
     echo "$want" > "$stamp"
     say "installed in $((SECONDS - started)) s"
 fi

@@ -4,7 +4,7 @@
 # Extra arguments go to `unigate serve` (e.g. --port 9000, --config gateway.yaml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup-venv.sh
+bash scripts/setup-venv.sh sandbox  # with the sandbox's media libraries
 # The sandbox's OCR (/api/tasks/document/ocr) runs Tesseract; everything else works without it.
 if ! command -v tesseract >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -242,6 +242,9 @@ def test_start_script_shows_progress_and_the_second_terminal_hint(tmp_path: Path
     for name in ("start.sh", "setup-venv.sh"):
         (clone / "scripts" / name).write_text((repo / "scripts" / name).read_text())
     (clone / "pyproject.toml").write_text((repo / "pyproject.toml").read_text())
+    (clone / "requirements").mkdir()
+    for lock in (repo / "requirements").glob("*.txt"):
+        (clone / "requirements" / lock.name).write_text(lock.read_text())
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     stub = bin_dir / "python-stub"
@@ -264,11 +267,13 @@ def test_start_script_shows_progress_and_the_second_terminal_hint(tmp_path: Path
 
     first = start()
     assert "creating ./.venv with Python 3.12.0 (first run only)" in first.stderr
-    assert "installing unigate and its dependencies into ./.venv" in first.stderr
+    assert "installing unigate[sandbox] and its dependencies into ./.venv" in first.stderr
     assert re.search(r"installed in \d+ s", first.stderr)
     assert "open a second terminal in" in first.stderr
     assert first.stdout.strip() == "unigate serve --port 8123"  # stdout stays the server's
-    assert "install -q -e ." in (clone / "pip.log").read_text()
+    pip = (clone / "pip.log").read_text()
+    assert "install -q --require-hashes -r requirements/sandbox.txt" in pip, pip
+    assert "install -q --no-deps -e ." in pip
     again = start()
     assert "installing" not in again.stderr and "creating" not in again.stderr
     assert "open a second terminal" in again.stderr

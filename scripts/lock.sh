@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Regenerate the hash-pinned lock files the set-up scripts install from, after changing the
+# dependencies in pyproject.toml: requirements/runtime.txt (the gateway alone),
+# requirements/sandbox.txt (with the sandbox's media libraries: scripts/start.sh) and
+# requirements/test.txt (with the test tools: scripts/test.sh). Uses pip-tools in a throwaway venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+py="${PYTHON:-python3}"
+tools="$(mktemp -d)"
+trap 'rm -rf "$tools"' EXIT
+"$py" -m venv "$tools/venv"
+"$tools/venv/bin/pip" install -q pip-tools
+compile() {
+    "$tools/venv/bin/pip-compile" -q --generate-hashes --strip-extras --allow-unsafe --no-header \
+        --resolver=backtracking "$@" pyproject.toml
+}
+echo "locking requirements/runtime.txt"
+compile -o requirements/runtime.txt
+echo "locking requirements/sandbox.txt"
+compile --extra sandbox -o requirements/sandbox.txt
+echo "locking requirements/test.txt"
+compile --extra test -o requirements/test.txt
