@@ -14,6 +14,7 @@ from detect_secrets.settings import transient_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / ".secrets.baseline"
+VENDOR = "src/unigate/web/vendor/"
 
 
 def test_no_unreviewed_secret_in_the_repository() -> None:
@@ -24,7 +25,13 @@ def test_no_unreviewed_secret_in_the_repository() -> None:
         .stdout.decode()
         .split("\0")
     )
-    tracked = [f for f in files if f and f != ".secrets.baseline" and (ROOT / f).is_file()]
+    # Vendored front-end libraries are third-party builds pinned by their registry hash
+    # (scripts/vendor-assets.sh); their minified code is all high-entropy strings.
+    tracked = [
+        f
+        for f in files
+        if f and f != ".secrets.baseline" and not f.startswith(VENDOR) and (ROOT / f).is_file()
+    ]
     collection = SecretsCollection(root=str(ROOT))
     # The baseline's own plugin and filter settings, so the two scans agree.
     with transient_settings(
