@@ -105,6 +105,37 @@ def test_receiver_failing_twice_still_gets_every_event(
     assert any(e["attempts"] >= 2 for e in events), "the first events were retried"
 
 
+def test_receiver_answering_410_gets_no_further_event_of_that_task(
+    gateway_factory: Callable[..., GatewayProcess], receiver: WebhookReceiver
+) -> None:
+    """410 Gone ends the hook for that task: the event is not retried, later events of the
+    task are never sent (recorded as skipped), the admin view says `gone`, a log line says
+    why. Another task's hook keeps working."""
+    gw = gateway_factory(FAST, env=PRIVATE_OK)
+    key = _key(gw, receiver)
+    receiver.gone = True
+    task_id = _submit(gw, key, receiver.url).json()["data"]["task_id"]
+    _wait(lambda: len(receiver.statuses(task_id)) == 1, 10, "the first (410-answered) delivery")
+    receiver.gone = False  # a later event would now be accepted: none must come
+    headers = {"Authorization": f"Bearer {key}"}
+
+    def finished() -> bool:
+        record = http("GET", f"{gw.base_url}/suno/fetch/{task_id}", headers=headers).json()["data"]
+        return bool(record["status"] == "SUCCESS")
+
+    _wait(finished, 20, "the task to finish")
+    other = _submit(gw, key, receiver.url, "another song").json()["data"]["task_id"]
+    _wait(lambda: "SUCCESS" in receiver.statuses(other), 20, "the other task's SUCCESS event")
+    assert receiver.statuses(task_id) == ["SUBMITTED"], "one delivery, no retry, no later event"
+    view = gw.admin("GET", f"/admin/tasks/{task_id}").json()
+    assert view["webhook"] == "gone"
+    states = [e["state"] for e in view["events"]]
+    assert states[0] == "gone" and len(states) > 1 and set(states[1:]) == {"skipped"}, states
+    assert view["events"][0]["attempts"] == 1 and "410" in view["events"][0]["last_error"]
+    assert gw.admin("GET", f"/admin/tasks/{other}").json()["webhook"] == "active"
+    assert f"for task {task_id}: the endpoint answered 410 Gone" in gw.log()
+
+
 def test_kill_9_loses_no_task_and_no_event(tmp_path: Path, receiver: WebhookReceiver) -> None:
     gw = GatewayProcess(tmp_path, config=FAST, env=PRIVATE_OK).start()
     key = _key(gw, receiver)

@@ -1,5 +1,6 @@
 """A webhook receiver on 127.0.0.1 that verifies Standard Webhooks signatures and records
-every delivery. `fail_next` answers that many requests with 500 first; `down` answers 503."""
+every delivery. `fail_next` answers that many requests with 500 first; `down` answers 503;
+`gone` answers 410 Gone (after recording the delivery)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class WebhookReceiver(LoopbackServer):
     secret: str = ""
     fail_next: int = 0
     down: bool = False
+    gone: bool = False
     received: list[Delivered] = field(default_factory=list)
     attempts: int = 0
     port: int = field(default_factory=free_port)
@@ -65,6 +67,8 @@ class WebhookReceiver(LoopbackServer):
                     valid,
                 )
             )
+            if self.gone:
+                return web.Response(status=410)
         return web.Response(status=204)
 
     def statuses(self, task_id: str) -> list[str]:

@@ -140,3 +140,34 @@ def test_outbox_delivers_a_tasks_events_in_order(database_url: str) -> None:
         await store.engine.dispose()
 
     asyncio.run(run())
+
+
+def test_gone_hook_skips_the_tasks_pending_and_later_events(database_url: str) -> None:
+    """A 410 marks that event `gone`, the task's other pending events `skipped`, and events
+    the task produces later are written `skipped`: none of them is ever leased. Another
+    task's events are untouched."""
+
+    async def run() -> None:
+        store = await _store(database_url)
+        task, other = _task(), _task()
+        await store.insert_batch(
+            [NewTask(task, [], [_event(task, 0)]), NewTask(other, [], [_event(other, 0)])]
+        )
+        await store.transition(task, {"progress": 10}, [_event(task, 1)])
+        leased = await store.lease_deliveries(10, 30)
+        assert _event(task, 0).id in {d.id for d in leased}
+        assert await store.hook_gone(_event(task, 0).id, task.id, 1, "endpoint gone (HTTP 410)") == 1
+        current = await store.get(task.id)
+        assert current is not None
+        assert await store.transition(current, {"status": FAILURE, "fail_reason": "x"}, [_event(task, 2)])
+        states = {e["id"]: e["state"] for e in await store.events_for(task.id)}
+        assert states == {
+            _event(task, 0).id: "gone",
+            _event(task, 1).id: "skipped",
+            _event(task, 2).id: "skipped",
+        }
+        await store.retry_later(_event(other, 0).id, 1, time.time() - 1, "HTTP 500")
+        assert [d.id for d in await store.lease_deliveries(10, 30)] == [_event(other, 0).id]
+        await store.engine.dispose()
+
+    asyncio.run(run())

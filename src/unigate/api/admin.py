@@ -14,6 +14,7 @@ from unigate.config import Family
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
+from unigate.tasks.outbox_store import hook_state
 
 
 class KeyCreate(BaseModel):
@@ -146,6 +147,7 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
                 "next_poll_at": found.next_poll_at,
                 "deadline_at": found.deadline_at,
                 "ledger": [{"kind": kind, "amount": amount} for kind, amount in ledger],
+                "webhook": hook_state(events),
                 "events": events,
                 "record": gw.tasks.render(found),
             },

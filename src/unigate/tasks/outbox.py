@@ -2,7 +2,8 @@
 
 An event row is written in the same transaction as the change it reports; this loop leases
 due rows, signs each per Standard Webhooks with the owner key's secret, POSTs it through the
-SSRF-guarded sender, and either marks it delivered or schedules the next attempt.
+SSRF-guarded sender, and either marks it delivered or schedules the next attempt. A 410
+Gone ends the hook for that task (the receiver asked for no more events).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from datetime import UTC, datetime
 
 from unigate.background import Periodic
 from unigate.store.keys import KeyStore
-from unigate.tasks.store import Delivery, TaskStore
+from unigate.tasks.outbox_store import Delivery
+from unigate.tasks.store import TaskStore
 from unigate.webhooks.sender import WebhookSender, backoff_schedule
 from unigate.webhooks.signing import headers as signed_headers
 
@@ -84,6 +86,17 @@ class OutboxDeliverer:
             )
             if result.ok:
                 await self.store.delivered(event.id)
+                return
+            if result.gone:
+                # 410 is the receiver's "stop": no retry, and no later event of this task.
+                skipped = await self.store.hook_gone(event.id, event.task_id, attempts, result.error)
+                log.warning(
+                    "webhook %s for task %s: the endpoint answered 410 Gone; no further events "
+                    "of this task are sent (%d pending event(s) skipped)",
+                    event.id,
+                    event.task_id,
+                    skipped,
+                )
                 return
             delay = None if result.permanent else backoff_schedule(attempts, self.schedule)
             if delay is None:

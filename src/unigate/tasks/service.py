@@ -20,7 +20,8 @@ from unigate.routing.catalog import ModelEntry
 from unigate.routing.engine import Router
 from unigate.tasks.group_commit import GroupCommit
 from unigate.tasks.model import SUBMITTED, Task
-from unigate.tasks.store import NewTask, OutboxEvent, TaskStore, row_task
+from unigate.tasks.outbox_store import OutboxEvent
+from unigate.tasks.store import NewTask, TaskStore, row_task
 from unigate.usage.recorder import UsageRecord, UsageRecorder
 from unigate.webhooks.signing import new_message_id
 

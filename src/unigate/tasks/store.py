@@ -1,6 +1,6 @@
 """Task persistence: inserts (batched by `GroupCommit`), owner-scoped reads, leases for the
 poller, compare-and-set transitions that write the refund and the webhook events in the same
-transaction, and the webhook outbox."""
+transaction. The outbox's own queries are in `outbox_store.py`."""
 
 from __future__ import annotations
 
@@ -16,15 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from unigate.store.schema import billing_ledger, task_clips, tasks, webhook_outbox
 from unigate.store.sqlite_reader import SQLiteReader, compile_select, sqlite_path
 from unigate.tasks.model import TERMINAL, Task
-
-
-@dataclass(slots=True)
-class OutboxEvent:
-    id: str
-    task_id: str
-    key_id: str
-    url: str
-    payload: bytes
+from unigate.tasks.outbox_store import OutboxEvent, OutboxStore, event_values, insert_events
 
 
 @dataclass(slots=True)
@@ -34,16 +26,6 @@ class NewTask:
     task: Task
     clips: list[tuple[str, str | None]]  # (public clip id, upstream clip id or None)
     events: list[OutboxEvent]
-
-
-@dataclass(slots=True)
-class Delivery:
-    id: str
-    task_id: str
-    key_id: str
-    url: str
-    payload: bytes
-    attempts: int
 
 
 def _task_values(task: Task) -> dict[str, Any]:
@@ -110,24 +92,7 @@ def row_task(row: Any) -> Task:
     )
 
 
-def _event_values(event: OutboxEvent, now: float) -> dict[str, Any]:
-    return {
-        "id": event.id,
-        "task_id": event.task_id,
-        "key_id": event.key_id,
-        "url": event.url,
-        "payload": event.payload.decode(),
-        "state": "pending",
-        "attempts": 0,
-        "next_attempt_at": now,
-        "lease_until": 0.0,
-        "last_error": "",
-        "created_at": now,
-        "delivered_at": None,
-    }
-
-
-class TaskStore:
+class TaskStore(OutboxStore):
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._postgres = engine.dialect.name == "postgresql"
@@ -184,7 +149,7 @@ class TaskStore:
                         "created_at": now,
                     }
                 )
-            event_rows.extend(_event_values(e, now) for e in item.events)
+            event_rows.extend(event_values(e, now) for e in item.events)
         async with self.engine.begin() as conn:
             await conn.execute(tasks.insert(), task_rows)
             if clip_rows:
@@ -383,83 +348,5 @@ class TaskStore:
                     .where(task_clips.c.clip_id == clip_id)
                     .values(upstream_clip_id=upstream_clip)
                 )
-            if events:
-                await conn.execute(webhook_outbox.insert(), [_event_values(e, now) for e in events])
+            await insert_events(conn, task.id, events, now)
         return True
-
-    # --- webhook outbox ---------------------------------------------------------------
-
-    async def lease_deliveries(self, limit: int, lease_seconds: float) -> list[Delivery]:
-        now = time.time()
-        o = webhook_outbox.c
-        earlier = webhook_outbox.alias("earlier")
-        # Per task, only the oldest undelivered event is due: a receiver sees a task's
-        # status changes in order even when an earlier delivery needed retries.
-        blocked = (
-            sa.select(earlier.c.id)
-            .where(
-                earlier.c.task_id == o.task_id,
-                earlier.c.state == "pending",
-                sa.tuple_(earlier.c.created_at, earlier.c.id) < sa.tuple_(o.created_at, o.id),
-            )
-            .exists()
-        )
-        due = (
-            sa.select(o.id)
-            .where(o.state == "pending", o.next_attempt_at <= now, o.lease_until < now, ~blocked)
-            .order_by(o.created_at)
-            .limit(limit)
-        )
-        if self._postgres:
-            due = due.with_for_update(skip_locked=True)
-        stmt = (
-            webhook_outbox.update()
-            .where(o.id.in_(due.scalar_subquery()))
-            .values(lease_until=now + lease_seconds)
-            .returning(o.id, o.task_id, o.key_id, o.url, o.payload, o.attempts, o.created_at)
-        )
-        async with self.engine.begin() as conn:
-            rows = sorted((await conn.execute(stmt)).all(), key=lambda r: r.created_at)
-        return [Delivery(r.id, r.task_id, r.key_id, r.url, r.payload.encode(), r.attempts) for r in rows]
-
-    async def delivered(self, event_id: str) -> None:
-        await self._update_event(event_id, state="delivered", delivered_at=time.time(), lease_until=0.0)
-
-    async def retry_later(self, event_id: str, attempts: int, at: float, error: str) -> None:
-        await self._update_event(
-            event_id, attempts=attempts, next_attempt_at=at, last_error=error[:500], lease_until=0.0
-        )
-
-    async def give_up(self, event_id: str, attempts: int, error: str) -> None:
-        await self._update_event(
-            event_id, state="failed", attempts=attempts, last_error=error[:500], lease_until=0.0
-        )
-
-    async def _update_event(self, event_id: str, **values: Any) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                webhook_outbox.update().where(webhook_outbox.c.id == event_id).values(**values)
-            )
-
-    async def events_for(self, task_id: str) -> list[dict[str, Any]]:
-        """Delivery state of a task's events, for the admin API."""
-        o = webhook_outbox.c
-        async with self.engine.connect() as conn:
-            rows = (
-                await conn.execute(
-                    sa.select(o.id, o.state, o.attempts, o.last_error, o.created_at, o.delivered_at)
-                    .where(o.task_id == task_id)
-                    .order_by(o.created_at)
-                )
-            ).all()
-        return [
-            {
-                "id": r.id,
-                "state": r.state,
-                "attempts": r.attempts,
-                "last_error": r.last_error,
-                "created_at": r.created_at,
-                "delivered_at": r.delivered_at,
-            }
-            for r in rows
-        ]

@@ -28,6 +28,7 @@ MAX_RESPONSE_READ = 64 * 1024
 MAX_RETRY_AFTER = 86400.0
 JITTER = 0.1
 _SLOW_DOWN = frozenset({429, 502, 503, 504})
+GONE = "endpoint gone (HTTP 410)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,7 @@ class DeliveryResult:
     retry_after: float | None
     error: str
     permanent: bool
+    gone: bool = False  # 410: the receiver wants no more events for this task
 
 
 def _failure(error: str, status: int | None = None, *, permanent: bool = False) -> DeliveryResult:
@@ -70,7 +72,9 @@ def classify(status: int, headers: Mapping[str, str]) -> DeliveryResult:
     if 200 <= status < 300:
         return DeliveryResult(ok=True, status=status, retry_after=None, error="", permanent=False)
     if status == 410:
-        return _failure("endpoint gone (HTTP 410)", status, permanent=True)
+        return DeliveryResult(
+            ok=False, status=status, retry_after=None, error=GONE, permanent=True, gone=True
+        )
     if 300 <= status < 400:
         return _failure(f"redirect not followed (HTTP {status})", status)
     if status in _SLOW_DOWN:
