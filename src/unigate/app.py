@@ -115,7 +115,11 @@ class GatewayApp:
             request.params = params
             if endpoint.auth == "key":
                 principal = await authenticate(request, self.gateway.key_cache)
-                if endpoint.family and not principal.may_use_family(endpoint.family):
+                if (
+                    endpoint.family
+                    and not principal.may_use_family(endpoint.family)
+                    and not endpoint.family_by_output  # read only on a refusal: free when allowed
+                ):
                     raise PermissionDenied(
                         f"This API key may not use the {endpoint.family} family.", code="family_not_allowed"
                     )

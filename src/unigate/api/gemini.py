@@ -7,11 +7,11 @@ are registered here too, so the whole Gemini surface is one entry in the app's t
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any
 
 import orjson
 
 from unigate.api import gemini_embed, gemini_models
+from unigate.api.output_family import gemini_outputs, require
 from unigate.api.present import presenter
 from unigate.api.text import TextAPI
 from unigate.asgi import Request
@@ -34,16 +34,6 @@ def gemini_error_event(message: str) -> bytes:
 GEMINI_FRAMING = Framing(gemini_error_event, b"\r\n")
 
 
-def wants_image(payload: dict[str, Any]) -> bool:
-    """Image output requested (`generationConfig.responseModalities` includes IMAGE): only
-    upstreams that produce images natively can answer it; the canonical chat form cannot."""
-    config = payload.get("generationConfig") or payload.get("generation_config")
-    if not isinstance(config, dict):
-        return False
-    modalities = config.get("responseModalities") or config.get("response_modalities")
-    return isinstance(modalities, list) and any(str(m).upper() == "IMAGE" for m in modalities)
-
-
 class GeminiAPI:
     def __init__(self, gw: Gateway) -> None:
         self.text = TextAPI(gw)
@@ -58,6 +48,8 @@ class GeminiAPI:
     async def _serve(self, request: Request, principal: Principal | None, stream: bool) -> None:
         _, payload = await request.json_object(self.limit)
         model = request.params["model"]
+        outputs = gemini_outputs(payload)
+        require(principal, outputs)  # image output needs `image`, audio `audio`
         canonical = gemini_to_openai_request(payload, model)
         canonical["stream"] = stream
         if stream:
@@ -65,7 +57,9 @@ class GeminiAPI:
         call = TextCall("chat", orjson.dumps(canonical), canonical, model, stream, stream)
         show = presenter("gemini", model, openai_to_gemini_response, OpenAIToGeminiStream)
 
-        image = wants_image(payload)
+        # Image output: only upstreams that produce images natively can answer it; the
+        # canonical chat form cannot.
+        image = "image" in outputs
 
         def native(target: Target) -> Awaitable[Reply] | None:
             formats = target.provider.native_formats
@@ -81,8 +75,8 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
     out = [*gemini_embed.endpoints(gw), *gemini_models.endpoints(gw)]
     for version in ("v1beta", "v1"):
         base = f"/{version}/models/{{model}}"
-        out.append(Endpoint("POST", base + ":generateContent", api.generate, family="text", style="gemini"))
-        out.append(
-            Endpoint("POST", base + ":streamGenerateContent", api.stream, family="text", style="gemini")
-        )
+        for action, handler in ((":generateContent", api.generate), (":streamGenerateContent", api.stream)):
+            out.append(
+                Endpoint("POST", base + action, handler, family="text", style="gemini", family_by_output=True)
+            )
     return out

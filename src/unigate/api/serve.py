@@ -41,6 +41,13 @@ class Serving:
             raise NotFound(f"The model '{model}' does not exist.", code="model_not_found", param="model")
         if not principal.may_use_model(model):
             raise PermissionDenied(f"This API key may not use the model '{model}'.", code="model_not_allowed")
+        # A model that makes another family's output (its config `family`, or the sandbox's
+        # kind) needs that family whatever path calls it: a text path to an image model.
+        if entry.family != "text" and not principal.may_use_family(entry.family):
+            raise PermissionDenied(
+                f"This API key may not use the {entry.family} family (the model '{model}' is in it).",
+                code="family_not_allowed",
+            )
         return entry
 
     async def run(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from unigate.api.output_family import chat_outputs, require
 from unigate.api.serve import Serving
 from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
@@ -103,6 +104,8 @@ class TextAPI:
         raw, payload = await request.json_object(self.limit)
         model = _model(payload)
         _check_messages(payload)
+        if principal is not None and principal.families:  # a limited key: audio output needs `audio`
+            require(principal, chat_outputs(payload))
         stream, usage = _stream_flags(payload)
         await self.serve(request, principal, TextCall("chat", raw, payload, model, stream, usage))
 
@@ -171,7 +174,7 @@ class TextAPI:
 def endpoints(gw: Gateway) -> list[Endpoint]:
     api = TextAPI(gw)
     return [
-        Endpoint("POST", "/v1/chat/completions", api.chat, family="text"),
+        Endpoint("POST", "/v1/chat/completions", api.chat, family="text", family_by_output=True),
         Endpoint("POST", "/v1/completions", api.completions, family="text"),
         Endpoint("POST", "/v1/embeddings", api.embeddings, family="text"),
         Endpoint("GET", "/v1/models", api.list_models),
