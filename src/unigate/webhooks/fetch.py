@@ -31,10 +31,7 @@ async def fetch_url(
                 )
             if resp.content_length is not None and resp.content_length > max_bytes:
                 raise PayloadTooLarge(f"The file at the URL exceeds {max_bytes} bytes.")
-            data = await resp.content.read(max_bytes + 1)
-            if len(data) > max_bytes:
-                raise PayloadTooLarge(f"The file at the URL exceeds {max_bytes} bytes.")
-            return data, resp.headers.get("Content-Type", "")
+            return await _whole_body(resp, max_bytes), resp.headers.get("Content-Type", "")
     except TimeoutError:
         raise InvalidRequest("Fetching the URL timed out.", param="url", code="url_fetch_failed") from None
     except aiohttp.ClientConnectorError as exc:
@@ -45,3 +42,16 @@ async def fetch_url(
         raise InvalidRequest("Could not connect to the URL.", param="url", code="url_fetch_failed") from None
     except aiohttp.ClientError:
         raise InvalidRequest("Fetching the URL failed.", param="url", code="url_fetch_failed") from None
+
+
+async def _whole_body(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
+    """The entire body, or 413 as soon as it passes `max_bytes`. (`content.read(n)` answers
+    only what is buffered so far - one network read - so a big file came back cut short.)
+    A body that ends before its Content-Length is an aiohttp `ClientPayloadError`: a failed
+    fetch, never a silently shorter file."""
+    data = bytearray()
+    async for chunk in resp.content.iter_any():
+        data += chunk
+        if len(data) > max_bytes:
+            raise PayloadTooLarge(f"The file at the URL exceeds {max_bytes} bytes.")
+    return bytes(data)
