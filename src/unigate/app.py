@@ -161,7 +161,7 @@ class GatewayApp:
         extra = [(b"x-request-id", request.request_id.encode())]
         extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())
         try:
-            await send_body(request.send, err.status, body, extra=extra)
+            await send_body(request.send, err.status_for(style), body, extra=extra)
         except RuntimeError:
             # The response had already started (a handler bug); nothing more can be sent.
             log.error("error after response start on request %s: %s", request.request_id, err.message)

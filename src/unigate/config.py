@@ -90,7 +90,14 @@ class RouteConfig(_Strict):
 class ModelConfig(_Strict):
     name: str = Field(min_length=1)  # may be a glob such as `gpt-*`
     routes: list[RouteConfig] = Field(min_length=1)
-    price_per_call: float = Field(default=0.0, ge=0)
+    # Prices (any currency, the same one as the keys' budgets): per call (tasks, media) and per
+    # million input/output tokens (text), charged from the real usage of each call.
+    price_per_call: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    input_per_million: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    output_per_million: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    # Limits across every key, protecting an upstream's quota: requests and tokens per minute.
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
     # The family whose keys list it in /v1/models (default: what model_family infers).
     family: Family | None = None
 
@@ -106,6 +113,10 @@ class LimitsConfig(_Strict):
     max_image_upload: int = Field(default=50 * MiB, gt=0)
     # Seconds of upstream silence before a stream gets a keep-alive (0 = never).
     stream_keepalive: float = Field(default=15.0, ge=0)
+    # Output tokens a budget reserves for a text call that sets no max_tokens (settled to the
+    # real count when it ends): what concurrent calls may overspend a budget by is what each
+    # produces beyond this.
+    budget_output_estimate: int = Field(default=1024, ge=0)
 
 
 class TasksConfig(_Strict):

@@ -7,6 +7,7 @@
     ├── NotFound                       404     not_found_error / invalid_request_error
     ├── PayloadTooLarge                413     invalid_request_error
     ├── RateLimited                    429     rate_limit_error
+    ├── BudgetExceeded                 429     insufficient_quota (402 on music paths)
     ├── UpstreamRejected               4xx     (the upstream's own status, relayed)
     └── UpstreamFailed                 502/504 upstream_error / timeout
 
@@ -48,6 +49,10 @@ class GatewayError(Exception):
         self.param = param
         self.headers = headers or {}
 
+    def status_for(self, style: ErrorStyle) -> int:
+        """The HTTP status in a family's responses (a few families use their own)."""
+        return self.status
+
 
 class InvalidRequest(GatewayError):
     status, type, code = 400, "invalid_request_error", "invalid_request"
@@ -71,6 +76,17 @@ class PayloadTooLarge(GatewayError):
 
 class RateLimited(GatewayError):
     status, type, code = 429, "rate_limit_error", "rate_limit_exceeded"
+
+
+class BudgetExceeded(GatewayError):
+    """The key's money budget for its period does not cover the call: waiting does not help
+    (until the period ends or the budget is raised), so no Retry-After. The music family's
+    clients expect 402 for it, as its relays answer."""
+
+    status, type, code = 429, "insufficient_quota", "insufficient_quota"
+
+    def status_for(self, style: ErrorStyle) -> int:
+        return 402 if style == "music" else self.status
 
 
 class UpstreamRejected(GatewayError):

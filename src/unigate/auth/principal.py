@@ -23,6 +23,8 @@ class Principal:
     created_at: float
     webhook_secret: str
     prefix: str = ""
+    tpm: int | None = None
+    budget_period: str = "total"  # daily | monthly | total
     _model_re: re.Pattern[str] | None = field(default=None, repr=False)
     _model_ok: dict[str, bool] = field(default_factory=dict, repr=False)
 
@@ -50,7 +52,9 @@ class Principal:
             "models": list(self.models),
             "families": list(self.families),
             "rpm": self.rpm,
+            "tpm": self.tpm,
             "budget": self.budget,
+            "budget_period": self.budget_period,
             "expires_at": self.expires_at,
             "revoked_at": self.revoked_at,
             "created_at": self.created_at,

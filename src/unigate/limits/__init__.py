@@ -1,1 +1,1 @@
-"""Per-key request limits."""
+"""Per-key and per-model limits: requests and tokens per minute, and money budgets."""

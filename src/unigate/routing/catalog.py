@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from unigate.auth.principal import Principal
 from unigate.config import Family, GatewayConfig, ModelConfig, model_family
+from unigate.limits.estimate import Prices
 from unigate.providers.base import Provider, Target, Timeouts
 
 
@@ -31,6 +32,9 @@ class ModelEntry:
     price_per_call: float
     is_pattern: bool
     family: Family  # what a family-limited key lists it under
+    prices: Prices = field(default_factory=Prices)
+    rpm: int | None = None  # across all keys
+    tpm: int | None = None
 
 
 class Catalog:
@@ -95,4 +99,14 @@ def _entry(model: ModelConfig, providers: dict[str, Provider]) -> ModelEntry:
         routes.append(Route(provider, r.model, r.priority, r.weight, timeouts))
     routes.sort(key=lambda route: route.priority)
     is_pattern = any(ch in model.name for ch in "*?[")
-    return ModelEntry(model.name, tuple(routes), model.price_per_call, is_pattern, model_family(model))
+    prices = Prices(model.input_per_million, model.output_per_million, model.price_per_call)
+    return ModelEntry(
+        model.name,
+        tuple(routes),
+        model.price_per_call,
+        is_pattern,
+        model_family(model),
+        prices,
+        model.rpm,
+        model.tpm,
+    )

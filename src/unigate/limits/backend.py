@@ -1,0 +1,144 @@
+"""The one interface every limit and budget goes through, and its single-node backend.
+
+A call's admission is a list of `Demand`s (the key's requests, tokens and money, the model's
+requests and tokens) taken **all or nothing** in one atomic step, so a refused call charges
+nothing and two calls racing for the last unit cannot both get it. Settling a call adjusts the
+same counters by the difference between what was reserved and what was used.
+
+`LocalCounters` keeps the counters in a `SharedTable` that every worker of one `unigate serve`
+maps, which makes limits exact across workers without any other service. A backend for
+several replicas (Redis) implements the same three methods.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from unigate.limits.counters import RateState, budget_take, rate_adjust, rate_peek, rate_take
+from unigate.limits.shared_table import SharedTable
+
+Kind = Literal["rate", "budget"]
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    name: str  # the counter, e.g. "key:<id>:rpm"
+    kind: Kind
+    limit: float  # per minute for a rate, per period for a budget
+    amount: float  # what the call takes (a settlement's correction: may be negative)
+    period: int = 0  # budgets: the period index the amount belongs to
+
+
+@dataclass(slots=True)
+class Decision:
+    allowed: bool
+    refused: int = -1  # index of the first demand that did not fit
+    rates: list[RateState | None] = field(default_factory=list)  # per demand; None for budgets
+    unseeded: list[int] = field(default_factory=list)  # budgets whose spend is not loaded yet
+
+
+class Counters(Protocol):
+    async def take(self, demands: Sequence[Demand]) -> Decision:
+        """Admit all demands or none. A budget counter not yet seeded for its period is
+        reported in `unseeded` (and nothing is taken) so the caller can load its spend."""
+        ...
+
+    async def adjust(self, changes: Sequence[Demand]) -> None:
+        """Add each change's amount to its counter (negative: give back)."""
+        ...
+
+    async def seed(self, name: str, period: int, spent: float) -> None:
+        """Set a budget's spend for `period` from durable records, unless already seeded."""
+        ...
+
+    def close(self) -> None: ...
+
+
+_SEEDED = 1
+
+
+class LocalCounters:
+    """Counters for the workers of one `unigate serve` (see `SharedTable`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.table = SharedTable(path)
+
+    async def take(self, demands: Sequence[Demand]) -> Decision:
+        return self.take_now(demands, time.time())
+
+    def take_now(self, demands: Sequence[Demand], now: float) -> Decision:
+        table = self.table
+        with table.locked():
+            offsets = [table.offset(d.name) for d in demands]
+            rates: list[RateState | None] = []
+            writes: list[tuple[int, float, float, int, int]] = []
+            unseeded: list[int] = []
+            for i, (demand, off) in enumerate(zip(demands, offsets, strict=True)):
+                if off < 0:
+                    rates.append(None)
+                    continue
+                a, b, period, flags = table.read(off)
+                if demand.kind == "rate":
+                    new_tat, state = rate_take(a, demand.limit, demand.amount, now)
+                    rates.append(state)
+                    if not state.allowed:
+                        return Decision(False, i, rates)
+                    writes.append((off, new_tat, b, period, flags))
+                    continue
+                rates.append(None)
+                if not flags & _SEEDED or period > demand.period:
+                    unseeded.append(i)
+                    continue
+                if period < demand.period:
+                    # A new day or month: the old period's spend no longer counts.
+                    a, period = 0.0, demand.period
+                spent, ok = budget_take(a, demand.limit, demand.amount)
+                if not ok:
+                    return Decision(False, i, rates)
+                writes.append((off, spent, b, period, flags | _SEEDED))
+            if unseeded:
+                return Decision(False, -1, rates, unseeded)
+            for off, a, b, period, flags in writes:
+                table.write(off, a, b, period, flags)
+        return Decision(True, -1, rates)
+
+    async def adjust(self, changes: Sequence[Demand]) -> None:
+        self.adjust_now(changes, time.time())
+
+    def adjust_now(self, changes: Sequence[Demand], now: float) -> None:
+        table = self.table
+        with table.locked():
+            for change in changes:
+                off = table.offset(change.name)
+                if off < 0:
+                    continue
+                a, b, period, flags = table.read(off)
+                if change.kind == "rate":
+                    table.write(off, rate_adjust(a, change.limit, change.amount, now), b, period, flags)
+                elif period == change.period and flags & _SEEDED:
+                    # A settlement for an older period changes nothing: that period is over.
+                    table.write(off, max(0.0, a + change.amount), b, period, flags)
+
+    async def seed(self, name: str, period: int, spent: float) -> None:
+        table = self.table
+        with table.locked():
+            off = table.offset(name)
+            if off < 0:
+                return
+            _, b, held, flags = table.read(off)
+            if held != period or not flags & _SEEDED:
+                table.write(off, spent, b, period, flags | _SEEDED)
+
+    def peek_rate(self, name: str, limit: float) -> RateState:
+        table = self.table
+        with table.locked():
+            off = table.offset(name)
+            tat = table.read(off)[0] if off >= 0 else 0.0
+        return rate_peek(tat, limit, time.time())
+
+    def close(self) -> None:
+        self.table.close()

@@ -1,0 +1,123 @@
+"""The limit arithmetic and the shared counter table: exact at the boundary, honest waits,
+all-or-nothing admission, corrections, budgets per period, and two processes sharing one
+table without letting more through than the limit."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from unigate.limits.backend import Demand, LocalCounters
+from unigate.limits.counters import budget_take, format_reset, rate_adjust, rate_take
+from unigate.limits.estimate import Prices, output_cap, prompt_tokens
+from unigate.limits.service import period_of
+
+
+def test_rate_allows_exactly_the_limit_then_says_when() -> None:
+    tat, now = 0.0, 1000.0
+    for i in range(5):
+        tat, state = rate_take(tat, 5, 1, now)
+        assert state.allowed and state.remaining == 4 - i
+    refused_tat, state = rate_take(tat, 5, 1, now)
+    assert not state.allowed and refused_tat == tat
+    assert state.retry_after == pytest.approx(12.0)  # 60 s / 5
+    # Waiting exactly the advertised time is enough.
+    _, later = rate_take(tat, 5, 1, now + state.retry_after)
+    assert later.allowed
+    _, early = rate_take(tat, 5, 1, now + state.retry_after - 0.01)
+    assert not early.allowed
+
+
+def test_rate_tokens_and_corrections() -> None:
+    now = 50.0
+    tat, state = rate_take(0.0, 1000, 600, now)
+    assert state.allowed and state.remaining == 400
+    _, state = rate_take(tat, 1000, 500, now)
+    assert not state.allowed and state.retry_after == pytest.approx(6.0)
+    # The answer used 100 tokens, not the 600 estimated: 500 come back.
+    tat = rate_adjust(tat, 1000, -500, now)
+    _, state = rate_take(tat, 1000, 500, now)
+    assert state.allowed
+    # More than the whole allowance can never pass.
+    _, state = rate_take(0.0, 1000, 1001, now)
+    assert not state.allowed and state.retry_after == float("inf")
+
+
+def test_budget_and_periods() -> None:
+    assert budget_take(0.9, 1.0, 0.1) == (pytest.approx(1.0), True)
+    assert budget_take(0.95, 1.0, 0.1) == (0.95, False)
+    day, start = period_of("daily", 86400 * 3 + 5)
+    assert (day, start) == (3, 86400 * 3)
+    month, start = period_of("monthly", 1_700_000_000)  # 2023-11-14
+    assert month == 2023 * 12 + 10 and start == 1698796800
+    assert period_of("total", 123.0) == (0, 0.0)
+
+
+def test_reset_format() -> None:
+    assert format_reset(0.02) == "20ms"
+    assert format_reset(1.5) == "1.5s"
+    assert format_reset(360) == "6m0s"
+
+
+def test_estimates() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hello there, world!"}], "max_tokens": 7}
+    assert prompt_tokens(body) == 5
+    assert output_cap(body) == 7
+    assert output_cap({"generationConfig": {"maxOutputTokens": 9}}) == 9
+    assert output_cap({"max_tokens": True}) is None
+    assert Prices(2.0, 8.0, 0.01).cost(1_000_000, 500_000) == pytest.approx(6.01)
+
+
+def test_all_or_nothing(tmp_path: Path) -> None:
+    counters = LocalCounters(tmp_path / "limits.bin")
+    rpm = Demand("key:a:rpm", "rate", 10, 1)
+    tpm = Demand("key:a:tpm", "rate", 100, 80)
+    assert counters.take_now([rpm, tpm], 10.0).allowed
+    refused = counters.take_now([rpm, Demand("key:a:tpm", "rate", 100, 30)], 10.0)
+    assert not refused.allowed and refused.refused == 1
+    # The refused call took nothing from the request counter either: 9 more pass.
+    for _ in range(9):
+        assert counters.take_now([rpm], 10.0).allowed
+    assert not counters.take_now([rpm], 10.0).allowed
+
+
+def test_budget_needs_a_seed_then_rolls_over(tmp_path: Path) -> None:
+    counters = LocalCounters(tmp_path / "limits.bin")
+    today = Demand("key:b:budget", "budget", 1.0, 0.4, period=7)
+    first = counters.take_now([today], 0.0)
+    assert not first.allowed and first.unseeded == [0]
+    import asyncio
+
+    asyncio.run(counters.seed("key:b:budget", 7, 0.5))
+    assert counters.take_now([today], 0.0).allowed  # 0.9 spent
+    assert not counters.take_now([today], 0.0).allowed
+    counters.adjust_now([Demand("key:b:budget", "budget", 1.0, -0.4, period=7)], 0.0)
+    assert counters.take_now([today], 0.0).allowed
+    # The next day starts empty without asking the database.
+    tomorrow = Demand("key:b:budget", "budget", 1.0, 0.9, period=8)
+    assert counters.take_now([tomorrow], 0.0).allowed
+    # A settlement for yesterday no longer changes today's figure.
+    counters.adjust_now([Demand("key:b:budget", "budget", 1.0, -0.9, period=7)], 0.0)
+    assert not counters.take_now([Demand("key:b:budget", "budget", 1.0, 0.2, period=8)], 0.0).allowed
+
+
+def _hammer(path: str, n: int, out: multiprocessing.Queue[int]) -> None:
+    counters = LocalCounters(Path(path))
+    allowed = sum(counters.take_now([Demand("key:c:rpm", "rate", 50, 1)], 100.0).allowed for _ in range(n))
+    out.put(allowed)
+
+
+def test_processes_share_one_limit(tmp_path: Path) -> None:
+    path = tmp_path / "limits.bin"
+    LocalCounters(path).close()
+    ctx = multiprocessing.get_context("spawn")
+    out: multiprocessing.Queue[int] = ctx.Queue()
+    procs = [ctx.Process(target=_hammer, args=(str(path), 200, out)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    total = sum(out.get(timeout=60) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    assert total == 50
