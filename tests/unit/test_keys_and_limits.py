@@ -49,3 +49,69 @@ def test_rate_limiter_sliding_window() -> None:
     # Two windows later everything is forgotten; other keys are independent.
     rl.hit("k", 10, now=t + 200)
     rl.hit("other", 1, now=t + 1)
+
+
+BAD_KEY_SPECS = [
+    ({"expires_at": True}, "expires_at"),
+    ({"expires_at": False}, "expires_at"),
+    ({"expires_at": 1e19}, "expires_at"),
+    ({"expires_at": "1" * 5000}, "expires_at"),
+    ({"expires_at": 10**400}, "expires_at"),
+    ({"expires_at": 1_000_000}, "expires_at"),  # 1970: in the past
+    ({"expires_at": "2001-01-01"}, "expires_at"),
+    ({"expires_at": "10000-01-01"}, "expires_at"),
+    ({"expires_at": "0001-01-01T00:00:00+05:00"}, "expires_at"),
+    ({"expires_at": "soon"}, "expires_at"),
+    ({"expires_at": [2030]}, "expires_at"),
+    ({"rpm": True}, "rpm"),
+    ({"rpm": 1.5}, "rpm"),
+    ({"rpm": "10"}, "rpm"),
+    ({"rpm": 0}, "rpm"),
+    ({"rpm": 10**12}, "rpm"),
+    ({"budget": True}, "budget"),
+    ({"budget": -1}, "budget"),
+    ({"budget": 1e300}, "budget"),
+    ({"budget": float("inf")}, "budget"),
+    ({"budget": float("nan")}, "budget"),
+    ({"budget": "5"}, "budget"),
+    ({"name": "a\x1b[2Jb"}, "name"),
+    ({"name": "line\nbreak"}, "name"),
+    ({"name": "evil\u202eeulav"}, "name"),
+    ({"name": "   "}, "name"),
+    ({"name": 5}, "name"),
+    ({"name": "n" * 201}, "name"),
+    ({"models": ["x" * 201]}, "models"),
+    ({"models": ["ok"] * 201}, "models"),
+    ({"models": ["gpt-\x00*"]}, "models"),
+    ({"models": [True]}, "models"),
+    ({"families": ["text"] * 51}, "families"),
+]
+
+
+@pytest.mark.parametrize(("change", "field"), BAD_KEY_SPECS)
+def test_key_spec_refuses_bad_values_naming_the_field(change: dict[str, object], field: str) -> None:
+    from pydantic import ValidationError
+
+    from unigate.api.key_spec import KeyCreate, validation_message
+
+    with pytest.raises(ValidationError) as caught:
+        KeyCreate.model_validate({"name": "k", **change})
+    message, param = validation_message(caught.value)
+    assert param == field and message.startswith(field), message
+
+
+def test_key_spec_accepts_and_normalises_good_values() -> None:
+    import datetime as dt
+
+    from unigate.api.key_spec import KeyCreate
+
+    future = dt.datetime(2031, 5, 6, tzinfo=dt.UTC).timestamp()
+    for given in ("2031-05-06", "2031-05-06T00:00:00Z", "2031-05-06T02:00:00+02:00", future, int(future)):
+        spec = KeyCreate.model_validate({"name": "k", "expires_at": given})
+        assert spec.expires_at == future, given
+    assert KeyCreate.model_validate({"name": "k", "expires_at": str(int(future))}).expires_at == future
+    spec = KeyCreate.model_validate(
+        {"name": "Ünïcode ✓", "models": ["gpt-*"], "families": ["text"], "rpm": 60, "budget": 2}
+    )
+    assert spec.budget == 2.0 and isinstance(spec.budget, float) and spec.rpm == 60
+    assert KeyCreate.model_validate({"name": "k", "budget": 0}).budget == 0.0

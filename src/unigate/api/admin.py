@@ -3,47 +3,17 @@ Not on the hot path, so bodies are validated with pydantic."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from unigate.api.key_spec import KeyCreate, validation_message
 from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
-from unigate.config import Family
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 from unigate.tasks.outbox_store import hook_state
-
-
-class KeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1, max_length=200)
-    models: list[str] = Field(default_factory=list, max_length=200)
-    families: list[Family] = Field(default_factory=list)
-    rpm: int | None = Field(default=None, ge=1)
-    budget: float | None = Field(default=None, ge=0)
-    expires_at: dt.datetime | dt.date | float | None = None
-
-
-def expiry_timestamp(value: dt.datetime | dt.date | float | None) -> float | None:
-    """Epoch seconds. A bare date is the start of that day, UTC (pydantic reads "2030-01-31" as
-    that midnight; `unigate keys create --expires` validates through this same model)."""
-    if value is None or isinstance(value, int | float):
-        return value
-    if isinstance(value, dt.datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).timestamp()
-    return dt.datetime.combine(value, dt.time.min, tzinfo=dt.UTC).timestamp()
-
-
-def _validation_message(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
-        parts.append(f"{loc}: {'unknown field' if err['type'] == 'extra_forbidden' else err['msg']}")
-    return "; ".join(parts)
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
@@ -52,14 +22,10 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         try:
             spec = KeyCreate.model_validate(payload)
         except ValidationError as exc:
-            raise InvalidRequest(_validation_message(exc)) from None
+            message, field = validation_message(exc)
+            raise InvalidRequest(message, param=field, code="invalid_value") from None
         plain, record = await gw.keys.create(
-            spec.name,
-            spec.models,
-            list(spec.families),
-            spec.rpm,
-            spec.budget,
-            expiry_timestamp(spec.expires_at),
+            spec.name, spec.models, list(spec.families), spec.rpm, spec.budget, spec.expires_at
         )
         gw.key_cache.forget_misses()
         await send_json(

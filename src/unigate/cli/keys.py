@@ -12,8 +12,9 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from unigate.api.admin import KeyCreate, expiry_timestamp
+from unigate.api.key_spec import KeyCreate
 from unigate.auth.principal import Principal
 from unigate.cli.serve import ConfigOpt, settings_for
 from unigate.cli.startup import StartupError, debug_wanted, report, with_database
@@ -83,12 +84,10 @@ def _spec(
     except ValidationError as exc:
         first = exc.errors()[0]
         field = str(first["loc"][0])
+        message = str(first["msg"]).removeprefix("Value error, ")
         if field == "expires_at":
-            raise StartupError(
-                f"--expires {expires!r} is not an ISO 8601 date or datetime (e.g. 2030-01-31 or "
-                "2030-01-31T18:00:00Z) nor epoch seconds"
-            ) from None
-        raise StartupError(f"{OPTIONS.get(field, field)}: {first['msg']}") from None
+            raise StartupError(f"--expires {expires!r} {message}") from None
+        raise StartupError(f"{OPTIONS.get(field, field)}: {message}") from None
 
 
 def keys_create(
@@ -123,7 +122,7 @@ def keys_create(
             list(spec.families),
             spec.rpm,
             spec.budget,
-            expiry_timestamp(spec.expires_at),
+            spec.expires_at,
         )
 
     plain, record = _with_store(config, work)
@@ -147,22 +146,53 @@ def keys_list(config: ConfigOpt = None) -> None:
     table = Table("id", "name", "prefix", "models", "families", "rpm", "budget", "expires", "status")
     now = dt.datetime.now(dt.UTC).timestamp()
     for r in records:
-        status = (
-            "revoked" if r.revoked_at else ("expired" if r.expires_at and r.expires_at <= now else "active")
-        )
-        expires_s = dt.datetime.fromtimestamp(r.expires_at, dt.UTC).isoformat() if r.expires_at else "-"
-        table.add_row(
+        table.add_row(*_row_cells(r, now))
+    Console(width=200).print(table)
+
+
+def _row_cells(r: Principal, now: float) -> list[Text]:
+    """One table row, rendered defensively: whatever a row holds (values stored before they
+    were validated, edited by hand) shows as text, never as markup, never as a crash."""
+    try:
+        expired = isinstance(r.expires_at, int | float) and r.expires_at <= now
+        status = "revoked" if r.revoked_at else ("expired" if expired else "active")
+        cells = [
             r.key_id,
             r.name,
             r.prefix,
-            ",".join(r.models) or "*",
-            ",".join(r.families) or "*",
-            str(r.rpm or "-"),
-            "-" if r.budget is None else f"{r.budget:g}",
-            expires_s,
+            ",".join(map(str, r.models)) or "*",
+            ",".join(map(str, r.families)) or "*",
+            "-" if r.rpm is None else _number(r.rpm),
+            "-" if r.budget is None else _number(r.budget),
+            _instant(r.expires_at),
             status,
-        )
-    Console(width=200).print(table)
+        ]
+    except Exception:  # a listing must show every other key
+        cells = [str(r.key_id), "(unreadable)", "", "", "", "", "", "", "?"]
+    return [Text(_printable(str(c))) for c in cells]
+
+
+def _instant(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return dt.datetime.fromtimestamp(value, dt.UTC).isoformat()
+        except (OverflowError, OSError, ValueError):
+            pass  # outside what datetime can show (stored before expiries were bounded)
+    return f"invalid ({_number(value)})"
+
+
+def _number(value: object) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}"
+    return repr(value)[:40]
+
+
+def _printable(text: str, limit: int = 120) -> str:
+    """Control characters escaped (they would move the cursor or recolour the terminal)."""
+    shown = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text[:limit])
+    return shown + ("…" if len(text) > limit else "")
 
 
 def keys_revoke(

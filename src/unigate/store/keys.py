@@ -14,6 +14,21 @@ from unigate.auth import keys as keyfmt
 from unigate.auth.principal import Principal
 from unigate.store.schema import api_keys, key_events
 
+# Matches no model and no family: a list that cannot be read allows nothing (fail closed).
+UNREADABLE = ("\x00unreadable",)
+
+
+def _names(text: Any) -> tuple[str, ...]:
+    """A stored JSON list of strings; one edited into something else denies everything
+    instead of breaking every listing and lookup of keys."""
+    try:
+        value = orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError):
+        return UNREADABLE
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return UNREADABLE
+    return tuple(value)
+
 
 def _row_to_principal(row: Any) -> Principal:
     return Principal(
@@ -21,8 +36,8 @@ def _row_to_principal(row: Any) -> Principal:
         name=row.name,
         key_hash=row.key_hash,
         prefix=row.prefix,
-        models=tuple(orjson.loads(row.models)),
-        families=tuple(orjson.loads(row.families)),
+        models=_names(row.models),
+        families=_names(row.families),
         rpm=row.rpm,
         budget=row.budget,
         expires_at=row.expires_at,
