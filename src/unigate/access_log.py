@@ -58,15 +58,44 @@ def _clean(text: str) -> str:
     return quote(text, safe=_SAFE)
 
 
+MAX_LOGGED = 200  # characters of a path or model kept in a log line; a longer one is cut
+_KEPT = 8  # characters of an unguessable media name kept: enough to tell files apart
+
+
+def shown_path(path: str) -> str:
+    """A request path as log lines show it: `/media/` names are capabilities (anyone with the
+    link may fetch the file), so only their first characters are kept; anything over
+    MAX_LOGGED is cut; escaped as `_clean` does."""
+    if path.startswith("/media/"):
+        rest = path[7:]
+        prefix = "/media/tasks/" if rest.startswith("tasks/") else "/media/"
+        name, sep, tail = path[len(prefix) :].partition("/")
+        path = prefix + _cut_name(name) + sep + tail
+    return _clean(_bounded(path))
+
+
+def _cut_name(name: str) -> str:
+    if len(name) <= _KEPT:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    if dot and 0 < len(ext) <= 5:
+        return f"{stem[:_KEPT]}…{dot}{ext[:5]}"
+    return f"{name[:_KEPT]}…"
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= MAX_LOGGED else f"{text[:MAX_LOGGED]}…(+{len(text) - MAX_LOGGED})"
+
+
 def access_line(request: Request, status: int, started: float, key_id: str | None) -> str:
     """The access record of a finished request, built once as one string."""
     scope = request.scope
     model = scope.get(MODEL)
     outcome = scope.get(OUTCOME)
     line = (
-        f"{request.method} {_clean(request.path)} {status or 499} "
+        f"{request.method} {shown_path(request.path)} {status or 499} "
         f"{(time.perf_counter() - started) * 1000.0:.2f}ms "
-        f"model={_clean(model) if model else '-'} route={scope.get(ROUTE) or '-'} "
+        f"model={_clean(_bounded(model)) if model else '-'} route={scope.get(ROUTE) or '-'} "
         f"key={key_id or '-'} request={request.request_id}"
     )
     return line if outcome is None else f"{line} outcome={outcome}"

@@ -14,9 +14,10 @@ import os
 import time
 from collections.abc import Awaitable
 
-from unigate.access_log import ACCESS_LOGGER, StatusCapture, access_line
+from unigate.access_log import ACCESS_LOGGER, StatusCapture, access_line, shown_path
 from unigate.api import (
     admin,
+    admin_keys,
     audio,
     fish,
     gemini,
@@ -48,6 +49,7 @@ from unigate.errors import (
     render_error,
 )
 from unigate.gateway import Gateway
+from unigate.limits.service import RateHeaderSend
 from unigate.logs import InfoLines
 from unigate.settings import Settings
 from unigate.store.db import is_outage
@@ -77,6 +79,7 @@ class GatewayApp:
             *media.endpoints(gateway),
             *task_output.endpoints(gateway),
             *admin.endpoints(gateway),
+            *admin_keys.endpoints(gateway),
         ]
         self.table = EndpointTable(endpoints)
         # Request ids: unique, not secret; a per-process random prefix and a counter cost
@@ -111,10 +114,14 @@ class GatewayApp:
                         code="method_not_allowed",
                         headers={"allow": ", ".join(allowed)},
                     )
-                raise NotFound(f"No endpoint at {request.method} {request.path}.", code="unknown_url")
+                raise NotFound(
+                    f"No endpoint at {request.method} {shown_path(request.path)}.", code="unknown_url"
+                )
             request.params = params
             if endpoint.auth == "key":
                 principal = await authenticate(request, self.gateway.key_cache)
+                if principal.rpm or principal.tpm:
+                    request.send = RateHeaderSend(request.send, self.gateway.limits, principal)
                 if (
                     endpoint.family
                     and not principal.may_use_family(endpoint.family)
@@ -135,14 +142,17 @@ class GatewayApp:
                 log.warning(
                     "database unavailable on %s %s (request %s): %s",
                     request.method,
-                    request.path,
+                    shown_path(request.path),
                     request.request_id,
                     type(exc).__name__,
                 )
                 await self._send_error(request, DatabaseUnavailable(), style)
             else:
                 log.exception(
-                    "unhandled error on %s %s (request %s)", request.method, request.path, request.request_id
+                    "unhandled error on %s %s (request %s)",
+                    request.method,
+                    shown_path(request.path),
+                    request.request_id,
                 )
                 await self._send_error(request, GatewayError("Internal server error."), style)
         if self._access.enabled():

@@ -4,6 +4,9 @@ not an image) gets a clear 400 whichever upstream the model routes to."""
 
 from __future__ import annotations
 
+import codecs
+from collections.abc import Callable
+
 SPEECH_CONTENT_TYPES = {
     "mp3": "audio/mpeg",
     "opus": "audio/ogg",
@@ -49,3 +52,38 @@ def sniff_image(head: bytes) -> str | None:
     if head[:6] in (b"GIF87a", b"GIF89a"):
         return "gif"
     return None
+
+
+def _utf8_text(head: bytes) -> bool:
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)  # a cut last char is fine
+    except UnicodeDecodeError:
+        return False
+    return b"\0" not in head
+
+
+# The files the gateway stores under /media/, by extension: the type they are served as and
+# the test their first bytes must pass to be served as it.
+STORED_TYPES: dict[str, tuple[bytes, Callable[[bytes], bool]]] = {
+    ".wav": (b"audio/wav", lambda h: h[:4] == b"RIFF" and h[8:12] == b"WAVE"),
+    ".mp3": (b"audio/mpeg", lambda h: sniff_audio(h) == "mp3"),
+    ".ogg": (b"audio/ogg", lambda h: h[:4] == b"OggS"),
+    ".png": (b"image/png", lambda h: sniff_image(h) == "png"),
+    ".jpg": (b"image/jpeg", lambda h: sniff_image(h) == "jpeg"),
+    ".jpeg": (b"image/jpeg", lambda h: sniff_image(h) == "jpeg"),
+    ".webp": (b"image/webp", lambda h: sniff_image(h) == "webp"),
+    ".mp4": (b"video/mp4", lambda h: h[4:8] == b"ftyp"),
+    ".pdf": (b"application/pdf", lambda h: h[:5] == b"%PDF-"),
+    ".txt": (b"text/plain; charset=utf-8", _utf8_text),
+}
+SNIFF_BYTES = 4096  # what the checks above read of a file
+UNVERIFIED_TYPE = b"application/octet-stream"
+
+
+def verified_type(extension: str, head: bytes) -> bytes | None:
+    """The content type of a stored file whose first bytes match its extension's format;
+    None when they do not (the name claims a type the content is not)."""
+    known = STORED_TYPES.get(extension.lower())
+    if known is None or not known[1](head):
+        return None
+    return known[0]

@@ -1,33 +1,35 @@
-"""Media the gateway stores and serves itself (sandbox results, uploads): `GET /media/{name}`.
-Names are unguessable (they embed random ids), so links work in players without headers."""
+"""Media the gateway stores and serves itself (sandbox results, uploads): `GET /media/{name}`
+(and `HEAD`). Names are unguessable (they embed random ids), so links work in players without
+headers.
+
+A stored file is served as the type its first bytes prove, never as the type its name claims:
+each response carries `X-Content-Type-Options: nosniff`, and a file whose content does not
+match its extension (a `.png` that is not a PNG) is sent as `application/octet-stream` with
+`Content-Disposition: attachment`, so a browser neither renders nor runs it. Names are
+bounded before the file system sees them: anything else is a 404 that echoes nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import re
+from pathlib import Path
 
-from unigate.asgi import Request, send_body
+from unigate.asgi import Request
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.errors import NotFound
 from unigate.gateway import Gateway
+from unigate.media_types import SNIFF_BYTES, STORED_TYPES, UNVERIFIED_TYPE, verified_type
 from unigate.music.record import AVATAR_NAME
 
-_CACHE = [(b"cache-control", b"public, max-age=86400")]
-_NAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9]+)$")
-TYPES = {
-    ".wav": b"audio/wav",
-    ".mp3": b"audio/mpeg",
-    ".png": b"image/png",
-    ".jpg": b"image/jpeg",
-    ".webp": b"image/webp",
-    ".mp4": b"video/mp4",
-    ".jpeg": b"image/jpeg",
-    ".ogg": b"audio/ogg",
-    ".txt": b"text/plain; charset=utf-8",
-    ".pdf": b"application/pdf",
-}
+_CACHE = (b"cache-control", b"public, max-age=86400")
+NOSNIFF = (b"x-content-type-options", b"nosniff")
+_ATTACHMENT = (b"content-disposition", b"attachment")
+# Stored names are a prefix and a random id (~40 characters): 128 leaves room and keeps a
+# name far below every file system's limit, so an overlong one is a 404, not an OSError.
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}(\.[A-Za-z0-9]{1,5})$")
 
 
 # The owner avatar of music clips (spec §2.2 types `avatar_image_url` as a URI): a 64x64 PNG
@@ -44,22 +46,56 @@ AVATAR_PNG = base64.b64decode(
 )
 
 
+async def send_stored(request: Request, path: Path, extension: str, cache: bool = True) -> None:
+    """Answer `request` (GET or HEAD) with the stored file at `path`, typed by its content."""
+    head_only = request.method == "HEAD"
+    try:
+        data, size = await asyncio.to_thread(_load, path, head_only)
+    except OSError:  # gone, a directory, unreadable: to the client all the same
+        raise NotFound("No such media file.", code="media_not_found") from None
+    content_type = verified_type(extension, data[:SNIFF_BYTES])
+    headers = [(b"content-length", str(size).encode()), NOSNIFF]
+    if content_type is None:
+        headers += [(b"content-type", UNVERIFIED_TYPE), _ATTACHMENT]
+    else:
+        headers.append((b"content-type", content_type))
+    if cache:
+        headers.append(_CACHE)
+    await _send(request, headers, b"" if head_only else data)
+
+
+def _load(path: Path, head_only: bool) -> tuple[bytes, int]:
+    """(the whole file, or only its first bytes for HEAD; its size)."""
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        return (f.read(SNIFF_BYTES) if head_only else f.read()), size
+
+
+async def _send(request: Request, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    headers.append((b"x-request-id", request.request_id.encode()))
+    await request.send({"type": "http.response.start", "status": 200, "headers": headers})
+    await request.send({"type": "http.response.body", "body": body})
+
+
 def endpoints(gw: Gateway) -> list[Endpoint]:
     root = gw.settings.data_dir / "media"
 
     async def serve(request: Request, _: Principal | None) -> None:
         name = request.params["name"]
         if name == AVATAR_NAME:
-            await send_body(
-                request.send, 200, AVATAR_PNG, b"image/png", [(b"cache-control", b"public, max-age=86400")]
-            )
+            headers = [
+                (b"content-type", b"image/png"),
+                (b"content-length", str(len(AVATAR_PNG)).encode()),
+                NOSNIFF,
+                _CACHE,
+            ]
+            await _send(request, headers, b"" if request.method == "HEAD" else AVATAR_PNG)
             return
-        match = _NAME.match(name)
-        content_type = TYPES.get(match.group(1).lower()) if match else None
-        path = root / name
-        if content_type is None or not path.is_file():
+        match = NAME.match(name)
+        if match is None or match.group(1).lower() not in STORED_TYPES:
             raise NotFound("No such media file.", code="media_not_found")
-        data = await asyncio.to_thread(path.read_bytes)
-        await send_body(request.send, 200, data, content_type, _CACHE)
+        await send_stored(request, root / name, match.group(1))
 
-    return [Endpoint("GET", "/media/{name}", serve, auth="none", style="plain")]
+    return [
+        Endpoint(method, "/media/{name}", serve, auth="none", style="plain") for method in ("GET", "HEAD")
+    ]

@@ -10,10 +10,9 @@ the provider's credentials and relayed as it arrives; a public upstream link is 
 
 from __future__ import annotations
 
-import asyncio
 import re
 
-from unigate.api.media import TYPES
+from unigate.api.media import NOSNIFF, send_stored
 from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
@@ -53,6 +52,14 @@ async def send_output(request: Request, gw: Gateway, task: Task, index: int, var
             raise NotFound("The provider that made this file is no longer configured.", code="file_gone")
         ref = TaskRef(task.upstream_id, task.action)
         reply = await provider.task_content(ref, item, variant, provider.timeouts())
+        reply.headers.append(NOSNIFF)
+        if request.method == "HEAD":  # the upstream's headers, not its body
+            headers = [(b"content-type", reply.content_type), *reply.headers]
+            if reply.close is not None:
+                reply.close()
+            await request.send({"type": "http.response.start", "status": reply.status, "headers": headers})
+            await request.send({"type": "http.response.body", "body": b""})
+            return
         await send_reply(request, reply, BINARY_FRAMING)
         return
     url = item.get(VARIANT_KEYS[variant])
@@ -60,13 +67,9 @@ async def send_output(request: Request, gw: Gateway, task: Task, index: int, var
         raise NotFound(f"The task has no {variant} file.", code="file_not_found")
     local = _LOCAL.match(url)
     if local is not None:
-        path = gw.settings.data_dir / "media" / local.group(1)
-        content_type = TYPES.get(local.group(2).lower(), b"application/octet-stream")
-        try:
-            data = await asyncio.to_thread(path.read_bytes)
-        except FileNotFoundError:
-            raise NotFound("The file is gone.", code="file_gone") from None
-        await send_body(request.send, 200, data, content_type)
+        await send_stored(
+            request, gw.settings.data_dir / "media" / local.group(1), local.group(2), cache=False
+        )
         return
     await send_body(request.send, 302, b"", b"text/plain", [(b"location", url.encode("latin-1", "replace"))])
 
@@ -80,4 +83,5 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
             raise NotFound("No such file.", code="file_not_found")
         await send_output(request, gw, task, int(index), check_variant(request.params["variant"]))
 
-    return [Endpoint("GET", "/media/tasks/{task_id}/{index}/{variant}", proxy, auth="none", style="plain")]
+    path = "/media/tasks/{task_id}/{index}/{variant}"
+    return [Endpoint(method, path, proxy, auth="none", style="plain") for method in ("GET", "HEAD")]
