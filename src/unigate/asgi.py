@@ -52,9 +52,17 @@ class Request:
 
     @property
     def query(self) -> dict[str, str]:
+        """The query parameters; 400 for one that is not UTF-8 or holds a NUL, which no
+        parameter means and PostgreSQL cannot even compare text with."""
         if self._query is None:
             raw = self.scope.get("query_string", b"").decode("latin-1")
-            self._query = dict(parse_qsl(raw)) if raw else {}
+            try:
+                pairs = parse_qsl(raw, errors="strict") if raw else []
+            except UnicodeDecodeError:
+                raise InvalidRequest("The query string is not UTF-8 text.", code="invalid_query") from None
+            if any("\x00" in name or "\x00" in value for name, value in pairs):
+                raise InvalidRequest("The query string holds a NUL character.", code="invalid_query")
+            self._query = dict(pairs)
         return self._query
 
     async def body(self, limit: int) -> bytes:

@@ -39,8 +39,10 @@ class EndpointTable:
         self._exact: dict[tuple[str, str], Endpoint] = {}
         self._patterns: list[tuple[re.Pattern[str], Endpoint]] = []
         self._paths: set[str] = set()
+        self._routed: dict[tuple[str, str], Endpoint] = {}  # what is served, for the API description
         for ep in endpoints:
             key = (ep.method, ep.path)
+            self._routed[key] = ep
             if "{" in ep.path:
                 regex = (
                     "^"
@@ -61,12 +63,20 @@ class EndpointTable:
                 self._exact[key] = ep
                 self._paths.add(ep.path)
 
+    def endpoints(self) -> list[Endpoint]:
+        """Every endpoint the table routes, once per (method, path), in registration order."""
+        return list(self._routed.values())
+
     def match(self, method: str, path: str) -> tuple[Endpoint | None, dict[str, str], tuple[str, ...]]:
         """(endpoint, path params, the methods the path has when none is `method`: a 405's
         `Allow`, empty when the path is unknown)."""
         ep = self._exact.get((method, path))
         if ep is not None:
             return ep, {}, ()
+        if "\x00" in path:
+            # A NUL (%00) is in no id, name or model, and PostgreSQL cannot even compare text
+            # with one: such a path names nothing (404) instead of reaching a lookup (500).
+            return None, {}, ()
         for regex, candidate in self._patterns:
             if candidate.method == method:
                 m = regex.match(path)

@@ -118,3 +118,15 @@ def one_file(form: Form, name: str, what: str) -> UploadedFile:
     if upload.size == 0:
         raise InvalidRequest(f"The file '{name}' is empty.", param=name, code="invalid_file")
     return upload
+
+
+def optional_file(form: Form, name: str) -> UploadedFile | None:
+    """An optional file part. A text field of that name is refused: a client that sent the
+    file's content or link as text would otherwise have it silently ignored."""
+    if name in form.fields:
+        raise InvalidRequest(
+            f"'{name}' must be a file part (with a filename), not a text field.",
+            param=name,
+            code="invalid_file",
+        )
+    return form.file(name)

@@ -68,6 +68,7 @@ class ImagesAPI:
                 )
             if len(images) > MAX_IMAGES:
                 raise InvalidRequest(f"At most {MAX_IMAGES} images.", param="image", code="invalid_value")
+            fields.optional_file(form, "mask")  # a mask sent as text is refused, not ignored
             for upload in images + form.files.get("mask", []):
                 if upload.size == 0 or sniff_image(upload.head()) not in ("png", "jpeg", "webp"):
                     raise InvalidRequest(

@@ -144,7 +144,7 @@ def _image_file(upload: UploadedFile) -> InputFile:
 def build_job(kind: str, tool: str, payload: dict[str, Any], form: Form | None) -> TaskSubmission:
     """The job for one create: exactly one image source, the tool's checked parameters, and
     for inpaint exactly one of `mask_file`, `mask_url` and `rectangles`."""
-    upload = form.file("image_file") if form is not None else None
+    upload = fields.optional_file(form, "image_file") if form is not None else None
     image_url = _image_url(payload, "image_url")
     if (upload is None) == (not image_url):
         raise InvalidRequest(
@@ -159,7 +159,7 @@ def build_job(kind: str, tool: str, payload: dict[str, Any], form: Form | None) 
     else:
         job_fields["image_url"] = image_url
     if tool == "inpaint":
-        mask = form.file("mask_file") if form is not None else None
+        mask = fields.optional_file(form, "mask_file") if form is not None else None
         if mask is not None:
             files["mask_file"] = _image_file(mask)
         given = [name for name in ("mask_url", "rectangles") if name in job_fields]

@@ -50,7 +50,7 @@ class StabilityAPI:
             fields.choice(payload, "output_format", formats)
             if variant == "core":
                 fields.choice(payload, "style_preset", STYLE_PRESETS)
-            image = form.file("image")
+            image = fields.optional_file(form, "image")
             if image is not None:
                 if variant == "core":
                     raise InvalidRequest("core does not take an image.", code="invalid_field")

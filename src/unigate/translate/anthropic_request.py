@@ -15,6 +15,15 @@ import orjson
 
 from unigate.errors import InvalidRequest
 from unigate.translate.anthropic_response import as_object
+from unigate.translate.checks import (
+    base64_text,
+    optional_array,
+    optional_number,
+    optional_object,
+    optional_string,
+    string_list,
+    wrong_type,
+)
 
 # Anthropic requires `max_tokens`; OpenAI lets the model decide. 4096 is accepted by every
 # current Claude model and long enough for ordinary chat replies.
@@ -297,18 +306,20 @@ def anthropic_to_openai_request(payload: Json) -> Json:
     if isinstance(payload.get("max_tokens"), int):
         out["max_tokens"] = payload["max_tokens"]
     for key in ("temperature", "top_p"):
-        if isinstance(payload.get(key), int | float):
+        if optional_number(payload.get(key), key) is not None:
             out[key] = payload[key]
-    if isinstance(payload.get("stop_sequences"), list) and payload["stop_sequences"]:
-        out["stop"] = payload["stop_sequences"]
+    stop = string_list(payload.get("stop_sequences"), "stop_sequences")
+    if stop:
+        out["stop"] = stop
     if payload.get("stream"):
         # Anthropic streams always end with token counts, so the usage chunk is always needed.
         out["stream"] = True
         out["stream_options"] = {"include_usage": True}
     _copy_tools_to_openai(payload, out)
-    metadata = payload.get("metadata")
-    if isinstance(metadata, dict) and isinstance(metadata.get("user_id"), str):
-        out["user"] = metadata["user_id"]
+    metadata = optional_object(payload.get("metadata"), "metadata")
+    user = optional_string(metadata.get("user_id"), "metadata.user_id")
+    if user:
+        out["user"] = user
     return out
 
 
@@ -316,10 +327,18 @@ def _system_text(system: Any) -> str:
     if system is None or isinstance(system, str):
         return system or ""
     if isinstance(system, list):
-        return "\n\n".join(
-            str(b.get("text", "")) for b in system if isinstance(b, dict) and b.get("type") == "text"
-        )
+        return "\n\n".join(_text_of(block, f"system[{j}]") for j, block in enumerate(system))
     raise InvalidRequest("`system` must be a string or an array of text blocks.", param="system")
+
+
+def _text_of(block: Any, where: str) -> str:
+    """The text of a `{"type": "text", "text": ...}` block; anything else is refused."""
+    if not isinstance(block, dict) or block.get("type") != "text":
+        raise InvalidRequest("Only text blocks are allowed here.", param=where)
+    text = block.get("text")
+    if not isinstance(text, str):
+        raise wrong_type(f"{where}.text", "a string")
+    return text
 
 
 def _anthropic_turn(msg: Any, i: int) -> list[Json]:
@@ -348,7 +367,7 @@ def _user_parts(blocks: list[Any], where: str) -> str | list[Json]:
     for j, block in enumerate(blocks):
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
-            parts.append({"type": "text", "text": str(block.get("text", ""))})
+            parts.append({"type": "text", "text": _text_of(block, f"{where}.content[{j}]")})
         elif kind == "image":
             parts.append(
                 {"type": "image_url", "image_url": {"url": _image_url(block, f"{where}.content[{j}]")}}
@@ -369,8 +388,10 @@ def _image_url(block: Json, where: str) -> str:
     if isinstance(source, dict):
         if source.get("type") == "url" and isinstance(source.get("url"), str):
             return str(source["url"])
-        if source.get("type") == "base64" and isinstance(source.get("data"), str):
-            return f"data:{source.get('media_type', 'image/png')};base64,{source['data']}"
+        if source.get("type") == "base64":
+            data = base64_text(source.get("data"), f"{where}.source.data")
+            media_type = optional_string(source.get("media_type"), f"{where}.source.media_type")
+            return f"data:{media_type or 'image/png'};base64,{data}"
     raise InvalidRequest("Unsupported image source.", param=where)
 
 
@@ -394,10 +415,10 @@ def _document_part(block: Json, where: str) -> Json:
 def _assistant_message(blocks: list[Any], i: int) -> Json:
     texts: list[str] = []
     calls: list[Json] = []
-    for block in blocks:
+    for j, block in enumerate(blocks):
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
-            texts.append(str(block.get("text", "")))
+            texts.append(_text_of(block, f"messages[{i}].content[{j}]"))
         elif kind == "tool_use":
             args = orjson.dumps(block.get("input") or {}).decode()
             calls.append(
@@ -436,14 +457,14 @@ def _tool_message(block: Json, i: int) -> Json:
 
 
 def _copy_tools_to_openai(payload: Json, out: Json) -> None:
-    tools = payload.get("tools")
-    if isinstance(tools, list) and tools:
-        out["tools"] = [_tool_to_openai(tool) for tool in tools]
+    tools = [_tool_to_openai(tool) for tool in optional_array(payload.get("tools"), "tools")]
+    if tools:
+        out["tools"] = tools
     choice = payload.get("tool_choice")
-    if not isinstance(choice, dict):
+    if choice is None:
         return
-    kind = choice.get("type")
-    if kind in _TOOL_CHOICE_TO_OPENAI:
+    kind = optional_object(choice, "tool_choice").get("type")
+    if isinstance(kind, str) and kind in _TOOL_CHOICE_TO_OPENAI:
         out["tool_choice"] = _TOOL_CHOICE_TO_OPENAI[kind]
     elif kind == "tool" and isinstance(choice.get("name"), str):
         out["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
@@ -462,10 +483,8 @@ def _tool_to_openai(tool: Any) -> Json:
         or not isinstance(tool.get("name"), str)
     ):
         raise InvalidRequest("Only client tools with a `name` can be translated.", param="tools")
-    fn: Json = {
-        "name": tool["name"],
-        "parameters": tool.get("input_schema") or {"type": "object", "properties": {}},
-    }
+    schema = optional_object(tool.get("input_schema"), "tools[].input_schema")
+    fn: Json = {"name": tool["name"], "parameters": schema or {"type": "object", "properties": {}}}
     if isinstance(tool.get("description"), str):
         fn["description"] = tool["description"]
     return {"type": "function", "function": fn}

@@ -15,6 +15,7 @@ from array import array
 from typing import Any
 
 from unigate.errors import InvalidRequest
+from unigate.translate.checks import optional_string
 from unigate.translate.gemini_request import Json, as_list, as_object, field
 
 
@@ -29,7 +30,17 @@ def batch_embed_request(payload: Json, model: str) -> Json:
     requests = field(payload, "requests")
     if not isinstance(requests, list) or not requests:
         raise InvalidRequest("`requests` must be a non-empty array.", param="requests")
-    return _openai_body([as_object(r) for r in requests], model, "requests[].")
+    for i, request in enumerate(requests):
+        if not isinstance(request, dict):
+            raise InvalidRequest(f"`requests[{i}]` must be an object.", param=f"requests[{i}]")
+        # Google's rule: each request names the batch's own model (when it names one).
+        named = optional_string(request.get("model"), f"requests[{i}].model")
+        if named is not None and named.removeprefix("models/") != model:
+            raise InvalidRequest(
+                f"`requests[{i}].model` must be the batch's model, models/{model}.",
+                param=f"requests[{i}].model",
+            )
+    return _openai_body(requests, model, "requests[].")
 
 
 def _openai_body(requests: list[Json], model: str, where: str) -> Json:
@@ -39,6 +50,9 @@ def _openai_body(requests: list[Json], model: str, where: str) -> Json:
         at = where.replace("[]", f"[{i}]")
         texts.append(_content_text(field(request, "content"), at + "content"))
         dimensions.add(field(request, "outputDimensionality"))
+        # Dropped (no OpenAI equivalent), but a wrong type is still the client's error.
+        optional_string(field(request, "taskType"), at + "taskType")
+        optional_string(request.get("title"), at + "title")
     if len(dimensions) > 1:
         raise InvalidRequest(
             "Every request of a batch must ask for the same outputDimensionality.",

@@ -10,6 +10,15 @@ from typing import Any
 import orjson
 
 from unigate.errors import InvalidRequest
+from unigate.translate.checks import (
+    base64_text,
+    optional_array,
+    optional_number,
+    optional_object,
+    optional_string,
+    string_list,
+    wrong_type,
+)
 from unigate.translate.gemini_request import (
     _AUDIO_FORMAT,
     _SAMPLING_TO_OPENAI,
@@ -19,6 +28,8 @@ from unigate.translate.gemini_request import (
     field,
     guess_mime,
 )
+
+_INTEGER_SAMPLING = frozenset({"candidateCount", "seed", "maxOutputTokens", "logprobs"})
 
 
 class _CallIds:
@@ -55,28 +66,45 @@ def gemini_to_openai_request(payload: Json, model: str) -> Json:
         messages.append({"role": "system", "content": system})
     ids = _CallIds()
     for i, content in enumerate(contents):
-        messages.extend(_messages(as_object(content), i, ids))
+        messages.extend(_messages(_object(content, f"contents[{i}]"), i, ids))
     body: Json = {"model": model, "messages": messages}
     tools = _openai_tools(field(payload, "tools"))
     if tools:
         body["tools"] = tools
-    choice = _tool_choice(as_object(field(as_object(field(payload, "toolConfig")), "functionCallingConfig")))
+    config = optional_object(field(payload, "toolConfig"), "toolConfig")
+    calling = optional_object(field(config, "functionCallingConfig"), "toolConfig.functionCallingConfig")
+    choice = _tool_choice(calling)
     if choice is not None:
         body["tool_choice"] = choice
-    body.update(_sampling(as_object(field(payload, "generationConfig"))))
+    body.update(_sampling(optional_object(field(payload, "generationConfig"), "generationConfig")))
     return body
+
+
+def _object(value: Any, where: str) -> Json:
+    if not isinstance(value, dict):
+        raise wrong_type(where, "an object")
+    return value
 
 
 def _system_text(instruction: Any) -> str:
     if isinstance(instruction, str):
         return instruction
-    parts = as_list(as_object(instruction).get("parts"))
-    return "\n".join(str(part["text"]) for part in parts if isinstance(part, dict) and "text" in part)
+    parts = optional_array(
+        optional_object(instruction, "systemInstruction").get("parts"), "systemInstruction.parts"
+    )
+    texts = []
+    for j, part in enumerate(parts):
+        where = f"systemInstruction.parts[{j}]"
+        text = optional_string(_object(part, where).get("text"), where + ".text")
+        if text is not None:
+            texts.append(text)
+    return "\n".join(texts)
 
 
 def _messages(content: Json, i: int, ids: _CallIds) -> list[Json]:
-    role = content.get("role") or "user"
-    parts = [as_object(part) for part in as_list(content.get("parts"))]
+    role = optional_string(content.get("role"), f"contents[{i}].role") or "user"
+    listed = optional_array(content.get("parts"), f"contents[{i}].parts")
+    parts = [_object(part, f"contents[{i}].parts[{j}]") for j, part in enumerate(listed)]
     if role == "model":
         return [_assistant_message(parts, i, ids)]
     if role not in ("user", "function", "tool"):
@@ -138,8 +166,11 @@ def _openai_part(part: Json, i: int) -> Json:
     if isinstance(part.get("text"), str):
         return {"type": "text", "text": part["text"]}
     inline = field(part, "inlineData")
-    if isinstance(inline, dict):
-        mime, data = str(field(inline, "mimeType")), str(inline.get("data"))
+    if inline is not None:
+        where = f"contents[{i}].inlineData"
+        inline = _object(inline, where)
+        mime = optional_string(field(inline, "mimeType"), where + ".mimeType") or ""
+        data = base64_text(inline.get("data"), where + ".data")
         if mime in _AUDIO_FORMAT:
             return {"type": "input_audio", "input_audio": {"data": data, "format": _AUDIO_FORMAT[mime]}}
         url = f"data:{mime};base64,{data}"
@@ -156,8 +187,8 @@ def _openai_part(part: Json, i: int) -> Json:
 
 def _openai_tools(tools: Any) -> list[Json]:
     out = []
-    for j, tool in enumerate(as_list(tools)):
-        declarations = field(as_object(tool), "functionDeclarations")
+    for j, tool in enumerate(optional_array(tools, "tools")):
+        declarations = field(_object(tool, f"tools[{j}]"), "functionDeclarations")
         if not isinstance(declarations, list):
             # googleSearch, codeExecution, urlContext ... run inside Google; nothing to map them to.
             raise InvalidRequest(f"tools[{j}]: only functionDeclarations can be translated.", param="tools")
@@ -215,20 +246,37 @@ def _sampling(config: Json) -> Json:
     for gemini, openai in _SAMPLING_TO_OPENAI.items():
         value = field(config, gemini)
         if value is not None:
+            _check_sampling(gemini, value)
             out[openai] = value
-    stop = field(config, "stopSequences")
+    stop = string_list(field(config, "stopSequences"), "generationConfig.stopSequences")
     if stop:
         out["stop"] = stop
-    if field(config, "responseMimeType") == "application/json":
-        json_schema = field(config, "responseJsonSchema")
-        schema = field(config, "responseSchema")
-        if isinstance(json_schema, dict):
+    string_list(field(config, "responseModalities"), "generationConfig.responseModalities")
+    mime = optional_string(field(config, "responseMimeType"), "generationConfig.responseMimeType")
+    if mime == "application/json":
+        json_schema = optional_object(
+            field(config, "responseJsonSchema"), "generationConfig.responseJsonSchema"
+        )
+        schema = optional_object(field(config, "responseSchema"), "generationConfig.responseSchema")
+        if json_schema:
             out["response_format"] = _schema_format(json_schema)
-        elif isinstance(schema, dict):
+        elif schema:
             out["response_format"] = _schema_format(json_schema_of(schema))
         else:
             out["response_format"] = {"type": "json_object"}
     return out
+
+
+def _check_sampling(name: str, value: Any) -> None:
+    where = f"generationConfig.{name}"
+    if name == "responseLogprobs":
+        if not isinstance(value, bool):
+            raise wrong_type(where, "a boolean")
+        return
+    integer = name in _INTEGER_SAMPLING
+    optional_number(value, where, integer)
+    if integer and value < 1 and name != "seed" and name != "logprobs":
+        raise InvalidRequest(f"`{where}` must be a positive integer.", param=where)
 
 
 def _schema_format(schema: Json) -> Json:

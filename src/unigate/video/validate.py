@@ -77,7 +77,7 @@ def from_openai(payload: dict[str, Any], form: Form | None, default_model: str) 
     files: dict[str, InputFile] = {}
     image: str | None = None
     reference = payload.get("input_reference")
-    if form is not None and (upload := form.file("input_reference")) is not None:
+    if form is not None and (upload := check.optional_file(form, "input_reference")) is not None:
         if upload.size == 0:
             raise InvalidRequest("The file 'input_reference' is empty.", param="input_reference")
         files["image"] = _image_file(
@@ -87,7 +87,8 @@ def from_openai(payload: dict[str, Any], form: Form | None, default_model: str) 
         image = _image_ref(reference.get("image_url"), "input_reference.image_url")
     elif form is not None and form.field("input_reference[image_url]"):
         image = _image_ref(form.field("input_reference[image_url]"), "input_reference[image_url]")
-    elif reference is not None and not isinstance(reference, dict | str):
+    elif reference is not None and not isinstance(reference, dict):
+        # A plain string (in JSON) would be neither uploaded nor followed: refused, not ignored.
         raise InvalidRequest(
             "'input_reference' must be a file or an object with image_url.", param="input_reference"
         )
@@ -174,9 +175,12 @@ def from_kling(payload: dict[str, Any], action: str) -> VideoRequest:
             'Invalid value for \'duration\': expected "5" or "10".', param="duration", code="invalid_value"
         )
     external = check.optional_text(payload, "external_task_id")
-    if external is not None and len(external) > 200:
+    if external is not None and (len(external) > 200 or "\x00" in external):
+        # Stored in its own text column, where PostgreSQL cannot hold a NUL.
         raise InvalidRequest(
-            "'external_task_id' is too long.", param="external_task_id", code="invalid_value"
+            "'external_task_id' must be at most 200 characters, without NUL.",
+            param="external_task_id",
+            code="invalid_value",
         )
     fields = _drop_none(
         {
