@@ -19,6 +19,7 @@ from unigate.api import (
     admin,
     admin_keys,
     audio,
+    docs,
     fish,
     gemini,
     health,
@@ -80,6 +81,8 @@ class GatewayApp:
             *task_output.endpoints(gateway),
             *admin.endpoints(gateway),
             *admin_keys.endpoints(gateway),
+            # The API description walks this same table when first asked for.
+            *docs.endpoints(lambda: self.table.endpoints()),
         ]
         self.table = EndpointTable(endpoints)
         # Request ids: unique, not secret; a per-process random prefix and a counter cost

@@ -1,0 +1,255 @@
+"""The endpoints outside the model families: the admin API (`api/admin.py`, admin key; keys
+are keys.py), health (`api/health.py`), the media the gateway serves itself (`api/media.py`,
+`api/task_output.py`) and this description with its viewer (`api/docs.py`); the last three
+need no key."""
+
+from __future__ import annotations
+
+from unigate.media_types import STORED_TYPES, UNVERIFIED_TYPE
+from unigate.openapi.schema import (
+    Operation,
+    Schema,
+    any_of,
+    array,
+    binary,
+    const,
+    enum,
+    integer,
+    json_response,
+    number,
+    obj,
+    query,
+    redirect,
+    ref,
+    response,
+    response_header,
+    string,
+)
+from unigate.records.outputs import VARIANT_KEYS
+
+ADMIN, HEALTH, MEDIA, DOCS = "admin", "health", "media", "docs"
+_TIME = {"type": ["number", "null"], "description": "Unix seconds."}
+
+
+def _list(item: Schema) -> Schema:
+    return obj({"object": const("list"), "data": array(item)}, ["object", "data"])
+
+
+def schemas() -> dict[str, Schema]:
+    health = obj(
+        {"consecutive_failures": number(0), "cooldown_remaining": number(0)},
+        ["consecutive_failures", "cooldown_remaining"],
+    )
+    route = obj(
+        {
+            "provider": string(),
+            "model": string(),
+            "priority": integer(),
+            "weight": number(),
+            "health": health,
+        },
+        ["provider", "health"],
+    )
+    return {
+        "UsageRow": obj(
+            {
+                "key_id": string(),
+                "endpoint": string("e.g. chat, music.MUSIC"),
+                "model": string(),
+                "requests": integer(0),
+                "prompt_tokens": integer(0),
+                "completion_tokens": integer(0),
+                "cost": number(),
+            },
+            ["key_id", "endpoint", "model", "requests", "prompt_tokens", "completion_tokens", "cost"],
+        ),
+        "ProviderInfo": obj(
+            {"name": string(), "protocol": string(), "base_url": string(), "capabilities": array(string())},
+            ["name", "protocol", "base_url", "capabilities"],
+        ),
+        "ModelRoutes": obj(
+            {"name": string(), "price_per_call": number(0), "routes": array(route)},
+            ["name", "price_per_call", "routes"],
+        ),
+        "AdminTask": obj(
+            {
+                "id": string(),
+                "key_id": string(),
+                "family": string(),
+                "action": string(),
+                "model": string(),
+                "provider": string(),
+                "upstream_id": string(),
+                "status": string(),
+                "progress": integer(0, 100),
+                "fail_reason": string(),
+                "price": number(),
+                "clip_ids": array(string()),
+                "poll_attempts": integer(0),
+                "next_poll_at": number(),
+                "deadline_at": number(),
+                "ledger": array(obj({"kind": string(), "amount": number()}, ["kind", "amount"])),
+                "events": array(
+                    obj({"id": integer(), "state": string(), "attempts": integer(0)}, ["id", "state"])
+                ),
+                "record": obj({}, description="The task as its family's fetch endpoint shows it."),
+            },
+            [
+                "id",
+                "key_id",
+                "family",
+                "action",
+                "model",
+                "provider",
+                "upstream_id",
+                "status",
+                "progress",
+                "ledger",
+                "events",
+                "record",
+            ],
+        ),
+    }
+
+
+def _admin() -> list[Operation]:
+    return [
+        Operation(
+            "GET",
+            "/admin/usage",
+            "usage",
+            "Usage per key, endpoint and model",
+            ADMIN,
+            {"200": json_response("Totals.", _list(ref("UsageRow")))},
+            parameters=(query("since", any_of(number(), const("")), "Unix seconds."),),
+        ),
+        Operation(
+            "GET",
+            "/admin/providers",
+            "providers",
+            "Configured providers",
+            ADMIN,
+            {"200": json_response("The providers.", _list(ref("ProviderInfo")))},
+        ),
+        Operation(
+            "GET",
+            "/admin/models",
+            "models",
+            "Models, routes and their cooldown state",
+            ADMIN,
+            {"200": json_response("The models.", _list(ref("ModelRoutes")))},
+        ),
+        Operation(
+            "GET",
+            "/admin/tasks/{task_id}",
+            "adminTask",
+            "A task's internals",
+            ADMIN,
+            {
+                "200": json_response(
+                    "Upstream id, provider, billing ledger, webhook delivery.", ref("AdminTask")
+                )
+            },
+        ),
+    ]
+
+
+def _media() -> list[Operation]:
+    """`/media/…` for GET and HEAD (players probe with HEAD): a stored file goes out as the type
+    its content proves, or as an octet-stream attachment when it is not what its name says."""
+    stored = {t.decode().split(";")[0] for t, _ in STORED_TYPES.values()}
+    types = sorted(stored | {UNVERIFIED_TYPE.decode()})
+    headers = {
+        "x-content-type-options": response_header("nosniff", required=True),
+        "cache-control": response_header("Stored media never changes."),
+    }
+    task_path = "/media/tasks/{task_id}/{index}/{variant}"
+    task_params = {"index": string(pattern="^[0-9]+$"), "variant": enum(*VARIANT_KEYS)}
+    out = []
+    for method in ("GET", "HEAD"):
+        head = method == "HEAD"
+        suffix = "Head" if head else ""
+        content = None if head else {t: binary() for t in types}
+        out += [
+            Operation(
+                method,
+                "/media/{name}",
+                "media" + suffix,
+                "A file the gateway stores" + (" (headers only)" if head else ""),
+                MEDIA,
+                {"200": response("The file.", content, headers)},
+                description="Sandbox results and uploads; names are unguessable, so no key is needed.",
+            ),
+            Operation(
+                method,
+                task_path,
+                "taskMedia" + suffix,
+                "A task's file, fetched for the client" + (" (headers only)" if head else ""),
+                MEDIA,
+                {"200": response("The file.", content), "302": redirect()},
+                path_schemas=task_params,
+                description="Files an upstream hands out only against the gateway's credentials.",
+            ),
+        ]
+    return out
+
+
+def _public() -> list[Operation]:
+    ready = obj({"status": string(), "database": string()}, ["status", "database"])
+    return [
+        Operation(
+            "GET",
+            "/healthz",
+            "healthz",
+            "Alive",
+            HEALTH,
+            {"200": json_response("The process answers.", obj({"status": const("ok")}, ["status"]))},
+        ),
+        Operation(
+            "GET",
+            "/readyz",
+            "readyz",
+            "Ready (database reachable)",
+            HEALTH,
+            {
+                "200": json_response("Ready.", ready),
+                "503": json_response("The database is unreachable.", ready),
+            },
+        ),
+        *_media(),
+        Operation(
+            "GET",
+            "/openapi.json",
+            "openapi",
+            "This description",
+            DOCS,
+            {
+                "200": json_response(
+                    "OpenAPI 3.1.",
+                    obj(
+                        {"openapi": string(), "info": obj({}), "paths": obj({})}, ["openapi", "info", "paths"]
+                    ),
+                )
+            },
+        ),
+        Operation(
+            "GET",
+            "/docs",
+            "docs",
+            "Swagger UI for this description",
+            DOCS,
+            {"200": response("The page.", {"text/html": string()})},
+        ),
+        Operation(
+            "GET",
+            "/docs/assets/{name}",
+            "docsAsset",
+            "Swagger UI's files",
+            DOCS,
+            {"200": response("The file.", {"text/javascript": string(), "text/css": string()})},
+        ),
+    ]
+
+
+def operations() -> list[Operation]:
+    return [*_admin(), *_public()]

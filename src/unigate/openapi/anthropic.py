@@ -1,0 +1,110 @@
+"""The text family in Anthropic's Messages format (`api/messages.py`): `POST /v1/messages`
+(translated to any upstream, relayed untouched to an Anthropic one) and the gateway's local
+token count. The model listing in Anthropic's shape is described with `/v1/models` (text.py)."""
+
+from __future__ import annotations
+
+from unigate.openapi.schema import (
+    JSON,
+    SSE,
+    Operation,
+    Schema,
+    any_of,
+    array,
+    const,
+    integer,
+    json_body,
+    json_response,
+    obj,
+    ref,
+    required_text,
+    response,
+    sse_stream,
+    string,
+)
+
+TAG = "text"
+
+
+def schemas() -> dict[str, Schema]:
+    block = obj({"type": string("text, image, document, tool_use, tool_result, …")}, ["type"])
+    message = obj(
+        {
+            "role": {"enum": ["user", "assistant"]},
+            "content": any_of(string(), array(block)),
+        },
+        ["role", "content"],
+    )
+    conversation = {
+        "model": required_text(description="A model id the key may use."),
+        "messages": array(ref("AnthropicMessageParam"), minItems=1),
+        "system": any_of(string(), array(block), {"type": "null"}),
+        "tools": {"type": ["array", "null"], "items": {"type": "object"}},
+    }
+    return {
+        "AnthropicMessageParam": message,
+        "AnthropicMessageRequest": obj(
+            {
+                **conversation,
+                "max_tokens": integer(1, description="The most tokens to generate."),
+                "stream": {"type": ["boolean", "null"]},
+            },
+            ["model", "max_tokens", "messages"],
+            "Anthropic's Messages request; fields not listed are relayed or translated as the upstream "
+            "takes them.",
+        ),
+        "AnthropicCountTokensRequest": obj(conversation, ["model", "messages"]),
+        "AnthropicMessage": obj(
+            {
+                "id": string(),
+                "type": const("message"),
+                "role": const("assistant"),
+                "model": string(),
+                "content": array(block),
+                "stop_reason": {"type": ["string", "null"]},
+                "stop_sequence": {"type": ["string", "null"]},
+                "usage": obj(
+                    {"input_tokens": integer(0), "output_tokens": integer(0)},
+                    ["input_tokens", "output_tokens"],
+                ),
+            },
+            ["id", "type", "role", "model", "content", "stop_reason", "usage"],
+        ),
+    }
+
+
+def operations() -> list[Operation]:
+    return [
+        Operation(
+            "POST",
+            "/v1/messages",
+            "createMessage",
+            "Message (Anthropic format)",
+            TAG,
+            {
+                "200": response(
+                    "The message, or with `stream: true` Anthropic's named events (`event: message_start` … "
+                    "`event: message_stop`; `ping` keep-alives; an `error` event if the upstream breaks).",
+                    {JSON: ref("AnthropicMessage"), SSE: sse_stream("Anthropic stream events")},
+                )
+            },
+            json_body(ref("AnthropicMessageRequest")),
+            description="Any upstream protocol: the request is translated through the OpenAI form and the "
+            "answer back; an `anthropic` upstream gets it untouched (only the model id mapped).",
+        ),
+        Operation(
+            "POST",
+            "/v1/messages/count_tokens",
+            "countMessageTokens",
+            "Count a message's input tokens",
+            TAG,
+            {
+                "200": json_response(
+                    "The gateway's local estimate.", obj({"input_tokens": integer(0)}, ["input_tokens"])
+                )
+            },
+            json_body(ref("AnthropicCountTokensRequest")),
+            description="Exact for the sandbox (it equals the call's `usage.input_tokens`), an approximation "
+            "for real upstreams. The model is checked; nothing is routed or charged.",
+        ),
+    ]

@@ -1,0 +1,206 @@
+"""The audio family: OpenAI's transcriptions, translations and speech (`api/audio.py`) and
+Fish Audio's TTS and ASR (`api/fish.py`). Form fields arrive as text, so numbers and booleans
+in multipart bodies are their text spellings; an empty optional field means its default."""
+
+from __future__ import annotations
+
+from unigate.api.audio import MAX_SPEECH_INPUT, TRANSCRIPT_FORMATS, TRANSLATION_FORMATS
+from unigate.api.fish import MAX_TEXT, TTS_FORMATS
+from unigate.media_types import SPEECH_CONTENT_TYPES
+from unigate.openapi.schema import (
+    JSON,
+    SSE,
+    Operation,
+    Schema,
+    any_of,
+    array,
+    binary,
+    header,
+    integer,
+    json_body,
+    json_response,
+    multipart_body,
+    number,
+    obj,
+    ref,
+    required_text,
+    response,
+    sse_stream,
+    string,
+    text,
+)
+
+TAG = "audio"
+_TEXT = "text/plain"  # sent as `text/plain; charset=utf-8`
+
+
+def choice(values: tuple[str, ...] | frozenset[str], description: str = "") -> Schema:
+    """An optional choice: absent, null or "" mean the default."""
+    found: Schema = {"enum": [*sorted(values), "", None]}
+    if description:
+        found["description"] = description
+    return found
+
+
+def _speech_to_text(formats: frozenset[str]) -> Schema:
+    return obj(
+        {
+            "file": binary("The audio: flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, wav or webm."),
+            "model": required_text(description="e.g. sandbox-transcribe, whisper-1"),
+            "language": string("ISO-639-1, e.g. en."),
+            "prompt": string(),
+            "response_format": choice(formats, "json (default), text, srt, vtt, verbose_json, …"),
+            "temperature": number(0, 1),
+            "timestamp_granularities[]": array(
+                {"enum": ["word", "segment"]}, description="With response_format verbose_json."
+            ),
+        },
+        ["file", "model"],
+    )
+
+
+def schemas() -> dict[str, Schema]:
+    segment = obj(
+        {"id": integer(0), "start": number(), "end": number(), "text": string()},
+        ["id", "start", "end", "text"],
+    )
+    word = obj({"word": string(), "start": number(), "end": number()}, ["word", "start", "end"])
+    return {
+        "Transcription": obj(
+            {
+                "text": string(),
+                "usage": obj({"type": string(), "seconds": number()}),
+                "task": string("transcribe or translate (verbose_json)."),
+                "language": string(),
+                "duration": number(0),
+                "segments": array(segment),
+                "words": array(word),
+            },
+            ["text"],
+            "json: `text` (and `usage`); verbose_json adds task, language, duration, segments, words.",
+        ),
+        "SpeechRequest": obj(
+            {
+                "model": required_text(description="e.g. sandbox-tts, tts-1"),
+                "input": required_text(MAX_SPEECH_INPUT),
+                "voice": any_of(
+                    string(minLength=1),
+                    obj({"id": string()}, ["id"]),
+                    description="A voice name, or {id} of a custom voice.",
+                ),
+                "response_format": choice(tuple(SPEECH_CONTENT_TYPES), "mp3 (default)."),
+                "speed": number(0.25, 4.0),
+                "instructions": text(),
+                "stream_format": choice(("audio", "sse"), "sse: base64 audio delta events."),
+            },
+            ["model", "input", "voice"],
+        ),
+        "FishTTSRequest": obj(
+            {
+                "text": required_text(MAX_TEXT),
+                "format": choice(TTS_FORMATS, "mp3 (default)."),
+                "sample_rate": integer(8000, 48000, "opus: 48000 only."),
+                "latency": choice(("normal", "balanced", "low")),
+                "mp3_bitrate": integer(64, 192),
+                "normalize": {"type": "boolean"},
+                "reference_id": string("A voice model id."),
+            },
+            ["text"],
+        ),
+        "FishTranscription": obj(
+            {
+                "text": string(),
+                "duration": number(0),
+                "segments": array(
+                    obj({"text": string(), "start": number(), "end": number()}, ["text", "start", "end"])
+                ),
+            },
+            ["text", "duration", "segments"],
+        ),
+    }
+
+
+def _audio_types() -> dict[str, Schema]:
+    return {mime: binary() for mime in dict.fromkeys(SPEECH_CONTENT_TYPES.values())}
+
+
+def operations() -> list[Operation]:
+    transcript = {
+        "200": response(
+            "JSON for json and verbose_json; text for text, srt and vtt.",
+            {JSON: ref("Transcription"), _TEXT: string()},
+        )
+    }
+    speech = {
+        "200": response(
+            "The audio, streamed while it is encoded (mp3 audio/mpeg, opus audio/ogg, aac, flac, wav, pcm: "
+            "raw 24 kHz 16-bit mono); with stream_format sse, `speech.audio.delta` events.",
+            {**_audio_types(), SSE: sse_stream("speech.audio.delta / speech.audio.done events")},
+        )
+    }
+    fish_model = header(
+        "model", string(), "The voice model; `media.fish_tts_model` (`fish_asr_model`) when absent."
+    )
+    return [
+        Operation(
+            "POST",
+            "/v1/audio/transcriptions",
+            "createTranscription",
+            "Transcribe audio (OpenAI format)",
+            TAG,
+            transcript,
+            multipart_body(_speech_to_text(TRANSCRIPT_FORMATS)),
+        ),
+        Operation(
+            "POST",
+            "/v1/audio/translations",
+            "createTranslation",
+            "Translate audio to English (OpenAI format)",
+            TAG,
+            transcript,
+            multipart_body(_speech_to_text(TRANSLATION_FORMATS)),
+        ),
+        Operation(
+            "POST",
+            "/v1/audio/speech",
+            "createSpeech",
+            "Text to speech (OpenAI format)",
+            TAG,
+            speech,
+            json_body(ref("SpeechRequest")),
+        ),
+        Operation(
+            "POST",
+            "/fish/v1/tts",
+            "fishTTS",
+            "Text to speech (Fish Audio format)",
+            TAG,
+            {
+                "200": response(
+                    "The audio, streamed while it is encoded.",
+                    {mime: binary() for mime in ("audio/mpeg", "audio/wav", "audio/pcm", "audio/ogg")},
+                )
+            },
+            json_body(ref("FishTTSRequest")),
+            parameters=(fish_model,),
+        ),
+        Operation(
+            "POST",
+            "/fish/v1/asr",
+            "fishASR",
+            "Speech to text (Fish Audio format)",
+            TAG,
+            {"200": json_response("The text with timed segments.", ref("FishTranscription"))},
+            multipart_body(
+                obj(
+                    {
+                        "audio": binary("The audio."),
+                        "language": string(),
+                        "ignore_timestamps": {"type": "boolean"},
+                    },
+                    ["audio"],
+                )
+            ),
+            parameters=(fish_model,),
+        ),
+    ]

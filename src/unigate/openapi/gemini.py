@@ -1,0 +1,203 @@
+"""The text family in the Gemini API's format (`api/gemini.py`, `gemini_embed.py`,
+`gemini_models.py`): generateContent and its stream, embeddings and the model listing, under
+`/v1beta/models/…` and (google-genai's default version) `/v1/models/…`. Veo's operations are
+in video_vendors.py."""
+
+from __future__ import annotations
+
+from unigate.openapi.schema import (
+    SSE,
+    Operation,
+    Schema,
+    any_of,
+    array,
+    integer,
+    json_body,
+    json_response,
+    obj,
+    query,
+    ref,
+    response,
+    sse_stream,
+    string,
+)
+
+TAG = "gemini"
+VERSIONS = ("v1beta", "v1")
+
+
+def schemas() -> dict[str, Schema]:
+    part = obj(
+        {
+            "text": string(),
+            "inlineData": obj({"mimeType": string(), "data": string("base64")}),
+            "fileData": obj({"mimeType": string(), "fileUri": string()}),
+            "functionCall": obj({"name": string(), "args": obj({})}),
+            "functionResponse": obj({"name": string(), "response": obj({})}),
+        },
+        description="One part: text, inline data, a file, a function call or its response.",
+    )
+    content = obj(
+        {
+            "role": {"type": ["string", "null"], "description": "user (default), model, function or tool."},
+            "parts": array(part),
+        },
+    )
+    text_content = obj({"parts": array(obj({"text": string()}, ["text"]), minItems=1)}, ["parts"])
+    embed_request = obj(
+        {
+            "content": text_content,
+            "outputDimensionality": {"type": ["integer", "null"], "minimum": 1},
+            "taskType": string(),
+        },
+        ["content"],
+    )
+    model = obj(
+        {
+            "name": string("models/{id}"),
+            "baseModelId": string(),
+            "version": string(),
+            "displayName": string(),
+            "description": string(),
+            "supportedGenerationMethods": array(string()),
+        },
+        ["name", "displayName", "supportedGenerationMethods"],
+    )
+    return {
+        "GeminiPart": part,
+        "GeminiContent": content,
+        "GenerateContentRequest": obj(
+            {
+                "contents": array(ref("GeminiContent"), minItems=1),
+                "systemInstruction": any_of(string(), ref("GeminiContent")),
+                "tools": array(obj({"functionDeclarations": array(obj({"name": string()}, ["name"]))})),
+                "toolConfig": obj({}),
+                "generationConfig": obj(
+                    {
+                        "temperature": {"type": "number"},
+                        "maxOutputTokens": {"type": "integer"},
+                        "responseModalities": array(string(), description="With IMAGE: image output."),
+                    }
+                ),
+            },
+            ["contents"],
+            "The Gemini API's generateContent request.",
+        ),
+        "GenerateContentResponse": obj(
+            {
+                "candidates": array(
+                    obj(
+                        {
+                            "content": ref("GeminiContent"),
+                            "finishReason": string(),
+                            "index": integer(0),
+                        },
+                        ["content"],
+                    )
+                ),
+                "usageMetadata": obj(
+                    {
+                        "promptTokenCount": integer(0),
+                        "candidatesTokenCount": integer(0),
+                        "totalTokenCount": integer(0),
+                    }
+                ),
+                "modelVersion": string(),
+                "responseId": string(),
+            },
+            ["candidates"],
+        ),
+        "EmbedContentRequest": embed_request,
+        "BatchEmbedContentsRequest": obj({"requests": array(embed_request, minItems=1)}, ["requests"]),
+        "GeminiEmbedding": obj({"values": array({"type": "number"})}, ["values"]),
+        "GeminiModel": model,
+        "GeminiModelList": obj({"models": array(ref("GeminiModel")), "nextPageToken": string()}, ["models"]),
+    }
+
+
+def _generate(version: str) -> list[Operation]:
+    base = f"/{version}/models/{{model}}"
+    suffix = "" if version == "v1beta" else "V1"
+    return [
+        Operation(
+            "POST",
+            base + ":generateContent",
+            "generateContent" + suffix,
+            f"Generate content (Gemini format, {version})",
+            TAG,
+            {
+                "200": json_response(
+                    "The candidates (image output as `inlineData` parts).", ref("GenerateContentResponse")
+                )
+            },
+            json_body(ref("GenerateContentRequest")),
+        ),
+        Operation(
+            "POST",
+            base + ":streamGenerateContent",
+            "streamGenerateContent" + suffix,
+            f"Stream content (Gemini format, {version})",
+            TAG,
+            {
+                "200": response(
+                    "`data:` events, each a GenerateContentResponse chunk.",
+                    {SSE: sse_stream("generateContent chunks")},
+                )
+            },
+            json_body(ref("GenerateContentRequest")),
+            parameters=(
+                query("alt", string(), "sse, as google-genai sends it (the answer is SSE either way)."),
+            ),
+        ),
+        Operation(
+            "POST",
+            base + ":embedContent",
+            "embedContent" + suffix,
+            f"Embed one content (Gemini format, {version})",
+            TAG,
+            {"200": json_response("The vector.", obj({"embedding": ref("GeminiEmbedding")}, ["embedding"]))},
+            json_body(ref("EmbedContentRequest")),
+            description="Routed as an OpenAI embeddings call to any upstream that embeds; text parts only.",
+        ),
+        Operation(
+            "POST",
+            base + ":batchEmbedContents",
+            "batchEmbedContents" + suffix,
+            f"Embed several contents (Gemini format, {version})",
+            TAG,
+            {
+                "200": json_response(
+                    "The vectors in request order.",
+                    obj({"embeddings": array(ref("GeminiEmbedding"))}, ["embeddings"]),
+                )
+            },
+            json_body(ref("BatchEmbedContentsRequest")),
+        ),
+    ]
+
+
+def operations() -> list[Operation]:
+    page = "A non-negative integer."
+    return [
+        *(op for version in VERSIONS for op in _generate(version)),
+        Operation(
+            "GET",
+            "/v1beta/models",
+            "listGeminiModels",
+            "Models the key may use (Gemini format)",
+            TAG,
+            {"200": json_response("One page of models.", ref("GeminiModelList"))},
+            parameters=(
+                query("pageSize", integer(0, description=page + " 0: the default, 50; at most 1000.")),
+                query("pageToken", integer(0, description="`nextPageToken` of the previous page.")),
+            ),
+        ),
+        Operation(
+            "GET",
+            "/v1beta/models/{model}",
+            "getGeminiModel",
+            "One model the key may use (Gemini format)",
+            TAG,
+            {"200": json_response("The model.", ref("GeminiModel"))},
+        ),
+    ]

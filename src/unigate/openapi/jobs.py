@@ -1,0 +1,270 @@
+"""The task families with vendors' own paths: Vidu's sound effects and lip sync under
+`/ent/v2/*` (`api/vidu.py`, records in `records/vidu.py`) and PicWish's visual and document
+tools under `/api/tasks/*` (`api/picwish.py`, records in `records/picwish.py`)."""
+
+from __future__ import annotations
+
+from unigate.api import picwish, vidu
+from unigate.openapi.schema import (
+    FORM,
+    JSON,
+    MULTIPART,
+    Operation,
+    Schema,
+    any_of,
+    array,
+    binary,
+    body,
+    boolean,
+    const,
+    enum,
+    integer,
+    json_body,
+    json_response,
+    number,
+    obj,
+    ref,
+    required_text,
+    string,
+    text,
+)
+from unigate.openapi.video_vendors import callback
+
+VIDU, PICWISH = "vidu", "picwish"
+_STATES = ("created", "queueing", "processing", "success", "failed")
+
+
+def _url(description: str) -> Schema:
+    return text(description=description + " An http(s) URL (at most 4096 characters) or a base64 data: URL.")
+
+
+def _vidu_schemas() -> dict[str, Schema]:
+    payload = text(vidu.MAX_PAYLOAD, "Your own data, echoed in the task.")
+    echo = {
+        "video_url": string(),
+        "audio_url": string(),
+        "text": string(),
+        "voice_id": string(),
+        "speed": number(),
+        "volume": number(),
+        "ref_photo_url": string(),
+    }
+    return {
+        "ViduText2AudioRequest": obj(
+            {
+                "model": required_text(vidu.MAX_MODEL, "e.g. audio1.0"),
+                "prompt": required_text(vidu.MAX_PROMPT),
+                "duration": {
+                    "type": ["number", "null"],
+                    "minimum": 2,
+                    "maximum": 10,
+                    "description": "Seconds (default 10).",
+                },
+                "seed": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "maximum": vidu.SEED_MAX,
+                    "description": "0 or absent: random.",
+                },
+                "payload": payload,
+                "callback_url": callback(),
+            },
+            ["model", "prompt"],
+        ),
+        "ViduLipSyncRequest": obj(
+            {
+                "video_url": required_text(description="The video (http(s) or data: URL)."),
+                "audio_url": _url("The speech; wins over `text`."),
+                "text": any_of(
+                    string(minLength=vidu.MIN_TEXT, maxLength=vidu.MAX_TEXT),
+                    enum("", None),
+                    description="Spoken by `voice_id`.",
+                ),
+                "voice_id": text(vidu.MAX_VOICE_ID, "Required with `text`."),
+                "speed": {"type": ["number", "null"], "minimum": 0.5, "maximum": 2},
+                "volume": {"type": ["number", "null"], "minimum": 0, "maximum": 10},
+                "ref_photo_url": _url("A face to follow."),
+                "payload": payload,
+                "callback_url": callback(),
+            },
+            ["video_url"],
+            "Routes `media.lip_sync_model`; give `audio_url`, or `text` with `voice_id`.",
+        ),
+        "ViduCreation": obj(
+            {
+                "task_id": string(),
+                "state": enum(*_STATES),
+                "model": string(),
+                "prompt": string(),
+                "duration": number(),
+                "seed": integer(),
+                **echo,
+                "payload": string(),
+                "credits": number(0),
+                "created_at": string(format="date-time"),
+            },
+            ["task_id", "state", "model", "credits", "created_at"],
+            "The answer to a create: the task and what it was asked.",
+        ),
+        "ViduTask": obj(
+            {
+                "id": string(),
+                "state": enum(*_STATES),
+                "err_code": string("The failure reason of a failed task; else empty."),
+                "credits": number(0),
+                "payload": string(),
+                "bgm": boolean(),
+                "off_peak": boolean(),
+                "creations": array(
+                    obj({"id": string(), "url": string(), "cover_url": string()}, ["id", "url", "cover_url"])
+                ),
+            },
+            ["id", "state", "err_code", "credits", "payload", "bgm", "off_peak", "creations"],
+        ),
+    }
+
+
+def _picwish_form(files: bool) -> Schema:
+    props: dict[str, Schema] = {
+        "image_url": text(picwish.MAX_URL, "An http(s) URL; exactly one of image_file and image_url."),
+        "sync": any_of(
+            enum(0, 1, "0", "1", "", None), description="1: wait for the task (30 s visual, 120 s OCR)."
+        ),
+        "return_type": any_of(
+            enum(1, "1", "", None), description="1: result URLs (the only form the gateway answers)."
+        ),
+        "callback_url": callback(),
+        "type": string("segmentation: person, object or stamp; scale: clean or face."),
+        "output_type": string("segmentation: 1, 2 or 3."),
+        "crop": string("segmentation: 0 or 1."),
+        "format": string("segmentation: png or jpg; ocr: " + ", ".join(picwish.OCR_FORMATS) + "."),
+        "bg_color": string("segmentation: hex colour, e.g. FFFFFF."),
+        "mask_url": string("inpaint: an http(s) URL."),
+        "rectangles": string('inpaint: JSON [{"x", "y", "width", "height"}].'),
+        "scale_factor": string("scale: 1, 2 (default) or 4."),
+        "language": string("ocr: comma-separated languages."),
+    }
+    if files:
+        props = {
+            "image_file": binary("A PNG, JPEG or WebP image."),
+            "mask_file": binary("inpaint: the mask."),
+            **props,
+        }
+    return obj(props, description="The tool's parameters apply to its own path only; others are ignored.")
+
+
+def _picwish_task() -> Schema:
+    time = {"type": ["integer", "null"], "description": "Unix seconds; null until it happens."}
+    return obj(
+        {
+            "task_id": string(),
+            "state": enum(0, 4, 1, -1, description="0 queued, 4 processing, 1 done, -1 failed."),
+            "state_detail": string(),
+            "progress": integer(0, 100),
+            "return_type": const(1),
+            "image": string("Visual tools: the result, once done."),
+            "mask": string(),
+            "file": string("OCR: the result, once done."),
+            "created_at": integer(),
+            "processed_at": time,
+            "completed_at": time,
+        },
+        [
+            "task_id",
+            "state",
+            "state_detail",
+            "progress",
+            "return_type",
+            "created_at",
+            "processed_at",
+            "completed_at",
+        ],
+    )
+
+
+def schemas() -> dict[str, Schema]:
+    return {
+        **_vidu_schemas(),
+        "PicWishForm": _picwish_form(True),
+        "PicWishPlainForm": _picwish_form(False),
+        "PicWishTask": _picwish_task(),
+        "PicWishEnvelope": obj(
+            {"status": const(200), "message": const("success"), "data": ref("PicWishTask")},
+            ["status", "message", "data"],
+        ),
+    }
+
+
+def _picwish(kind: str, tools: tuple[str, ...]) -> list[Operation]:
+    title = kind.capitalize()
+    tool = {"tool": enum(*tools)}
+    created = obj({"task_id": string()}, ["task_id"])
+    return [
+        Operation(
+            "POST",
+            f"/api/tasks/{kind}/{{tool}}",
+            f"picwishCreate{title}",
+            f"Create a {kind} task (PicWish format)",
+            PICWISH,
+            {
+                "200": json_response(
+                    "The task id; with sync=1 the task object (finished, or as it is when the wait ends).",
+                    any_of(
+                        obj(
+                            {"status": const(200), "message": const("success"), "data": created},
+                            ["status", "message", "data"],
+                        ),
+                        ref("PicWishEnvelope"),
+                    ),
+                )
+            },
+            body(
+                {MULTIPART: ref("PicWishForm"), FORM: ref("PicWishPlainForm"), JSON: ref("PicWishPlainForm")}
+            ),
+            path_schemas=tool,
+            description="Each tool routes the model picwish/<tool>.",
+        ),
+        Operation(
+            "GET",
+            f"/api/tasks/{kind}/{{tool}}/{{task_id}}",
+            f"picwishQuery{title}",
+            f"One {kind} task (PicWish format)",
+            PICWISH,
+            {"200": json_response("The task.", ref("PicWishEnvelope"))},
+            path_schemas=tool,
+        ),
+    ]
+
+
+def operations() -> list[Operation]:
+    creation = {"200": json_response("The task as created.", ref("ViduCreation"))}
+    return [
+        Operation(
+            "POST",
+            "/ent/v2/text2audio",
+            "viduText2Audio",
+            "Sound effect from text (Vidu format)",
+            VIDU,
+            creation,
+            json_body(ref("ViduText2AudioRequest")),
+        ),
+        Operation(
+            "POST",
+            "/ent/v2/lip-sync",
+            "viduLipSync",
+            "Lip sync (Vidu format)",
+            VIDU,
+            creation,
+            json_body(ref("ViduLipSyncRequest")),
+        ),
+        Operation(
+            "GET",
+            "/ent/v2/tasks/{task_id}/creations",
+            "viduCreations",
+            "One Vidu task",
+            VIDU,
+            {"200": json_response("The task (also the body of its callbacks).", ref("ViduTask"))},
+        ),
+        *_picwish("visual", picwish.TOOLS["visual"]),
+        *_picwish("document", picwish.TOOLS["document"]),
+    ]

@@ -1,0 +1,206 @@
+"""The small vocabulary the family modules describe their operations with: JSON Schema
+builders, request bodies, responses and the `Operation` record the builder joins with the
+endpoint table.
+
+What an operation declares here is only what the endpoint table cannot say itself: bodies,
+query and header parameters, success responses. Path parameters, security and error
+responses come from the `Endpoint` (its path, `param` regex, auth kind and error style), so
+they cannot drift from what the server does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Schema = dict[str, Any]
+
+JSON = "application/json"
+SSE = "text/event-stream"
+MULTIPART = "multipart/form-data"
+FORM = "application/x-www-form-urlencoded"
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def string(description: str = "", **keywords: Any) -> Schema:
+    return _with({"type": "string", **keywords}, description)
+
+
+def text(max_length: int | None = None, description: str = "", *, nullable: bool = True) -> Schema:
+    """An optional string field that is absent when null (the gateway's `optional_text`)."""
+    schema: Schema = {"type": ["string", "null"] if nullable else "string"}
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    return _with(schema, description)
+
+
+def required_text(max_length: int | None = None, description: str = "") -> Schema:
+    """A required, non-empty string (the gateway's `required_text`: "" counts as missing)."""
+    schema: Schema = {"type": "string", "minLength": 1}
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    return _with(schema, description)
+
+
+def integer(
+    minimum: int | None = None, maximum: int | None = None, description: str = "", **kw: Any
+) -> Schema:
+    return _with(_bounded({"type": "integer", **kw}, minimum, maximum), description)
+
+
+def number(
+    minimum: float | None = None, maximum: float | None = None, description: str = "", **kw: Any
+) -> Schema:
+    return _with(_bounded({"type": "number", **kw}, minimum, maximum), description)
+
+
+def boolean(description: str = "") -> Schema:
+    return _with({"type": "boolean"}, description)
+
+
+def nullable(schema: Schema) -> Schema:
+    """`schema` or null: the gateway treats a null optional field as absent."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def enum(*values: Any, description: str = "") -> Schema:
+    return _with({"enum": list(values)}, description)
+
+
+def const(value: Any, description: str = "") -> Schema:
+    return _with({"const": value}, description)
+
+
+def array(items: Schema, description: str = "", **keywords: Any) -> Schema:
+    return _with({"type": "array", "items": items, **keywords}, description)
+
+
+def obj(
+    properties: Mapping[str, Schema],
+    required: Iterable[str] = (),
+    description: str = "",
+    *,
+    closed: bool = False,
+    **keywords: Any,
+) -> Schema:
+    """An object. `closed` only where the gateway refuses unknown fields (the admin API)."""
+    schema: Schema = {"type": "object", "properties": dict(properties), **keywords}
+    names = list(required)
+    if names:
+        schema["required"] = names
+    if closed:
+        schema["additionalProperties"] = False
+    return _with(schema, description)
+
+
+def any_of(*schemas: Schema, description: str = "") -> Schema:
+    return _with({"anyOf": list(schemas)}, description)
+
+
+def binary(description: str = "") -> Schema:
+    """A file part of a multipart body."""
+    return _with({"type": "string", "format": "binary"}, description)
+
+
+def _bounded(schema: Schema, minimum: float | None, maximum: float | None) -> Schema:
+    if minimum is not None:
+        schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return schema
+
+
+def _with(schema: Schema, description: str) -> Schema:
+    if description:
+        schema["description"] = description
+    return schema
+
+
+# --- bodies, parameters and responses -----------------------------------------------------
+
+
+def body(content: Mapping[str, Schema], description: str = "", *, required: bool = True) -> Schema:
+    """A request body: media type -> schema."""
+    found: Schema = {"required": required, "content": {t: {"schema": s} for t, s in content.items()}}
+    return _with(found, description)
+
+
+def json_body(schema: Schema, description: str = "") -> Schema:
+    return body({JSON: schema}, description)
+
+
+def multipart_body(schema: Schema, description: str = "") -> Schema:
+    return body({MULTIPART: schema}, description)
+
+
+def query(name: str, schema: Schema, description: str = "", *, required: bool = False) -> Schema:
+    return _with({"name": name, "in": "query", "required": required, "schema": schema}, description)
+
+
+def header(name: str, schema: Schema, description: str = "", *, required: bool = False) -> Schema:
+    return _with({"name": name, "in": "header", "required": required, "schema": schema}, description)
+
+
+def response(
+    description: str, content: Mapping[str, Schema] | None = None, headers: Mapping[str, Schema] | None = None
+) -> Schema:
+    """A response: media type -> schema; `headers`: name -> header object."""
+    found: Schema = {"description": description}
+    if content:
+        found["content"] = {t: {"schema": s} for t, s in content.items()}
+    if headers:
+        found["headers"] = dict(headers)
+    return found
+
+
+def json_response(description: str, schema: Schema, headers: Mapping[str, Schema] | None = None) -> Schema:
+    return response(description, {JSON: schema}, headers)
+
+
+def response_header(description: str, schema: Schema | None = None, *, required: bool = False) -> Schema:
+    return {"description": description, "required": required, "schema": schema or {"type": "string"}}
+
+
+def redirect() -> Schema:
+    """A 302 to a public upstream link (the client follows it; the gateway's bandwidth is not
+    spent on it)."""
+    return response(
+        "A public upstream link.", headers={"location": response_header("The file.", required=True)}
+    )
+
+
+def sse_stream(description: str) -> Schema:
+    """A server-sent event stream, documented as text (each event's JSON is described in
+    the operation's description)."""
+    return string(description)
+
+
+@dataclass(frozen=True, eq=False)
+class Operation:
+    """What the document says about one (method, path) of the endpoint table, beyond what the
+    endpoint itself declares."""
+
+    method: str
+    path: str
+    operation_id: str
+    summary: str
+    tag: str
+    responses: dict[str, Schema]  # the success (and other non-error) responses by status
+    request: Schema | None = None
+    parameters: tuple[Schema, ...] = ()  # query and header parameters
+    path_schemas: dict[str, Schema] = field(default_factory=dict)  # narrower than the table's regex
+    description: str = ""
+    deprecated: bool = False
+    # Paths shared by several client formats answer errors in the caller's shape (GET
+    # /v1/models): the error schema then replaces the endpoint style's.
+    error_schema: Schema | None = None
+    # Header forms accepted beyond the style's own (security scheme names).
+    extra_auth: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.method, self.path

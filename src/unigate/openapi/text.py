@@ -1,0 +1,299 @@
+"""The text family in OpenAI's format (`api/text.py`): chat completions, completions,
+embeddings, and the model listing that the OpenAI, Anthropic and Gemini SDKs share at
+`/v1/models` (`api/anthropic_models.py` picks the shape per request).
+
+Request schemas type the fields the gateway itself checks (a wrong one is a 400 before any
+route is tried); every other field of OpenAI's API is relayed to the upstream as sent."""
+
+from __future__ import annotations
+
+from unigate.openapi.edge import styles_schema
+from unigate.openapi.schema import (
+    JSON,
+    SSE,
+    Operation,
+    Schema,
+    any_of,
+    array,
+    const,
+    header,
+    integer,
+    json_body,
+    json_response,
+    number,
+    obj,
+    query,
+    ref,
+    required_text,
+    response,
+    sse_stream,
+    string,
+)
+
+TAG = "text"
+_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+_NULLABLE_STRING = {"type": ["string", "null"]}
+
+
+def _stream_fields() -> dict[str, Schema]:
+    return {
+        "stream": {"type": ["boolean", "null"], "description": "Answer as server-sent events."},
+        "stream_options": {
+            "type": ["object", "null"],
+            "properties": {"include_usage": {"description": "true: a last chunk carries `usage`."}},
+        },
+    }
+
+
+def _usage() -> Schema:
+    return obj(
+        {"prompt_tokens": integer(0), "completion_tokens": integer(0), "total_tokens": integer(0)},
+        ["prompt_tokens", "total_tokens"],
+    )
+
+
+def schemas() -> dict[str, Schema]:
+    message = obj(
+        {
+            "role": {"enum": list(_ROLES)},
+            "content": any_of(
+                string(),
+                array(obj({"type": string()}, ["type"])),
+                {"type": "null"},
+                description="Text or parts.",
+            ),
+            "name": string(),
+        },
+        ["role"],
+    )
+    tool_call = obj(
+        {
+            "id": string(),
+            "type": const("function"),
+            "function": obj({"name": string(), "arguments": string("JSON text.")}, ["name", "arguments"]),
+        },
+        ["id", "type", "function"],
+    )
+    return {
+        "ChatMessage": message,
+        "ChatCompletionRequest": obj(
+            {
+                "model": required_text(description="A model id the key may use (GET /v1/models)."),
+                "messages": array(ref("ChatMessage"), minItems=1),
+                "tools": {"type": ["array", "null"], "items": {"type": "object"}},
+                "tool_choice": any_of(string(), obj({}), {"type": "null"}),
+                "max_tokens": {"type": ["integer", "null"], "minimum": 1},
+                "max_completion_tokens": {"type": ["integer", "null"], "minimum": 1},
+                "n": {"type": ["integer", "null"], "minimum": 1},
+                "temperature": {"type": ["number", "null"]},
+                "stop": any_of(string(), array(string()), {"type": "null"}),
+                "response_format": {"type": ["object", "null"]},
+                **_stream_fields(),
+            },
+            ["model", "messages"],
+            "OpenAI's chat completion request; fields not listed are relayed to the upstream.",
+        ),
+        "ChatCompletion": obj(
+            {
+                "id": string(),
+                "object": const("chat.completion"),
+                "created": integer(),
+                "model": string(),
+                "system_fingerprint": _NULLABLE_STRING,
+                "choices": array(
+                    obj(
+                        {
+                            "index": integer(0),
+                            "message": obj(
+                                {
+                                    "role": const("assistant"),
+                                    "content": _NULLABLE_STRING,
+                                    "refusal": _NULLABLE_STRING,
+                                    "tool_calls": array(tool_call),
+                                },
+                                ["role"],
+                            ),
+                            "finish_reason": _NULLABLE_STRING,
+                        },
+                        ["index", "message", "finish_reason"],
+                    )
+                ),
+                "usage": _usage(),
+            },
+            ["id", "object", "created", "model", "choices"],
+        ),
+        "CompletionRequest": obj(
+            {
+                "model": required_text(),
+                "prompt": any_of(string(), array({}), description="Text, or an array of texts or tokens."),
+                **_stream_fields(),
+            },
+            ["model", "prompt"],
+            "OpenAI's (legacy) completion request; fields not listed are relayed to the upstream.",
+        ),
+        "Completion": obj(
+            {
+                "id": string(),
+                "object": const("text_completion"),
+                "created": integer(),
+                "model": string(),
+                "choices": array(
+                    obj(
+                        {"index": integer(0), "text": string(), "finish_reason": _NULLABLE_STRING},
+                        ["index", "text", "finish_reason"],
+                    )
+                ),
+                "usage": _usage(),
+            },
+            ["id", "object", "created", "model", "choices"],
+        ),
+        "EmbeddingRequest": obj(
+            {
+                "model": required_text(),
+                "input": any_of(string(), array({}), description="Text, or an array of texts or tokens."),
+                "encoding_format": {
+                    "enum": ["float", "base64", None],
+                    "description": "float (default) or base64.",
+                },
+                "dimensions": {"type": ["integer", "null"], "minimum": 1, "description": "Vector length."},
+            },
+            ["model", "input"],
+        ),
+        "EmbeddingList": obj(
+            {
+                "object": const("list"),
+                "data": array(
+                    obj(
+                        {
+                            "object": const("embedding"),
+                            "index": integer(0),
+                            "embedding": any_of(array(number()), string("base64 float32")),
+                        },
+                        ["object", "index", "embedding"],
+                    )
+                ),
+                "model": string(),
+                "usage": obj({"prompt_tokens": integer(0), "total_tokens": integer(0)}),
+            },
+            ["object", "data", "model"],
+        ),
+        "OpenAIModel": obj(
+            {"id": string(), "object": const("model"), "created": integer(), "owned_by": string()},
+            ["id", "object", "created", "owned_by"],
+        ),
+        "OpenAIModelList": obj(
+            {"object": const("list"), "data": array(ref("OpenAIModel"))}, ["object", "data"]
+        ),
+        "AnthropicModel": obj(
+            {
+                "type": const("model"),
+                "id": string(),
+                "display_name": string(),
+                "created_at": string(format="date-time"),
+            },
+            ["type", "id", "display_name", "created_at"],
+        ),
+        "AnthropicModelList": obj(
+            {
+                "data": array(ref("AnthropicModel")),
+                "has_more": {"type": "boolean"},
+                "first_id": _NULLABLE_STRING,
+                "last_id": _NULLABLE_STRING,
+            },
+            ["data", "has_more", "first_id", "last_id"],
+        ),
+    }
+
+
+def _shape_headers() -> tuple[Schema, ...]:
+    return (
+        header("anthropic-version", string(), "Present (as the Anthropic SDK sends it): Anthropic's shapes."),
+    )
+
+
+def _list_params() -> tuple[Schema, ...]:
+    # Each shape reads its own paging parameters and the others ignore them, so none can be
+    # constrained here without refusing a caller that sends another shape's.
+    return (
+        *_shape_headers(),
+        query("limit", string(), "Anthropic shape: page size, 1 to 1000 (default 20)."),
+        query("after_id", string(), "Anthropic shape: the page after this model id."),
+        query("before_id", string(), "Anthropic shape: the page before this model id."),
+        query("pageSize", string(), "Gemini shape: page size (default 50, at most 1000)."),
+        query("pageToken", string(), "Gemini shape: `nextPageToken` of the previous page."),
+    )
+
+
+def operations() -> list[Operation]:
+    chat_ok = response(
+        "The completion, or with `stream: true` its chunks as server-sent events "
+        "(`data: {chat.completion.chunk}` … `data: [DONE]`).",
+        {JSON: ref("ChatCompletion"), SSE: sse_stream("chat.completion.chunk events")},
+    )
+    completion_ok = response(
+        "The completion, or with `stream: true` its chunks as server-sent events.",
+        {JSON: ref("Completion"), SSE: sse_stream("text_completion chunk events")},
+    )
+    shapes = styles_schema("openai", "anthropic", "gemini")
+    return [
+        Operation(
+            "POST",
+            "/v1/chat/completions",
+            "createChatCompletion",
+            "Chat completion (OpenAI format)",
+            TAG,
+            {"200": chat_ok},
+            json_body(ref("ChatCompletionRequest")),
+        ),
+        Operation(
+            "POST",
+            "/v1/completions",
+            "createCompletion",
+            "Text completion (OpenAI format)",
+            TAG,
+            {"200": completion_ok},
+            json_body(ref("CompletionRequest")),
+        ),
+        Operation(
+            "POST",
+            "/v1/embeddings",
+            "createEmbedding",
+            "Embeddings (OpenAI format)",
+            TAG,
+            {"200": json_response("The vectors.", ref("EmbeddingList"))},
+            json_body(ref("EmbeddingRequest")),
+        ),
+        Operation(
+            "GET",
+            "/v1/models",
+            "listModels",
+            "Models the key may use",
+            TAG,
+            {
+                "200": json_response(
+                    "OpenAI's list; Anthropic's page with `anthropic-version`; Gemini's list for a key "
+                    "sent as `x-goog-api-key` or `?key=`.",
+                    any_of(ref("OpenAIModelList"), ref("AnthropicModelList"), ref("GeminiModelList")),
+                )
+            },
+            parameters=_list_params(),
+            error_schema=shapes,
+            extra_auth=("apiKey", "googApiKey", "googKey"),
+        ),
+        Operation(
+            "GET",
+            "/v1/models/{model}",
+            "getModel",
+            "One model the key may use",
+            TAG,
+            {
+                "200": json_response(
+                    "The model in the caller's shape (as for the list).",
+                    any_of(ref("OpenAIModel"), ref("AnthropicModel"), ref("GeminiModel")),
+                )
+            },
+            parameters=_shape_headers(),
+            error_schema=shapes,
+            extra_auth=("apiKey", "googApiKey", "googKey"),
+        ),
+    ]

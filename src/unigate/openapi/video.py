@@ -1,0 +1,233 @@
+"""The video family's OpenAI-style paths (`api/videos.py`, the `openai` SDK's `videos`
+client) and the unified `/v1/video/generations` (`api/video_generations.py`). Requests are
+checked by `video/validate.py`; records are `records/video.py`'s."""
+
+from __future__ import annotations
+
+from unigate.openapi.audio import choice
+from unigate.openapi.schema import (
+    JSON,
+    MULTIPART,
+    Operation,
+    Schema,
+    any_of,
+    array,
+    binary,
+    body,
+    boolean,
+    const,
+    enum,
+    integer,
+    json_body,
+    json_response,
+    number,
+    obj,
+    query,
+    redirect,
+    ref,
+    required_text,
+    response,
+    response_header,
+    string,
+    text,
+)
+from unigate.video.validate import MAX_PROMPT
+
+TAG = "video"
+# 1 to 60, as a number or its text (the SDK sends `seconds` as a string).
+_SECONDS_TEXT = "^([1-9]|[1-5][0-9]|60)$"
+_NULLABLE_INT = {"type": ["integer", "null"]}
+
+
+def _create(multipart: bool) -> Schema:
+    reference = (
+        binary("A PNG, JPEG or WebP image to start from.")
+        if multipart
+        else obj({"image_url": string("An http(s) or data: URL, or base64.")}, ["image_url"])
+    )
+    return obj(
+        {
+            "prompt": required_text(MAX_PROMPT),
+            "model": text(description="`media.default_video_model` when absent."),
+            "seconds": any_of(integer(1, 60), string(pattern=_SECONDS_TEXT), {"type": "null"}),
+            "size": text(description="WIDTHxHEIGHT, each side 64 to 3840, e.g. 720x1280."),
+            "input_reference": reference,
+        },
+        ["prompt"],
+    )
+
+
+def _video() -> Schema:
+    props: dict[str, Schema] = {
+        "id": string(),
+        "object": const("video"),
+        "model": string(),
+        "status": enum("queued", "in_progress", "completed", "failed"),
+        "progress": integer(0, 100),
+        "created_at": integer(description="Unix seconds."),
+        "completed_at": _NULLABLE_INT,
+        "expires_at": _NULLABLE_INT,
+        "seconds": string(),
+        "size": string(),
+        "prompt": string(),
+        "remixed_from_video_id": {"type": ["string", "null"]},
+        "error": any_of(obj({"code": string(), "message": string()}, ["code", "message"]), {"type": "null"}),
+    }
+    return obj(props, list(props), "The `openai` SDK's Video.")
+
+
+def _unified() -> Schema:
+    metadata = obj(
+        {
+            "duration": number(),
+            "fps": {"type": ["integer", "null"]},
+            "width": integer(),
+            "height": integer(),
+            "seed": {"type": ["integer", "null"]},
+        },
+        ["duration", "fps", "width", "height", "seed"],
+    )
+    video = _video()
+    props = {
+        **video["properties"],
+        "task_id": string("The same as `id`."),
+        "url": {"type": ["string", "null"], "description": "The video, once completed."},
+        "format": const("mp4"),
+        "metadata": metadata,
+    }
+    return obj(props, list(props), "The unified record: the Video with task_id, url, format and metadata.")
+
+
+def schemas() -> dict[str, Schema]:
+    return {
+        "VideoCreateRequest": _create(False),
+        "VideoCreateForm": _create(True),
+        "Video": _video(),
+        "VideoList": obj(
+            {
+                "object": const("list"),
+                "data": array(ref("Video")),
+                "first_id": {"type": ["string", "null"]},
+                "last_id": {"type": ["string", "null"]},
+                "has_more": boolean(),
+            },
+            ["object", "data", "first_id", "last_id", "has_more"],
+        ),
+        "VideoGenerationRequest": obj(
+            {
+                "model": required_text(200),
+                "prompt": text(MAX_PROMPT, "Required unless `image` is given."),
+                "image": text(description="A start image: http(s) or data: URL, or base64."),
+                "duration": {"type": ["number", "null"], "minimum": 0.5, "maximum": 60},
+                "width": {"type": ["integer", "null"], "minimum": 64, "maximum": 3840},
+                "height": {"type": ["integer", "null"], "minimum": 64, "maximum": 3840},
+                "fps": {"type": ["integer", "null"], "minimum": 1, "maximum": 60},
+                "seed": {"type": ["integer", "null"], "minimum": 0, "maximum": 2**32 - 1},
+                "metadata": {"type": ["object", "null"], "description": "Passed through to the upstream."},
+            },
+            ["model"],
+            "new-api's unified body; `width` and `height` go together.",
+        ),
+        "VideoGeneration": _unified(),
+    }
+
+
+def operations() -> list[Operation]:
+    video = {"200": json_response("The video.", ref("Video"))}
+    poll = {
+        "openai-poll-after-ms": response_header("How long the SDK waits before polling again.", required=True)
+    }
+    content_types = ("video/mp4", "image/webp", "image/jpeg")
+    variant = choice(
+        ("video", "thumbnail", "spritesheet"), "video (default), thumbnail (WebP), spritesheet (JPEG)."
+    )
+    return [
+        Operation(
+            "POST",
+            "/v1/videos",
+            "createVideo",
+            "Create a video (OpenAI format)",
+            TAG,
+            video,
+            body({JSON: ref("VideoCreateRequest"), MULTIPART: ref("VideoCreateForm")}),
+            description="Stored before the answer (price reserved, refunded once if it fails), then polled.",
+        ),
+        Operation(
+            "GET",
+            "/v1/videos",
+            "listVideos",
+            "The key's videos",
+            TAG,
+            {"200": json_response("One page.", ref("VideoList"))},
+            parameters=(
+                query("after", string(), "The page after this video id."),
+                query("limit", any_of(integer(1, 100), const("")), "1 to 100 (default 20)."),
+                query("order", choice(("asc", "desc")), "desc (default) or asc by creation."),
+            ),
+        ),
+        Operation(
+            "GET",
+            "/v1/videos/{video_id}",
+            "getVideo",
+            "One video",
+            TAG,
+            {"200": json_response("The video.", ref("Video"), poll)},
+        ),
+        Operation(
+            "DELETE",
+            "/v1/videos/{video_id}",
+            "deleteVideo",
+            "Delete a finished video",
+            TAG,
+            {
+                "200": json_response(
+                    "Deleted.",
+                    obj(
+                        {"id": string(), "object": const("video.deleted"), "deleted": const(True)},
+                        ["id", "object", "deleted"],
+                    ),
+                )
+            },
+            description="Only completed or failed videos (400 video_not_finished otherwise).",
+        ),
+        Operation(
+            "GET",
+            "/v1/videos/{video_id}/content",
+            "getVideoContent",
+            "Download a video's file",
+            TAG,
+            {
+                "200": response("The file.", {mime: binary() for mime in content_types}),
+                "302": redirect(),
+            },
+            parameters=(query("variant", variant),),
+            description="404 not_ready until the video is completed.",
+        ),
+        Operation(
+            "POST",
+            "/v1/videos/{video_id}/remix",
+            "remixVideo",
+            "Remix a completed video",
+            TAG,
+            video,
+            json_body(obj({"prompt": required_text(MAX_PROMPT)}, ["prompt"])),
+            description="Made by the provider that made the original.",
+        ),
+        Operation(
+            "POST",
+            "/v1/video/generations",
+            "createVideoGeneration",
+            "Create a video (unified format)",
+            TAG,
+            {"200": json_response("The task.", ref("VideoGeneration"))},
+            json_body(ref("VideoGenerationRequest")),
+        ),
+        Operation(
+            "GET",
+            "/v1/video/generations/{task_id}",
+            "getVideoGeneration",
+            "One video task (unified format)",
+            TAG,
+            {"200": json_response("The task.", ref("VideoGeneration"))},
+        ),
+    ]
