@@ -136,3 +136,21 @@ webhook_outbox = sa.Table(
     sa.Column("delivered_at", sa.Float, nullable=True),
     sa.Index("ix_outbox_due", "state", "next_attempt_at"),
 )
+
+# Idempotency-Key of task submits, per API key: written in the same transaction as the task
+# it created, so a retry after a crash finds that task. A row without a task is a submit in
+# flight (`claim` names the request holding it until `lease_until`).
+idempotency_keys = sa.Table(
+    "idempotency_keys",
+    metadata,
+    sa.Column("key_id", sa.String(40), nullable=False),
+    sa.Column("idempotency_key", sa.String(255), nullable=False),
+    sa.Column("fingerprint", sa.String(64), nullable=False),  # SHA-256 of the validated submit
+    sa.Column("task_id", sa.String(40), nullable=True),
+    sa.Column("claim", sa.String(32), nullable=False),
+    sa.Column("lease_until", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("key_id", "idempotency_key", name="uq_idempotency_key"),
+    sa.Index("ix_idempotency_created", "created_at"),
+    sa.Index("ix_idempotency_task", "task_id"),
+)
