@@ -15,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.auth.cache import KeyCache
 from unigate.config import GatewayConfig, load_config
-from unigate.limits.rate import RateLimiter
+from unigate.limits.backend import LocalCounters, counters_path
+from unigate.limits.service import Limits
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.registry import build_provider
 from unigate.routing.catalog import Catalog
@@ -44,7 +45,7 @@ class Gateway:
     engine: AsyncEngine
     keys: KeyStore
     key_cache: KeyCache
-    limiter: RateLimiter
+    limits: Limits
     usage: UsageRecorder
     providers: dict[str, Provider]
     catalog: Catalog
@@ -79,7 +80,10 @@ class Gateway:
         router = Router(RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds))
         task_store = TaskStore(engine)
         usage = UsageRecorder(engine)
-        tasks = TaskService(task_store, GroupCommit(task_store), router, config.tasks, task_shapes(), usage)
+        limits = Limits(LocalCounters(counters_path(settings.data_dir)), usage.spent)
+        tasks = TaskService(
+            task_store, GroupCommit(task_store), router, config.tasks, task_shapes(), usage, limits, keys.get
+        )
         outbox = OutboxDeliverer(task_store, keys, sender, config.tasks.webhook_retry_schedule,
                                  config.tasks.webhook_timeout)  # fmt: skip
         return cls(
@@ -88,7 +92,7 @@ class Gateway:
             engine=engine,
             keys=keys,
             key_cache=KeyCache(keys),
-            limiter=RateLimiter(),
+            limits=limits,
             usage=usage,
             providers=providers,
             catalog=Catalog(config, providers),

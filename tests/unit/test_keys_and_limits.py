@@ -1,4 +1,4 @@
-"""Key format, principal permissions, the per-key rate limiter."""
+"""Key format, principal permissions, key specs (limits: tests/unit/test_limits.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import pytest
 
 from unigate.auth.keys import KEY_RE, generate_key, hash_key, is_well_formed
 from unigate.auth.principal import Principal
-from unigate.errors import RateLimited
-from unigate.limits.rate import RateLimiter
 
 
 def test_keys_are_unique_and_checksummed() -> None:
@@ -31,24 +29,6 @@ def test_model_globs_and_families() -> None:
     assert p.may_use_family("text") and not p.may_use_family("music")
     unrestricted = _principal()
     assert unrestricted.may_use_model("anything") and unrestricted.may_use_family("video")
-
-
-def test_rate_limiter_sliding_window() -> None:
-    rl = RateLimiter()
-    t = 6000.0  # start of a window
-    for _ in range(10):
-        rl.hit("k", 10, now=t)
-    with pytest.raises(RateLimited) as info:
-        rl.hit("k", 10, now=t + 1)
-    assert int(info.value.headers["retry-after"]) >= 1
-    # Halfway through the next window half of the previous window still counts.
-    for _ in range(5):
-        rl.hit("k", 10, now=t + 90)
-    with pytest.raises(RateLimited):
-        rl.hit("k", 10, now=t + 90)
-    # Two windows later everything is forgotten; other keys are independent.
-    rl.hit("k", 10, now=t + 200)
-    rl.hit("other", 1, now=t + 1)
 
 
 BAD_KEY_SPECS = [

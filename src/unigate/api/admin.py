@@ -1,13 +1,11 @@
-"""Admin API under /admin/ (admin key as Bearer): keys, usage, providers and models.
+"""Admin API under /admin/ (admin key as Bearer): usage, providers, models and tasks (keys:
+api/admin_keys.py).
 Not on the hot path, so bodies are validated with pydantic."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
-from unigate.api.key_spec import KeyCreate, validation_message
 from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
@@ -17,38 +15,6 @@ from unigate.tasks.outbox_store import hook_state
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    async def create_key(request: Request, _: Principal | None) -> None:
-        _raw, payload = await request.json_object(1024 * 1024)
-        try:
-            spec = KeyCreate.model_validate(payload)
-        except ValidationError as exc:
-            message, field = validation_message(exc)
-            raise InvalidRequest(message, param=field, code="invalid_value") from None
-        plain, record = await gw.keys.create(
-            spec.name, spec.models, list(spec.families), spec.rpm, spec.budget, spec.expires_at
-        )
-        gw.key_cache.forget_misses()
-        await send_json(
-            request.send, 201, {"key": plain, **record.public_view(), "webhook_secret": record.webhook_secret}
-        )
-
-    async def list_keys(request: Request, _: Principal | None) -> None:
-        records = await gw.keys.list_all()
-        await send_json(request.send, 200, {"object": "list", "data": [r.public_view() for r in records]})
-
-    async def get_key(request: Request, _: Principal | None) -> None:
-        record = await gw.keys.get(request.params["key_id"])
-        if record is None:
-            raise NotFound("No such key.", code="key_not_found")
-        await send_json(request.send, 200, {**record.public_view(), "webhook_secret": record.webhook_secret})
-
-    async def revoke_key(request: Request, _: Principal | None) -> None:
-        record = await gw.keys.revoke(request.params["key_id"])
-        if record is None:
-            raise NotFound("No such key.", code="key_not_found")
-        gw.key_cache.invalidate(record.key_hash)
-        await send_json(request.send, 200, record.public_view())
-
     async def usage(request: Request, _: Principal | None) -> None:
         since_raw = request.query.get("since")
         try:
@@ -121,10 +87,6 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
 
     return [
         Endpoint("GET", "/admin/tasks/{task_id}", task, auth="admin"),
-        Endpoint("POST", "/admin/keys", create_key, auth="admin"),
-        Endpoint("GET", "/admin/keys", list_keys, auth="admin"),
-        Endpoint("GET", "/admin/keys/{key_id}", get_key, auth="admin"),
-        Endpoint("DELETE", "/admin/keys/{key_id}", revoke_key, auth="admin"),
         Endpoint("GET", "/admin/usage", usage, auth="admin"),
         Endpoint("GET", "/admin/providers", providers, auth="admin"),
         Endpoint("GET", "/admin/models", models, auth="admin"),

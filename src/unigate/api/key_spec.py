@@ -9,7 +9,7 @@ import math
 import re
 import time
 import unicodedata
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, ValidationError
 
@@ -19,6 +19,7 @@ MAX_NAME = 200
 MAX_GLOBS = 200
 MAX_GLOB = 200
 MAX_RPM = 1_000_000
+MAX_TPM = 10_000_000_000
 MAX_BUDGET = 1e12
 # Expiry instants the whole stack can render: up to the end of year 9999, UTC.
 LATEST_EXPIRY = dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC).timestamp()
@@ -108,15 +109,47 @@ Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME, strict=True), Bef
 Glob = Annotated[str, Field(min_length=1, max_length=MAX_GLOB, strict=True), BeforeValidator(_text)]
 
 
+BudgetPeriod = Literal["daily", "monthly", "total"]
+Rpm = Annotated[StrictInt | None, Field(ge=1, le=MAX_RPM)]
+Tpm = Annotated[StrictInt | None, Field(ge=1, le=MAX_TPM)]
+Budget = Annotated[float | None, BeforeValidator(_budget)]
+Expiry = Annotated[float | None, BeforeValidator(_expiry)]
+
+
 class KeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: Name
     models: list[Glob] = Field(default_factory=list, max_length=MAX_GLOBS)
     families: list[Family] = Field(default_factory=list, max_length=50)
-    rpm: StrictInt | None = Field(default=None, ge=1, le=MAX_RPM)
-    budget: Annotated[float | None, BeforeValidator(_budget)] = None
-    expires_at: Annotated[float | None, BeforeValidator(_expiry)] = None
+    rpm: Rpm = None
+    tpm: Tpm = None
+    budget: Budget = None
+    budget_period: BudgetPeriod = "total"
+    expires_at: Expiry = None
+
+
+class KeyUpdate(BaseModel):
+    """`PATCH /admin/keys/{id}`: only the fields given change; `null` removes a limit, a
+    budget or an expiry. Applies to the next request on every worker, no restart."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Name | None = None
+    models: list[Glob] | None = Field(default=None, max_length=MAX_GLOBS)
+    families: list[Family] | None = Field(default=None, max_length=50)
+    rpm: Rpm = None
+    tpm: Tpm = None
+    budget: Budget = None
+    budget_period: BudgetPeriod | None = None
+    expires_at: Expiry = None
+
+    def changes(self) -> dict[str, Any]:
+        given = {name: getattr(self, name) for name in self.model_fields_set}
+        for name in ("name", "models", "families", "budget_period"):
+            if name in given and given[name] is None:
+                raise ValueError(f"{name}: must not be null")
+        return given
 
 
 def validation_message(exc: ValidationError) -> tuple[str, str | None]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from unigate.access_log import MODEL, OUTCOME, ROUTE
 from unigate.asgi import ClientDisconnected, Request
@@ -14,6 +15,8 @@ from unigate.auth.principal import Principal
 from unigate.client_gone import LeaveWatch
 from unigate.errors import GatewayError, NotFound, PermissionDenied
 from unigate.gateway import Gateway
+from unigate.limits.estimate import output_cap, prompt_tokens
+from unigate.limits.service import Limits, Ticket
 from unigate.providers.base import MediaCall, Reply, Target
 from unigate.relay import OPENAI_FRAMING, Framing, send_reply
 from unigate.routing.catalog import ModelEntry
@@ -33,6 +36,7 @@ class Serving:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
         self.keepalive = gw.config.limits.stream_keepalive
+        self.budget_output = gw.config.limits.budget_output_estimate
         self.leave_watch = LeaveWatch()
 
     def resolve(self, principal: Principal, model: str) -> ModelEntry:
@@ -59,43 +63,61 @@ class Serving:
         attempt: Attempt,
         present: Callable[[Reply], Reply] | None = None,
         framing: Framing = OPENAI_FRAMING,
+        payload: Any = None,
     ) -> None:
-        """Route one call for `model`, send what the chosen route answers, account for it."""
+        """Route one call for `model` within the key's and model's limits, send what the
+        chosen route answers, account for it. `payload` is the parsed request when it holds
+        text whose tokens count against tokens-per-minute limits and budgets."""
         assert principal is not None
         gw = self.gw
         scope = request.scope
         scope[MODEL] = model  # for the access line (unigate.access_log), 404s and 403s included
         entry = self.resolve(principal, model)
-        extra = []
-        if principal.rpm:
-            remaining = gw.limiter.hit(principal.key_id, principal.rpm)
-            extra = [
-                (b"x-ratelimit-limit-requests", str(principal.rpm).encode()),
-                (b"x-ratelimit-remaining-requests", str(remaining).encode()),
-            ]
+        ticket = await self._admit(principal, entry, payload) if Limits.applies(principal, entry) else None
+        spent = (0, 0.0)  # tokens and money the call used, settled against the ticket exactly once
         started = time.perf_counter()
         watch = self.leave_watch
         token = watch.enter(request.receive)
         try:
-            reply, target = await gw.router.run(entry, model, attempt)
-        except GatewayError as err:
-            self._account(principal, endpoint, model, entry, None, None, err.status, started)
-            raise
-        except asyncio.CancelledError:
-            if not watch.left(token):
+            try:
+                reply, target = await gw.router.run(entry, model, attempt)
+            except GatewayError as err:
+                if ticket is not None:
+                    err.headers.update((k.decode(), v.decode()) for k, v in ticket.headers)
+                self._account(principal, endpoint, model, entry, None, None, err.status, started)
                 raise
-            # The client left mid-call: the upstream request was dropped with the cancellation.
-            self._account(principal, endpoint, model, entry, None, None, 499, started)
-            raise ClientDisconnected from None
+            except asyncio.CancelledError:
+                if not watch.left(token):
+                    raise
+                # The client left mid-call: the upstream request was dropped with the cancellation.
+                self._account(principal, endpoint, model, entry, None, None, 499, started)
+                raise ClientDisconnected from None
+            finally:
+                watch.exit(token)
+            scope[ROUTE] = target.route_key  # "provider/upstream model"
+            if ticket is not None:
+                reply.headers.extend(ticket.headers)
+            shown = present(reply) if present is not None else reply
+            outcome = await send_reply(request, shown, framing, self.keepalive)
+            if not outcome.complete:
+                scope[OUTCOME] = outcome.status
+            spent = self._account(principal, endpoint, model, entry, target, reply, outcome.status, started)
         finally:
-            watch.exit(token)
-        scope[ROUTE] = target.route_key  # "provider/upstream model"
-        reply.headers.extend(extra)
-        shown = present(reply) if present is not None else reply
-        outcome = await send_reply(request, shown, framing, self.keepalive)
-        if not outcome.complete:
-            scope[OUTCOME] = outcome.status
-        self._account(principal, endpoint, model, entry, target, reply, outcome.status, started)
+            if ticket is not None:
+                await gw.limits.settle(ticket, *spent)
+
+    async def _admit(self, principal: Principal, entry: ModelEntry, payload: Any) -> Ticket:
+        """Reserve the call's share of the key's and model's limits: its prompt counted
+        locally plus its output cap as tokens, and what that would cost."""
+        limits = self.gw.limits
+        prices = entry.prices
+        tokens, cost = 0, prices.per_call
+        wants_cost = principal.budget is not None and prices.by_token
+        if payload is not None and (wants_cost or limits.wants_tokens(principal, entry)):
+            prompt, cap = prompt_tokens(payload), output_cap(payload)
+            tokens = prompt + (cap or 0)
+            cost = prices.cost(prompt, self.budget_output if cap is None else cap)
+        return await limits.admit(principal, entry, tokens, cost)
 
     def _account(
         self,
@@ -107,8 +129,14 @@ class Serving:
         reply: Reply | None,
         status: int,
         started: float,
-    ) -> None:
+    ) -> tuple[int, float]:
+        """Record the call in the usage accounts; returns (tokens, cost) it used. A call that
+        failed costs nothing; one cut short pays for the tokens it consumed, not the call."""
         usage = reply.usage if reply else None
+        prompt = usage.prompt_tokens if usage else 0
+        completion = usage.completion_tokens if usage else 0
+        prices = entry.prices
+        cost = prices.tokens_cost(prompt, completion) + (prices.per_call if status < 400 else 0.0)
         self.gw.usage.record(
             UsageRecord(
                 key_id=principal.key_id,
@@ -117,10 +145,11 @@ class Serving:
                 provider=target.provider.name if target else "",
                 upstream_model=target.upstream_model if target else "",
                 status=status,
-                prompt_tokens=usage.prompt_tokens if usage else 0,
-                completion_tokens=usage.completion_tokens if usage else 0,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
                 latency_ms=(time.perf_counter() - started) * 1000.0,
-                cost=entry.price_per_call if status < 400 else 0.0,
+                cost=cost,
                 created_at=time.time(),
             )
         )
+        return prompt + completion, cost

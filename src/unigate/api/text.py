@@ -150,7 +150,8 @@ class TextAPI:
             direct = native(target) if native is not None else None
             return direct if direct is not None else invoke(target.provider)(call, target)
 
-        return self.serving.run(request, principal, call.model, call.op, attempt, present, framing)
+        serving = self.serving
+        return serving.run(request, principal, call.model, call.op, attempt, present, framing, call.payload)
 
     async def list_models(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None

@@ -1,4 +1,4 @@
-"""`unigate keys create|list|revoke`, on the database of the server they manage."""
+"""`unigate keys create|list|update|revoke`, on the database of the server they manage."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from unigate.api.key_spec import KeyCreate
+from unigate.api.key_spec import KeyCreate, KeyUpdate
 from unigate.auth.principal import Principal
 from unigate.cli.serve import ConfigOpt, settings_for
 from unigate.cli.startup import StartupError, debug_wanted, report, with_database
@@ -33,7 +33,9 @@ OPTIONS = {
     "models": "--model",
     "families": "--family",
     "rpm": "--rpm",
+    "tpm": "--tpm",
     "budget": "--budget",
+    "budget_period": "--budget-period",
 }
 
 
@@ -71,6 +73,8 @@ def _spec(
     rpm: int | None,
     budget: float | None,
     expires: str | None,
+    tpm: int | None = None,
+    budget_period: str = "total",
 ) -> KeyCreate:
     """Validated exactly as the admin API validates its body, so `--expires` means the same
     instant in both (a bare date is the start of that day, UTC)."""
@@ -79,15 +83,31 @@ def _spec(
     if bad:
         raise StartupError(f"unknown family {', '.join(bad)} (known: {', '.join(sorted(allowed))})")
     body = {"name": name, "models": models, "families": families, "rpm": rpm, "budget": budget}
+    body.update(tpm=tpm, budget_period=budget_period)
     try:
         return KeyCreate.model_validate({**body, "expires_at": expires})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = str(first["loc"][0])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        if field == "expires_at":
-            raise StartupError(f"--expires {expires!r} {message}") from None
-        raise StartupError(f"{OPTIONS.get(field, field)}: {message}") from None
+        raise _option_error(exc, expires) from None
+
+
+def _option_error(exc: ValidationError, expires: str | None) -> StartupError:
+    first = exc.errors()[0]
+    field = str(first["loc"][0])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if field == "expires_at":
+        return StartupError(f"--expires {expires!r} {message}")
+    return StartupError(f"{OPTIONS.get(field, field)}: {message}")
+
+
+RpmOpt = Annotated[int | None, typer.Option("--rpm", min=1, help="Requests per minute.")]
+TpmOpt = Annotated[int | None, typer.Option("--tpm", min=1, help="Tokens per minute (text calls).")]
+BudgetOpt = Annotated[
+    float | None, typer.Option("--budget", help="Money the key may spend per period (model prices), e.g. 25.")
+]
+PeriodOpt = Annotated[
+    str | None,
+    typer.Option("--budget-period", help="daily, monthly or total (the default): when --budget resets."),
+]
 
 
 def keys_create(
@@ -96,10 +116,10 @@ def keys_create(
         list[str] | None, typer.Option("--model", help="Allowed model glob (repeatable).")
     ] = None,
     family: Annotated[list[str] | None, typer.Option("--family", help="Allowed family (repeatable).")] = None,
-    rpm: Annotated[int | None, typer.Option("--rpm", min=1, help="Requests per minute.")] = None,
-    budget: Annotated[
-        float | None, typer.Option("--budget", help="Money the key may spend (model prices), e.g. 25.")
-    ] = None,
+    rpm: RpmOpt = None,
+    tpm: TpmOpt = None,
+    budget: BudgetOpt = None,
+    budget_period: PeriodOpt = None,
     expires: Annotated[
         str | None,
         typer.Option(
@@ -111,7 +131,7 @@ def keys_create(
 ) -> None:
     """Create a key; the key itself is printed alone on the last line of stdout."""
     try:
-        spec = _spec(name, model or [], family or [], rpm, budget, expires)
+        spec = _spec(name, model or [], family or [], rpm, budget, expires, tpm, budget_period or "total")
     except StartupError as exc:
         report(exc, debug_wanted())
 
@@ -123,13 +143,15 @@ def keys_create(
             spec.rpm,
             spec.budget,
             spec.expires_at,
+            tpm=spec.tpm,
+            budget_period=spec.budget_period,
         )
 
     plain, record = _with_store(config, work)
     print(f"id: {record.key_id}")
     print(f"name: {record.name}")
     if record.budget is not None:
-        print(f"budget: {record.budget:g}")
+        print(f"budget: {record.budget:g} ({record.budget_period})")
     if record.expires_at is not None:
         print(f"expires: {dt.datetime.fromtimestamp(record.expires_at, dt.UTC).isoformat()}")
     print(f"webhook_secret: {record.webhook_secret}")
@@ -143,7 +165,7 @@ def keys_list(config: ConfigOpt = None) -> None:
         return await store.list_all()
 
     records = _with_store(config, work)
-    table = Table("id", "name", "prefix", "models", "families", "rpm", "budget", "expires", "status")
+    table = Table("id", "name", "prefix", "models", "families", "rpm", "tpm", "budget", "expires", "status")
     now = dt.datetime.now(dt.UTC).timestamp()
     for r in records:
         table.add_row(*_row_cells(r, now))
@@ -163,12 +185,13 @@ def _row_cells(r: Principal, now: float) -> list[Text]:
             ",".join(map(str, r.models)) or "*",
             ",".join(map(str, r.families)) or "*",
             "-" if r.rpm is None else _number(r.rpm),
-            "-" if r.budget is None else _number(r.budget),
+            "-" if r.tpm is None else _number(r.tpm),
+            "-" if r.budget is None else f"{_number(r.budget)} {r.budget_period}",
             _instant(r.expires_at),
             status,
         ]
     except Exception:  # a listing must show every other key
-        cells = [str(r.key_id), "(unreadable)", "", "", "", "", "", "", "?"]
+        cells = [str(r.key_id), "(unreadable)", "", "", "", "", "", "", "", "?"]
     return [Text(_printable(str(c))) for c in cells]
 
 
@@ -210,6 +233,43 @@ def keys_revoke(
     print(f"revoked {key_id}")
 
 
+def keys_update(
+    key_id: Annotated[str, typer.Argument(help="The key id (key_...).")],
+    rpm: RpmOpt = None,
+    tpm: TpmOpt = None,
+    budget: BudgetOpt = None,
+    budget_period: PeriodOpt = None,
+    clear: Annotated[
+        list[str] | None,
+        typer.Option("--clear", help="Remove a limit: rpm, tpm, budget or expires_at (repeatable)."),
+    ] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Change a key's limits or budget; running gateways apply it within a second."""
+    given = {"rpm": rpm, "tpm": tpm, "budget": budget, "budget_period": budget_period}
+    body: dict[str, object] = {k: v for k, v in given.items() if v is not None}
+    for name in clear or []:
+        if name not in ("rpm", "tpm", "budget", "expires_at"):
+            report(StartupError(f"--clear {name!r}: one of rpm, tpm, budget, expires_at"), debug_wanted())
+        body[name] = None
+    try:
+        changes = KeyUpdate.model_validate(body).changes()
+    except ValidationError as exc:
+        report(_option_error(exc, None), debug_wanted())
+
+    async def work(store: KeyStore) -> Principal | None:
+        return await store.update(key_id, changes)
+
+    record = _with_store(config, work)
+    if record is None:
+        print(f"error: no key with id {key_id}", file=sys.stderr)
+        raise typer.Exit(1)
+    limits = {"rpm": record.rpm, "tpm": record.tpm, "budget": record.budget}
+    shown = ", ".join(f"{k}={'-' if v is None else f'{v:g}'}" for k, v in limits.items())
+    print(f"updated {key_id}: {shown} ({record.budget_period})")
+
+
 keys_app.command("create")(keys_create)
+keys_app.command("update")(keys_update)
 keys_app.command("list")(keys_list)
 keys_app.command("revoke")(keys_revoke)

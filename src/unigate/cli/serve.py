@@ -22,6 +22,8 @@ from unigate.cli.startup import (
 )
 from unigate.config import ConfigError, defaults, load_config
 from unigate.gateway import read_or_create_admin_key
+from unigate.limits.backend import counters_path
+from unigate.limits.shared_table import SharedTable
 from unigate.providers.base import ProviderContext
 from unigate.providers.registry import UnknownProtocol, build_provider
 from unigate.settings import Settings
@@ -77,6 +79,9 @@ def _prepare(config: Path | None, host: str, port: int, server: str) -> Settings
     check_port(host, port)
     check_data_dir(settings.data_dir)
     _check_config(settings)
+    # The workers' shared limit counters start from the database's figures, not from what
+    # a previous server's in-flight calls had reserved.
+    SharedTable.remove(counters_path(settings.data_dir))
 
     async def nothing(_engine: object) -> None:
         return None

@@ -61,6 +61,11 @@ class Counters(Protocol):
 _SEEDED = 1
 
 
+def counters_path(data_dir: Path) -> Path:
+    """Where the workers of one `serve` share their counters (fresh at each start)."""
+    return data_dir / "limits.bin"
+
+
 class LocalCounters:
     """Counters for the workers of one `unigate serve` (see `SharedTable`)."""
 

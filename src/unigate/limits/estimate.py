@@ -37,10 +37,12 @@ class Prices:
     def by_token(self) -> bool:
         return bool(self.input_per_million or self.output_per_million)
 
+    def tokens_cost(self, prompt_tokens: float, completion_tokens: float) -> float:
+        return (prompt_tokens * self.input_per_million + completion_tokens * self.output_per_million) / 1e6
+
     def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
-        return (
-            prompt_tokens * self.input_per_million + completion_tokens * self.output_per_million
-        ) / 1e6 + self.per_call
+        """A completed call's price: its tokens and the per-call price."""
+        return self.tokens_cost(prompt_tokens, completion_tokens) + self.per_call
 
 
 def count_tokens(text: str) -> int:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from unigate.asgi import Message, Send
 from unigate.auth.principal import Principal
 from unigate.errors import BudgetExceeded, RateLimited
 from unigate.limits.backend import Counters, Decision, Demand
@@ -190,3 +191,28 @@ def rate_headers(what: str, limit: float, state: RateState) -> list[Header]:
 
 def _period_word(kind: str) -> str:
     return {"daily": "daily ", "monthly": "monthly "}.get(kind, "")
+
+
+class RateHeaderSend:
+    """Wraps a limited key's `send` so every response carries the key's `x-ratelimit-*`
+    figures: calls that took from the limits already carry them (admission's view); any
+    other response (a fetch, a list, an early 4xx) gets the counters' current view."""
+
+    __slots__ = ("limits", "principal", "send")
+
+    def __init__(self, send: Send, limits: Limits, principal: Principal) -> None:
+        self.send = send
+        self.limits = limits
+        self.principal = principal
+
+    def __call__(self, message: Message) -> Awaitable[None]:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", ()))
+            if not any(k in _LIMIT_NAMES for k, _ in headers):
+                headers.extend(self.limits.peek_headers(self.principal))
+                message = {**message, "headers": headers}
+        return self.send(message)
+
+
+_LIMIT_NAMES = frozenset({b"x-ratelimit-limit-requests", b"x-ratelimit-limit-tokens"})
+

@@ -14,6 +14,8 @@ from unigate.auth import keys as keyfmt
 from unigate.auth.principal import Principal
 from unigate.store.schema import api_keys, key_events
 
+PERIODS = ("daily", "monthly", "total")  # of a key's budget
+
 # Matches no model and no family: a list that cannot be read allows nothing (fail closed).
 UNREADABLE = ("\x00unreadable",)
 
@@ -39,7 +41,9 @@ def _row_to_principal(row: Any) -> Principal:
         models=_names(row.models),
         families=_names(row.families),
         rpm=row.rpm,
+        tpm=row.tpm,
         budget=row.budget,
+        budget_period=row.budget_period if row.budget_period in PERIODS else "total",
         expires_at=row.expires_at,
         revoked_at=row.revoked_at,
         created_at=row.created_at,
@@ -59,6 +63,8 @@ class KeyStore:
         rpm: int | None = None,
         budget: float | None = None,
         expires_at: float | None = None,
+        tpm: int | None = None,
+        budget_period: str = "total",
     ) -> tuple[str, Principal]:
         """Insert a new key; returns the plain key (shown once) and its record."""
         plain = keyfmt.generate_key()
@@ -70,7 +76,9 @@ class KeyStore:
             "models": orjson.dumps(list(models)).decode(),
             "families": orjson.dumps(list(families)).decode(),
             "rpm": rpm,
+            "tpm": tpm,
             "budget": budget,
+            "budget_period": budget_period,
             "expires_at": expires_at,
             "revoked_at": None,
             "created_at": time.time(),
@@ -104,6 +112,23 @@ class KeyStore:
                 return None
             if row.revoked_at is None:
                 await conn.execute(api_keys.update().where(api_keys.c.id == key_id).values(revoked_at=now))
+                await conn.execute(key_events.insert().values(key_id=key_id, key_hash=row.key_hash, at=now))
+        return await self.get(key_id)
+
+    async def update(self, key_id: str, changes: dict[str, Any]) -> Principal | None:
+        """Change a key's permissions, limits, budget or expiry, and append to the change
+        feed in the same transaction, so every process's cache drops the old record."""
+        values = dict(changes)
+        for name in ("models", "families"):
+            if name in values:
+                values[name] = orjson.dumps(list(values[name])).decode()
+        now = time.time()
+        async with self._engine.begin() as conn:
+            row = (await conn.execute(api_keys.select().where(api_keys.c.id == key_id))).first()
+            if row is None:
+                return None
+            if values:
+                await conn.execute(api_keys.update().where(api_keys.c.id == key_id).values(**values))
                 await conn.execute(key_events.insert().values(key_id=key_id, key_hash=row.key_hash, at=now))
         return await self.get(key_id)
 

@@ -16,7 +16,9 @@ api_keys = sa.Table(
     sa.Column("models", sa.Text, nullable=False),  # JSON list of globs; empty = all
     sa.Column("families", sa.Text, nullable=False),  # JSON list; empty = all
     sa.Column("rpm", sa.Integer, nullable=True),
+    sa.Column("tpm", sa.Integer, nullable=True),
     sa.Column("budget", sa.Float, nullable=True),
+    sa.Column("budget_period", sa.String(10), nullable=False, server_default="total"),
     sa.Column("expires_at", sa.Float, nullable=True),
     sa.Column("revoked_at", sa.Float, nullable=True),
     sa.Column("created_at", sa.Float, nullable=False),

@@ -127,7 +127,7 @@ class Poller:
             ]
         moved = await self.store.transition(task, changes, self.service.event(updated), clip_map)
         if moved and changes.get("status") == FAILURE:
-            _log_failure(task, updated.fail_reason, updated.result.get("error_type", ""))
+            await self._failed(task, updated.fail_reason, updated.result.get("error_type", ""))
 
     async def _fail(self, task: Task, reason: str, error_type: str) -> None:
         now = time.time()
@@ -140,12 +140,16 @@ class Poller:
             "result": result,
         }
         if await self.store.transition(task, changes, self.service.event(_apply(task, changes))):
-            _log_failure(task, reason, error_type)
+            await self._failed(task, reason, error_type)
+
+    async def _failed(self, task: Task, reason: str, error_type: str) -> None:
+        # Only after the transition was written: a poller that lost the race to another worker
+        # stays silent, so each failure is logged and refunded once.
+        _log_failure(task, reason, error_type)
+        await self.service.refunded(task)
 
 
 def _log_failure(task: Task, reason: str, error_type: str) -> None:
-    # Only after the transition was written: a poller that lost the race to another worker
-    # stays silent, so each failure is logged once.
     log.warning(
         "task %s (%s %s, provider %s, upstream id %s) failed [%s]: %r",
         task.id,

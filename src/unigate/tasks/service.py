@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +15,7 @@ import orjson
 from unigate.auth.principal import Principal
 from unigate.config import TasksConfig
 from unigate.errors import GatewayError
+from unigate.limits.service import Limits
 from unigate.providers.base import SubmitResult, Target, TaskSubmission
 from unigate.routing.catalog import ModelEntry
 from unigate.routing.engine import Router
@@ -42,10 +43,6 @@ def music_envelope(record: dict[str, Any]) -> dict[str, Any]:
     return {"code": "success", "message": "", "data": record}
 
 
-class InsufficientBudget(GatewayError):
-    status, type, code = 402, "insufficient_quota", "insufficient_quota"
-
-
 @dataclass(frozen=True, slots=True)
 class Pinned:
     """Send a job to one given provider (e.g. the one owning a clip being continued)."""
@@ -62,8 +59,12 @@ class TaskService:
         config: TasksConfig,
         shapes: dict[str, TaskShape],
         usage: UsageRecorder | None = None,
+        limits: Limits | None = None,
+        keys: Callable[[str], Awaitable[Principal | None]] | None = None,
     ) -> None:
         self.usage = usage
+        self.limits = limits
+        self.keys = keys  # a key's record by id, for refunds to its budget
         self.store = store
         self.writer = writer
         self.router = router
@@ -109,11 +110,34 @@ class TaskService:
         external_id: str = "",
     ) -> Task:
         """Submit upstream, then commit the task; `stored_fields` is what the task record
-        shows when it differs from what the upstream is sent (e.g. public vs upstream clip ids)."""
-        if price > 0 and principal.budget is not None:
-            spent = await self.store.spent(principal.key_id)
-            if spent + price > principal.budget:
-                raise InsufficientBudget("This API key's budget does not cover the price of this task.")
+        shows when it differs from what the upstream is sent (e.g. public vs upstream clip ids).
+        The submit counts against the key's and model's requests per minute, and its price is
+        reserved from the key's budget before the upstream is called (refunded if it fails)."""
+        entry = route if isinstance(route, ModelEntry) else None
+        ticket = None
+        if self.limits is not None and Limits.applies(principal, entry):
+            ticket = await self.limits.admit(principal, entry, 0, price)
+        try:
+            task = await self._submit(principal, job, route, price, notify_hook, public_base, clip_count,
+                                      stored_fields, external_id)  # fmt: skip
+        except BaseException:
+            if self.limits is not None:
+                await self.limits.settle(ticket, 0, 0.0)
+            raise
+        return task
+
+    async def _submit(
+        self,
+        principal: Principal,
+        job: TaskSubmission,
+        route: ModelEntry | Pinned,
+        price: float,
+        notify_hook: str,
+        public_base: str,
+        clip_count: int,
+        stored_fields: dict[str, Any] | None,
+        external_id: str,
+    ) -> Task:
 
         async def invoke(target: Target) -> SubmitResult:
             upstream_job = TaskSubmission(
@@ -200,6 +224,19 @@ class TaskService:
                 created_at=time.time(),
             )
         )
+
+    async def refunded(self, task: Task) -> None:
+        """A failed paid task's price is back in its key's budget (the ledger row was written
+        with the failure): in the usage records and in the live budget counter."""
+        if task.price <= 0:
+            return
+        if self.usage is not None:
+            self.usage.refund(task.key_id, f"{task.family}.{task.action}"[:60], task.model, task.provider,
+                              task.price)  # fmt: skip
+        if self.limits is not None and self.keys is not None:
+            owner = await self.keys(task.key_id)
+            if owner is not None:
+                await self.limits.refund(owner, task.price, task.created_at)
 
     async def fetch_rendered(self, principal: Principal, task_id: str, family: str = "music") -> bytes | None:
         """The caller's task of `family` as rendered JSON, or None. A task polled again

@@ -404,7 +404,7 @@ def _document_part(block: Json, where: str) -> Json:
     ):
         try:
             base64.b64decode(str(source.get("data", "")), validate=True)
-        except binascii.Error:
+        except (binascii.Error, ValueError):  # ValueError: characters outside ASCII
             raise InvalidRequest("Document data is not valid base64.", param=where) from None
         filename = str(block.get("title") or "document.pdf")
         data_url = f"data:application/pdf;base64,{source['data']}"

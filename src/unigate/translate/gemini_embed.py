@@ -49,7 +49,13 @@ def _openai_body(requests: list[Json], model: str, where: str) -> Json:
     for i, request in enumerate(requests):
         at = where.replace("[]", f"[{i}]")
         texts.append(_content_text(field(request, "content"), at + "content"))
-        dimensions.add(field(request, "outputDimensionality"))
+        size = field(request, "outputDimensionality")
+        if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+            # Checked here: a value that is no integer (an object) cannot even go in the set.
+            raise InvalidRequest(
+                "`outputDimensionality` must be a positive integer.", param=at + "outputDimensionality"
+            )
+        dimensions.add(size)
         # Dropped (no OpenAI equivalent), but a wrong type is still the client's error.
         optional_string(field(request, "taskType"), at + "taskType")
         optional_string(request.get("title"), at + "title")

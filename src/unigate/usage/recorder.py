@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -75,6 +76,16 @@ class UsageRecorder:
         bucket[3] += rec.latency_ms
         bucket[4] += rec.cost
 
+    def refund(self, key_id: str, endpoint: str, model: str, provider: str, amount: float) -> None:
+        """Money given back after the fact (a failed task's price): a row of no requests and
+        negative cost, so usage, cost and budgets read from the records stay true."""
+        key = (key_id, endpoint, model, provider, "", 0)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            self._buckets[key] = [0, 0, 0, 0.0, -amount, time.time()]
+        else:
+            bucket[4] -= amount
+
     @property
     def pending(self) -> int:
         """Requests recorded but not yet written."""
@@ -123,6 +134,16 @@ class UsageRecorder:
 
     async def _flush_step(self) -> None:
         await self.flush()
+
+    async def spent(self, key_id: str, since: float) -> float:
+        """Money a key spent since `since` (a budget period's start): this process's pending
+        records written first, so the figure includes them."""
+        await self.flush()
+        u = usage_records.c
+        query = sa.select(sa.func.sum(u.cost)).where(u.key_id == key_id, u.created_at >= since)
+        async with self._engine.connect() as conn:
+            value = (await conn.execute(query)).scalar()
+        return float(value or 0.0)
 
     async def summary(self, since: float | None = None) -> list[dict[str, object]]:
         """Totals per key, endpoint and model, for the admin API (task submits are endpoints

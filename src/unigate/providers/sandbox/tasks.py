@@ -85,7 +85,7 @@ def decode_data_url(url: str, param: str) -> bytes:
         raise InvalidRequest(f"'{param}' must be a base64 data URL.", param=param, code="invalid_value")
     try:
         return base64.b64decode(payload, validate=True)
-    except binascii.Error:
+    except (binascii.Error, ValueError):  # ValueError: characters outside ASCII
         raise InvalidRequest(f"'{param}' is not valid base64.", param=param, code="invalid_value") from None
 
 

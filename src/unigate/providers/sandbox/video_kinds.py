@@ -73,7 +73,7 @@ class VideoKind:
             else:  # Kling sends raw base64
                 try:
                     data = base64.b64decode(ref, validate=True)
-                except binascii.Error:
+                except (binascii.Error, ValueError):  # ValueError: characters outside ASCII
                     raise InvalidRequest("'image' is not a URL or base64 data.", param="image") from None
         if sniff_image(data[:64]) not in ("png", "jpeg", "webp"):
             raise InvalidRequest(
