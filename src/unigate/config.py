@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 MiB = 1024 * 1024
 # The families an API key can be limited to.
@@ -175,6 +175,14 @@ class GatewayConfig(_Strict):
     music: MusicConfig = Field(default_factory=MusicConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)
+    # The gateway's base URL as clients reach it (`https://gw.example.com`), for links to the
+    # files it serves; unset, the address the server is bound to (never the Host header).
+    public_url: str | None = None
+
+    @field_validator("public_url")
+    @classmethod
+    def _check_public_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_public_url(value)
 
     @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:
@@ -198,6 +206,28 @@ class GatewayConfig(_Strict):
     def defines(self, name: str) -> bool:
         """Whether a request for `name` finds a model (exact or glob)."""
         return any(m.name == name or fnmatch.fnmatchcase(name, m.name) for m in self.models)
+
+
+def check_public_url(value: str) -> str:
+    """`value` as the gateway's public base URL (config `public_url`, `UNIGATE_PUBLIC_URL`):
+    http or https, a host, no credentials, query or fragment; any trailing slash removed. A
+    ValueError says what is wrong."""
+    from urllib.parse import urlsplit
+
+    if not value.isprintable() or any(ch.isspace() for ch in value):
+        raise ValueError(f"{value!r} has spaces or control characters")
+    parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 - raises for a port that is not a number in range
+    except ValueError:
+        raise ValueError(f"{value!r} has an invalid port") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} is not an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"{value!r} must not carry a user or password")
+    if "?" in value or "#" in value:
+        raise ValueError(f"{value!r} must not have a query or fragment")
+    return value.rstrip("/")
 
 
 def defaults(config: GatewayConfig) -> list[tuple[str, str, bool]]:

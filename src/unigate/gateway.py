@@ -17,6 +17,7 @@ from unigate.auth.cache import KeyCache
 from unigate.config import GatewayConfig, load_config
 from unigate.limits.backend import LocalCounters, counters_path
 from unigate.limits.service import Limits
+from unigate.owner_only import private_dir, write_private
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.registry import build_provider
 from unigate.routing.catalog import Catalog
@@ -140,11 +141,10 @@ def read_or_create_admin_key(data_dir: Path) -> tuple[str, bool]:
     path = data_dir / "admin_key"
     if path.exists():
         return path.read_text().strip(), False
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(data_dir)
     key = "uga_" + secrets.token_urlsafe(32)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(key + "\n")
-    tmp.chmod(0o600)
+    write_private(tmp, key + "\n")  # 0600 from the first byte
     try:
         # link() fails if another worker won the race; then its key is the one.
         os.link(tmp, path)

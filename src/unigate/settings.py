@@ -29,6 +29,9 @@ class Settings:
     # True when UNIGATE_DATABASE_URL or UNIGATE_DATA_DIR chose the database, False for the
     # ./.unigate default: `unigate keys` uses the default only where a server already made it.
     data_location_set: bool = False
+    # UNIGATE_PUBLIC_URL: the gateway's base URL for links it hands out (checked at start-up;
+    # wins over the config file's `public_url`).
+    public_url: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -53,6 +56,7 @@ class Settings:
             migrate_on_start=env.get("UNIGATE_MIGRATE", "1") not in ("0", "false", "no"),
             env_credentials=creds,
             data_location_set=bool(env.get("UNIGATE_DATABASE_URL") or env.get("UNIGATE_DATA_DIR")),
+            public_url=(env.get("UNIGATE_PUBLIC_URL") or "").rstrip("/") or None,
         )
 
     def with_overrides(self, **changes: object) -> Settings:
@@ -73,4 +77,6 @@ class Settings:
             env["UNIGATE_REDIS_URL"] = self.redis_url
         if self.admin_key:
             env["UNIGATE_ADMIN_KEY"] = self.admin_key
+        if self.public_url:
+            env["UNIGATE_PUBLIC_URL"] = self.public_url
         return env

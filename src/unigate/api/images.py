@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from unigate.api import fields
-from unigate.api.music import public_base
+from unigate.api.public_url import configured_base, public_base
 from unigate.api.serve import Serving, media_attempt
 from unigate.asgi import Request
 from unigate.auth.principal import Principal
@@ -47,12 +47,15 @@ class ImagesAPI:
         self.max_upload = gw.config.limits.max_image_upload
         self.max_json = gw.config.limits.max_json_body
         self.default_model = gw.config.media.default_image_model
+        self.public_url = configured_base(gw)
 
     async def generations(self, request: Request, principal: Principal | None) -> None:
         raw, payload = await request.json_object(self.max_json)
         check_common(payload)
         model = fields.optional_text(payload, "model") or self.default_model
-        call = MediaCall("images.generations", model, payload, raw=raw, public_base=public_base(request))
+        call = MediaCall(
+            "images.generations", model, payload, raw=raw, public_base=public_base(request, self.public_url)
+        )
         await self.serving.run(request, principal, model, call.op, media_attempt(call))
 
     async def edits(self, request: Request, principal: Principal | None) -> None:
@@ -78,7 +81,9 @@ class ImagesAPI:
                     )
             check_common(payload)
             model = fields.optional_text(payload, "model") or self.default_model
-            call = MediaCall("images.edits", model, payload, form, public_base=public_base(request))
+            call = MediaCall(
+                "images.edits", model, payload, form, public_base=public_base(request, self.public_url)
+            )
             await self.serving.run(request, principal, model, call.op, media_attempt(call))
         finally:
             form.close()

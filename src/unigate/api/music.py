@@ -3,9 +3,9 @@ Answers and errors use the music envelope `{"code", "message", "data"}`."""
 
 from __future__ import annotations
 
-import re
 from pathlib import PurePosixPath
 
+from unigate.api.public_url import configured_base, public_base
 from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
@@ -19,19 +19,9 @@ from unigate.tasks.model import Task
 from unigate.tasks.service import Pinned
 from unigate.webhooks.fetch import fetch_url
 
-_HOST_RE = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
 MAX_FETCH_IDS = 200
 _ENVELOPE_HEAD = b'{"code":"success","message":"","data":'  # + data + "}": no re-serialisation
 LYRICS_MODEL = "suno-lyrics"
-
-
-def public_base(request: Request) -> str:
-    """The base URL the client used, for links to media the gateway serves itself."""
-    host = (request.header(b"host") or b"").decode("latin-1")
-    if not _HOST_RE.match(host):
-        server = request.scope.get("server") or ("127.0.0.1", 80)
-        host = f"{server[0]}:{server[1]}"
-    return f"{request.scope.get('scheme', 'http')}://{host}"
 
 
 def sniff_audio(data: bytes) -> str | None:
@@ -46,6 +36,7 @@ def sniff_audio(data: bytes) -> str | None:
 class MusicAPI:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
+        self.public_url = configured_base(gw)
         self.tasks = gw.tasks
         self.allow_private = gw.allow_private_webhooks
 
@@ -82,7 +73,7 @@ class MusicAPI:
             route,
             price=entry.price_per_call,
             notify_hook=hook,
-            public_base=public_base(request),
+            public_base=public_base(request, self.public_url),
             clip_count=2,
             stored_fields=fields,
         )
@@ -121,7 +112,7 @@ class MusicAPI:
             entry,
             price=entry.price_per_call,
             notify_hook=hook,
-            public_base=public_base(request),
+            public_base=public_base(request, self.public_url),
             clip_count=0,
         )
         await self._send_task(request, task)
@@ -168,7 +159,13 @@ class MusicAPI:
         fields = {"title": (title or PurePosixPath(name).stem)[:200], "source_name": name[:200]}
         job = TaskSubmission("music", "UPLOAD", model, fields, upload=data, upload_name="upload" + suffix)
         task = await self.tasks.submit(
-            principal, job, entry, price=0.0, notify_hook=hook, public_base=public_base(request), clip_count=1
+            principal,
+            job,
+            entry,
+            price=0.0,
+            notify_hook=hook,
+            public_base=public_base(request, self.public_url),
+            clip_count=1,
         )
         await self._send_task(request, task)
 

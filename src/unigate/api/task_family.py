@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unigate.api.music import public_base
+from unigate.api.public_url import configured_base, public_base
 from unigate.api.serve import Serving
 from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
@@ -29,6 +29,7 @@ class TaskFamily:
     def __init__(self, gw: Gateway, family: str) -> None:
         self.gw = gw
         self.family = family
+        self.public_url = configured_base(gw)
         self.tasks = gw.tasks
         self.serving = Serving(gw)
         self.allow_private = gw.allow_private_webhooks
@@ -77,7 +78,7 @@ class TaskFamily:
             route,
             price=price,
             notify_hook=callback,
-            public_base=public_base(request),
+            public_base=public_base(request, self.public_url),
             stored_fields=stored_fields,
             external_id=external_id,
         )

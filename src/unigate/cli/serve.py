@@ -16,6 +16,7 @@ from unigate.cli.startup import (
     check_database_url,
     check_log_level,
     check_port,
+    check_public_url,
     debug_wanted,
     report,
     with_database,
@@ -24,6 +25,7 @@ from unigate.config import ConfigError, defaults, load_config
 from unigate.gateway import read_or_create_admin_key
 from unigate.limits.backend import counters_path
 from unigate.limits.shared_table import SharedTable
+from unigate.owner_only import restrict_umask
 from unigate.providers.base import ProviderContext
 from unigate.providers.registry import UnknownProtocol, build_provider
 from unigate.settings import Settings
@@ -70,8 +72,10 @@ def _prepare(config: Path | None, host: str, port: int, server: str) -> Settings
     workers get (admin key included)."""
     if server not in ("uvicorn", "granian"):
         raise StartupError(f"--server must be uvicorn or granian, not {server!r}")
+    restrict_umask()  # owner-only files from here on, in the workers too (exec keeps it)
     settings = settings_for(config)
     check_log_level(settings)
+    check_public_url(settings)
     from unigate.logs import configure_logging
 
     configure_logging(settings.log_level)

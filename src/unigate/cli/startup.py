@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from unigate.cli.launch import bind
 from unigate.logs import check_level
+from unigate.owner_only import private_dir
 from unigate.settings import Settings
 
 if TYPE_CHECKING:
@@ -50,6 +51,21 @@ def check_log_level(settings: Settings) -> None:
         raise StartupError(str(exc)) from None
 
 
+def check_public_url(settings: Settings) -> None:
+    """UNIGATE_PUBLIC_URL, when set, is a base URL links can be built on."""
+    if settings.public_url is None:
+        return
+    from unigate.config import check_public_url as check
+
+    try:
+        check(settings.public_url)
+    except ValueError as exc:
+        raise StartupError(
+            f"UNIGATE_PUBLIC_URL: {exc}; set it to the gateway's base URL as clients reach it, "
+            "e.g. https://gw.example.com"
+        ) from None
+
+
 def check_port(host: str, port: int) -> None:
     """In range, and free: bound once here so a busy port is refused before anything starts."""
     if not 1 <= port <= 65535:
@@ -65,10 +81,14 @@ def check_port(host: str, port: int) -> None:
 
 
 def check_data_dir(data_dir: Path) -> None:
-    """Created if missing, and writable (SQLite database, admin key and media files live there)."""
+    """Created (0700) if missing, and writable (SQLite database, admin key and media files
+    live there)."""
     fix = "set UNIGATE_DATA_DIR to a directory this user can write, or fix the permissions"
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        # Owner-only (0700), the media directory inside too: they hold the database, the
+        # admin key and webhook secrets. An existing wider one gets a warning (owner_only.py).
+        private_dir(data_dir)
+        private_dir(data_dir / "media")
     except OSError as exc:
         raise StartupError(f"cannot create the data directory {data_dir}: {exc.strerror}; {fix}") from exc
     try:

@@ -9,6 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from unigate.owner_only import DIR_MODE, private_file
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -33,7 +35,10 @@ def create_engine(url: str) -> AsyncEngine:
     if target.startswith("sqlite"):
         db_path = make_url(target).database
         if db_path and db_path != ":memory:":
-            Path(db_path).parent.mkdir(parents=True, exist_ok=True)
+            # Owner-only: key hashes and webhook secrets live in it. SQLite gives its -wal and
+            # -shm files the database file's mode, so creating that 0600 covers all three.
+            Path(db_path).parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            private_file(Path(db_path))
         kwargs["connect_args"] = {"timeout": 30}
         # SQLite has one writer; hot reads bypass the pool (store/sqlite_reader.py). A small
         # pool bounds the threads and page caches each connection costs.
