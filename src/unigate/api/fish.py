@@ -39,6 +39,7 @@ class FishAPI:
         fields.choice(payload, "latency", ("normal", "balanced", "low"))
         fields.integer(payload, "mp3_bitrate", 64, 192)
         fields.boolean(payload, "normalize")
+        fields.optional_text(payload, "reference_id")
         header = request.header(b"model")
         model = header.decode("latin-1").strip() if header else self.media.fish_tts_model
         call = MediaCall("fish.tts", model, payload, raw=raw)

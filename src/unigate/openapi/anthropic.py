@@ -24,6 +24,7 @@ from unigate.openapi.schema import (
 )
 
 TAG = "text"
+MESSAGES = [{"role": "user", "content": "Hello there"}]
 
 
 def schemas() -> dict[str, Schema]:
@@ -88,7 +89,10 @@ def operations() -> list[Operation]:
                     {JSON: ref("AnthropicMessage"), SSE: sse_stream("Anthropic stream events")},
                 )
             },
-            json_body(ref("AnthropicMessageRequest")),
+            json_body(
+                ref("AnthropicMessageRequest"),
+                {"model": "sandbox-chat", "max_tokens": 200, "messages": MESSAGES},
+            ),
             description="Any upstream protocol: the request is translated through the OpenAI form and the "
             "answer back; an `anthropic` upstream gets it untouched (only the model id mapped).",
         ),
@@ -103,7 +107,7 @@ def operations() -> list[Operation]:
                     "The gateway's local estimate.", obj({"input_tokens": integer(0)}, ["input_tokens"])
                 )
             },
-            json_body(ref("AnthropicCountTokensRequest")),
+            json_body(ref("AnthropicCountTokensRequest"), {"model": "sandbox-chat", "messages": MESSAGES}),
             description="Exact for the sandbox (it equals the call's `usage.input_tokens`), an approximation "
             "for real upstreams. The model is checked; nothing is routed or charged.",
         ),

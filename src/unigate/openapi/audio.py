@@ -167,7 +167,15 @@ def operations() -> list[Operation]:
             "Text to speech (OpenAI format)",
             TAG,
             speech,
-            json_body(ref("SpeechRequest")),
+            json_body(
+                ref("SpeechRequest"),
+                {
+                    "model": "sandbox-tts",
+                    "input": "Hello from the gateway",
+                    "voice": "alloy",
+                    "response_format": "wav",
+                },
+            ),
         ),
         Operation(
             "POST",
@@ -181,7 +189,7 @@ def operations() -> list[Operation]:
                     {mime: binary() for mime in ("audio/mpeg", "audio/wav", "audio/pcm", "audio/ogg")},
                 )
             },
-            json_body(ref("FishTTSRequest")),
+            json_body(ref("FishTTSRequest"), {"text": "Hello from the gateway", "format": "wav"}),
             parameters=(fish_model,),
         ),
         Operation(

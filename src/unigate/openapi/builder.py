@@ -102,7 +102,7 @@ def _operation(ep: Endpoint, op: Operation) -> dict[str, Any]:
     }
     if op.description:
         out["description"] = op.description
-    parameters = [*edge.path_parameters(ep, op.path_schemas), *op.parameters]
+    parameters = [*edge.path_parameters(ep, op.path_schemas, op.path_examples), *op.parameters]
     if parameters:
         out["parameters"] = parameters
     if op.request is not None:

@@ -230,18 +230,21 @@ def error_responses(ep: Endpoint, schema: Schema, has_body: bool) -> dict[str, S
     return out
 
 
-def path_parameters(ep: Endpoint, narrower: dict[str, Schema]) -> list[Schema]:
+def path_parameters(ep: Endpoint, narrower: dict[str, Schema], examples: dict[str, str]) -> list[Schema]:
     """One parameter per `{name}` of the path, matching what the table's regex matches unless
     the operation knows a narrower set (an enum of tools, say)."""
-    return [
-        {
+    out = []
+    for name in _PARAM.findall(ep.path):
+        parameter: Schema = {
             "name": name,
             "in": "path",
             "required": True,
             "schema": narrower.get(name) or string(pattern=f"^{ep.param}$"),
         }
-        for name in _PARAM.findall(ep.path)
-    ]
+        if name in examples:
+            parameter["example"] = examples[name]
+        out.append(parameter)
+    return out
 
 
 def styles_schema(*styles: ErrorStyle) -> Schema:

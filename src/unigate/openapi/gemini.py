@@ -24,6 +24,9 @@ from unigate.openapi.schema import (
 
 TAG = "gemini"
 VERSIONS = ("v1beta", "v1")
+HELLO = {"contents": [{"role": "user", "parts": [{"text": "Hello there"}]}]}
+CHAT = {"model": "sandbox-chat"}
+EMBEDDING = {"model": "sandbox-embedding"}
 
 
 def schemas() -> dict[str, Schema]:
@@ -130,7 +133,8 @@ def _generate(version: str) -> list[Operation]:
                     "The candidates (image output as `inlineData` parts).", ref("GenerateContentResponse")
                 )
             },
-            json_body(ref("GenerateContentRequest")),
+            json_body(ref("GenerateContentRequest"), HELLO),
+            path_examples=CHAT,
         ),
         Operation(
             "POST",
@@ -144,7 +148,8 @@ def _generate(version: str) -> list[Operation]:
                     {SSE: sse_stream("generateContent chunks")},
                 )
             },
-            json_body(ref("GenerateContentRequest")),
+            json_body(ref("GenerateContentRequest"), HELLO),
+            path_examples=CHAT,
             parameters=(
                 query("alt", string(), "sse, as google-genai sends it (the answer is SSE either way)."),
             ),
@@ -156,7 +161,8 @@ def _generate(version: str) -> list[Operation]:
             f"Embed one content (Gemini format, {version})",
             TAG,
             {"200": json_response("The vector.", obj({"embedding": ref("GeminiEmbedding")}, ["embedding"]))},
-            json_body(ref("EmbedContentRequest")),
+            json_body(ref("EmbedContentRequest"), {"content": {"parts": [{"text": "one"}]}}),
+            path_examples=EMBEDDING,
             description="Routed as an OpenAI embeddings call to any upstream that embeds; text parts only.",
         ),
         Operation(
@@ -171,7 +177,16 @@ def _generate(version: str) -> list[Operation]:
                     obj({"embeddings": array(ref("GeminiEmbedding"))}, ["embeddings"]),
                 )
             },
-            json_body(ref("BatchEmbedContentsRequest")),
+            json_body(
+                ref("BatchEmbedContentsRequest"),
+                {
+                    "requests": [
+                        {"content": {"parts": [{"text": "one"}]}},
+                        {"content": {"parts": [{"text": "two"}]}},
+                    ]
+                },
+            ),
+            path_examples=EMBEDDING,
         ),
     ]
 
@@ -199,5 +214,6 @@ def operations() -> list[Operation]:
             "One model the key may use (Gemini format)",
             TAG,
             {"200": json_response("The model.", ref("GeminiModel"))},
+            path_examples=CHAT,
         ),
     ]

@@ -121,7 +121,15 @@ def operations() -> list[Operation]:
             "Generate images (OpenAI format)",
             TAG,
             images,
-            json_body(ref("ImageGenerationRequest")),
+            json_body(
+                ref("ImageGenerationRequest"),
+                {
+                    "model": "sandbox-image",
+                    "prompt": "a lighthouse",
+                    "size": "256x256",
+                    "response_format": "b64_json",
+                },
+            ),
         ),
         Operation(
             "POST",
@@ -139,7 +147,7 @@ def operations() -> list[Operation]:
             "Generate an image (Stability format)",
             TAG,
             {"200": stability},
-            multipart_body(ref("StabilityRequest")),
+            multipart_body(ref("StabilityRequest"), {"prompt": "a fox in the snow", "aspect_ratio": "1:1"}),
             path_schemas={"variant": enum("ultra", "core", "sd3")},
             description="ultra and core route stable-image-ultra / stable-image-core; sd3 routes `model`.",
         ),

@@ -246,7 +246,10 @@ def operations() -> list[Operation]:
             "Sound effect from text (Vidu format)",
             VIDU,
             creation,
-            json_body(ref("ViduText2AudioRequest")),
+            json_body(
+                ref("ViduText2AudioRequest"),
+                {"model": "audio1.0", "prompt": "rain on a tin roof", "duration": 5},
+            ),
         ),
         Operation(
             "POST",

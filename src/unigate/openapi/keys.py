@@ -113,7 +113,7 @@ def operations() -> list[Operation]:
             "Create an API key",
             TAG,
             {"201": json_response("The key (shown once) and its record.", ref("CreatedKey"))},
-            json_body(ref("KeyCreateRequest")),
+            json_body(ref("KeyCreateRequest"), {"name": "my-app", "families": ["text"], "rpm": 600}),
         ),
         Operation(
             "GET",

@@ -246,7 +246,15 @@ def operations() -> list[Operation]:
             "Submit a music task",
             TAG,
             task,
-            json_body(ref("MusicSubmitRequest")),
+            json_body(
+                ref("MusicSubmitRequest"),
+                {
+                    "prompt": "[Verse]\nCity lights\n[Chorus]\nWe run",
+                    "mv": "chirp-v4",
+                    "title": "Night Run",
+                    "tags": "synthwave, upbeat",
+                },
+            ),
             description="Answers at once with the task: SUBMITTED, progress 0%, two clips whose ids are "
             "`search_item`, empty result addresses. It is stored (and its price reserved) before the "
             "answer; a submit the upstream rejects is neither stored nor charged.",
@@ -259,7 +267,7 @@ def operations() -> list[Operation]:
             "Submit a lyrics task",
             TAG,
             task,
-            json_body(lyrics),
+            json_body(lyrics, {"prompt": "a song about the sea"}),
             description="Uses the model `suno-lyrics` when configured, else `mv` or the default. Its record "
             "has action LYRICS, no clips, and `data` `{text, title, status}`.",
         ),
@@ -288,6 +296,6 @@ def operations() -> list[Operation]:
             "Fetch several tasks",
             TAG,
             {"200": json_response("The key's tasks among `ids`.", _envelope(array(ref("MusicTask"))))},
-            json_body(fetch),
+            json_body(fetch, {"ids": ["2f1c5a8e-0000-4000-8000-000000000000"], "action": "MUSIC"}),
         ),
     ]

@@ -123,18 +123,25 @@ def _with(schema: Schema, description: str) -> Schema:
 # --- bodies, parameters and responses -----------------------------------------------------
 
 
-def body(content: Mapping[str, Schema], description: str = "", *, required: bool = True) -> Schema:
-    """A request body: media type -> schema."""
-    found: Schema = {"required": required, "content": {t: {"schema": s} for t, s in content.items()}}
-    return _with(found, description)
+def body(
+    content: Mapping[str, Schema], description: str = "", *, examples: Mapping[str, Any] | None = None
+) -> Schema:
+    """A request body: media type -> schema; `examples`: media type -> a valid example (sent
+    as is by tools such as Swagger UI's "Try it out" and schemathesis)."""
+    media = {t: {"schema": s} for t, s in content.items()}
+    for media_type, example in (examples or {}).items():
+        media[media_type]["example"] = example
+    return _with({"required": True, "content": media}, description)
 
 
-def json_body(schema: Schema, description: str = "") -> Schema:
-    return body({JSON: schema}, description)
+def json_body(schema: Schema, example: Any = None, description: str = "") -> Schema:
+    return body({JSON: schema}, description, examples={JSON: example} if example is not None else None)
 
 
-def multipart_body(schema: Schema, description: str = "") -> Schema:
-    return body({MULTIPART: schema}, description)
+def multipart_body(schema: Schema, example: Any = None, description: str = "") -> Schema:
+    return body(
+        {MULTIPART: schema}, description, examples={MULTIPART: example} if example is not None else None
+    )
 
 
 def query(name: str, schema: Schema, description: str = "", *, required: bool = False) -> Schema:
@@ -193,6 +200,7 @@ class Operation:
     request: Schema | None = None
     parameters: tuple[Schema, ...] = ()  # query and header parameters
     path_schemas: dict[str, Schema] = field(default_factory=dict)  # narrower than the table's regex
+    path_examples: dict[str, str] = field(default_factory=dict)  # e.g. a model id that exists
     description: str = ""
     deprecated: bool = False
     # Paths shared by several client formats answer errors in the caller's shape (GET

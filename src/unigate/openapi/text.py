@@ -31,6 +31,7 @@ from unigate.openapi.schema import (
 )
 
 TAG = "text"
+HELLO = [{"role": "user", "content": "Hello there"}]
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _NULLABLE_STRING = {"type": ["string", "null"]}
 
@@ -243,7 +244,7 @@ def operations() -> list[Operation]:
             "Chat completion (OpenAI format)",
             TAG,
             {"200": chat_ok},
-            json_body(ref("ChatCompletionRequest")),
+            json_body(ref("ChatCompletionRequest"), {"model": "sandbox-chat", "messages": HELLO}),
         ),
         Operation(
             "POST",
@@ -252,7 +253,7 @@ def operations() -> list[Operation]:
             "Text completion (OpenAI format)",
             TAG,
             {"200": completion_ok},
-            json_body(ref("CompletionRequest")),
+            json_body(ref("CompletionRequest"), {"model": "sandbox-chat", "prompt": "Once upon a time"}),
         ),
         Operation(
             "POST",
@@ -261,7 +262,7 @@ def operations() -> list[Operation]:
             "Embeddings (OpenAI format)",
             TAG,
             {"200": json_response("The vectors.", ref("EmbeddingList"))},
-            json_body(ref("EmbeddingRequest")),
+            json_body(ref("EmbeddingRequest"), {"model": "sandbox-embedding", "input": ["one", "two"]}),
         ),
         Operation(
             "GET",
@@ -293,6 +294,7 @@ def operations() -> list[Operation]:
                 )
             },
             parameters=_shape_headers(),
+            path_examples={"model": "sandbox-chat"},
             error_schema=shapes,
             extra_auth=("apiKey", "googApiKey", "googKey"),
         ),

@@ -149,7 +149,17 @@ def operations() -> list[Operation]:
             "Create a video (OpenAI format)",
             TAG,
             video,
-            body({JSON: ref("VideoCreateRequest"), MULTIPART: ref("VideoCreateForm")}),
+            body(
+                {JSON: ref("VideoCreateRequest"), MULTIPART: ref("VideoCreateForm")},
+                examples={
+                    JSON: {
+                        "model": "sora-2",
+                        "prompt": "a lighthouse at dusk",
+                        "seconds": "4",
+                        "size": "320x240",
+                    }
+                },
+            ),
             description="Stored before the answer (price reserved, refunded once if it fails), then polled.",
         ),
         Operation(
@@ -220,7 +230,16 @@ def operations() -> list[Operation]:
             "Create a video (unified format)",
             TAG,
             {"200": json_response("The task.", ref("VideoGeneration"))},
-            json_body(ref("VideoGenerationRequest")),
+            json_body(
+                ref("VideoGenerationRequest"),
+                {
+                    "model": "sandbox-video",
+                    "prompt": "a red kite",
+                    "duration": 2,
+                    "width": 320,
+                    "height": 240,
+                },
+            ),
         ),
         Operation(
             "GET",

@@ -154,7 +154,14 @@ def _veo(version: str) -> list[Operation]:
             f"Generate a video (Veo, {version})",
             VEO,
             {"200": json_response("The operation's name.", obj({"name": string()}, ["name"]))},
-            json_body(ref("VeoRequest")),
+            json_body(
+                ref("VeoRequest"),
+                {
+                    "instances": [{"prompt": "a paper boat"}],
+                    "parameters": {"aspectRatio": "16:9", "durationSeconds": 2},
+                },
+            ),
+            path_examples={"model": "veo-3.0-generate-001"},
         ),
         Operation(
             "GET",
@@ -189,7 +196,10 @@ def operations() -> list[Operation]:
             "Text to video (Kling format)",
             KLING,
             envelope,
-            json_body(ref("KlingText2VideoRequest")),
+            json_body(
+                ref("KlingText2VideoRequest"),
+                {"model_name": "kling-v1", "prompt": "a fox in the snow", "duration": "5"},
+            ),
         ),
         Operation(
             "POST",
