@@ -583,7 +583,7 @@ def test_embeddings_float_and_base64_agree(tmp_path: Path) -> None:
 
 def test_embeddings_dimensions_and_token_inputs(tmp_path: Path) -> None:
     assert [len(v) for v in embed(tmp_path, ["short", "texts"], dimensions=64)] == [64, 64]
-    assert len(embed(tmp_path, "x", dimensions=4096)[0]) == 4096
+    assert len(embed(tmp_path, "x", dimensions=3072)[0]) == 3072
     ids = embed(tmp_path, [[1, 2, 3], [1, 2, 4]])
     assert len(ids) == 2 and ids[0] != ids[1]
     assert embed(tmp_path, [1, 2, 3]) == ids[:1]
@@ -721,7 +721,7 @@ def test_example_value_tolerates_malformed_schemas(schema: Any) -> None:
         ("embeddings", {"input": None}, "input"),
         ("embeddings", {"input": [[]]}, "input[0]"),
         ("embeddings", {"input": "x", "dimensions": 0}, "dimensions"),
-        ("embeddings", {"input": "x", "dimensions": 4097}, "dimensions"),
+        ("embeddings", {"input": "x", "dimensions": 3073}, "dimensions"),
         ("embeddings", {"input": "x", "dimensions": "8"}, "dimensions"),
         ("embeddings", {"input": "x", "encoding_format": "int8"}, "encoding_format"),
     ],
@@ -747,3 +747,29 @@ def test_replies_parse_as_openai_sdk_types(tmp_path: Path) -> None:
             chat_types.ChatCompletionChunk.model_validate(chunk)
     types.Completion.model_validate(body(tmp_path, "completions", {"prompt": "hi", "n": 2}))
     types.CreateEmbeddingResponse.model_validate(body(tmp_path, "embeddings", {"input": ["hi", "there"]}))
+
+
+def test_schema_minimums_beyond_the_sandboxs_bounds_are_refused_at_once() -> None:
+    import time
+
+    from unigate.providers.sandbox.schema_values import Budget
+
+    for schema, words in [
+        ({"type": "object", "minProperties": 1_000_000}, "minProperties 1000000"),
+        ({"type": "array", "minItems": 3_000_000}, "minItems 3000000"),
+        ({"type": "string", "minLength": 10**9}, "minLength 1000000000"),
+        ({"type": "array", "minItems": 1000, "items": {"type": "array", "minItems": 1000}}, "5000 values"),
+    ]:
+        started = time.perf_counter()
+        with pytest.raises(InvalidRequest) as caught:
+            example_value(schema, "x", "tools")
+        assert time.perf_counter() - started < 0.5
+        assert caught.value.param == "tools" and words in caught.value.message
+    # One budget spans every value of a reply: many modest schemas cannot add up.
+    budget = Budget()
+    modest = {"type": "array", "minItems": 1000, "items": {"type": "integer"}}
+    for _ in range(4):
+        example_value(modest, "", budget=budget)
+    with pytest.raises(InvalidRequest):
+        example_value(modest, "", budget=budget)
+    assert len(example_value(modest, "")) == 1000  # alone it is fine

@@ -10,6 +10,7 @@ vary between identical text requests.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 from typing import Any
 
@@ -31,11 +32,13 @@ from unigate.providers.base import (
 )
 from unigate.providers.sandbox.chat import chat_reply
 from unigate.providers.sandbox.completions import completions_reply
-from unigate.providers.sandbox.embeddings import embeddings_reply
+from unigate.providers.sandbox.compose import generates_values
+from unigate.providers.sandbox.embeddings import embeddings_reply, is_heavy
 from unigate.providers.sandbox.gemini_image import gemini_image_reply
 from unigate.providers.sandbox.jobs import SandboxJobs
 from unigate.providers.sandbox.kinds import sandbox_kinds
 from unigate.providers.sandbox.media_calls import SandboxMedia
+from unigate.providers.sandbox.media_loader import load_media
 from unigate.providers.sandbox.model_kinds import MEDIA_KINDS, check_kind, task_kind
 from unigate.providers.sandbox.tasks import SandboxTasks
 
@@ -74,15 +77,19 @@ class SandboxProvider(Provider):
     async def media(self, call: MediaCall, target: Target) -> Reply:
         check_kind(target.upstream_model, MEDIA_KINDS.get(call.op))
         self._require_media()
+        await load_media()
         return await self.media_calls.answer(call)
 
     async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
         check_kind(target.upstream_model, "image")  # Gemini calls asking for image output
         self._require_media()
+        await load_media()
         return await gemini_image_reply(payload, target.upstream_model, stream)
 
     async def chat(self, call: TextCall, target: Target) -> Reply:
         check_kind(target.upstream_model, "chat")
+        if generates_values(call.payload):  # schema-driven values: up to ~0.1 s of work
+            return await asyncio.to_thread(chat_reply, call)
         return chat_reply(call)
 
     async def complete(self, call: TextCall, target: Target) -> Reply:
@@ -91,6 +98,8 @@ class SandboxProvider(Provider):
 
     async def embed(self, call: TextCall, target: Target) -> Reply:
         check_kind(target.upstream_model, "embedding")
+        if is_heavy(call):  # thousands of vectors: keep the event loop serving others
+            return await asyncio.to_thread(embeddings_reply, call)
         return embeddings_reply(call)
 
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
@@ -98,6 +107,7 @@ class SandboxProvider(Provider):
         if job.family == "music":
             return await self.jobs.submit(job)
         self._require_media()
+        await load_media()
         return await self.tasks.submit(job)
 
     async def poll_tasks(self, refs: list[TaskRef], timeouts: Timeouts) -> dict[str, UpstreamTask]:

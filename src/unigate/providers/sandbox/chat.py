@@ -12,6 +12,7 @@ from unigate.providers.base import Reply, TextCall
 from unigate.providers.sandbox.compose import content_for, parse_response_format
 from unigate.providers.sandbox.conversation import parse_conversation
 from unigate.providers.sandbox.params import choice_count, optional_int, stop_sequences
+from unigate.providers.sandbox.schema_values import Budget
 from unigate.providers.sandbox.tokens import count_tokens, cut_at_stop, pieces, truncate_tokens
 from unigate.providers.sandbox.tools import ToolCall, choose_tools, make_calls, parse_tool_policy
 from unigate.providers.sandbox.wire import (
@@ -73,12 +74,13 @@ def plan_chat(payload: dict[str, Any]) -> ChatPlan:
     # A tool result at the end means the model has what it asked for: answer in text.
     tools = choose_tools(policy, user_text) if policy.active and not conv.ends_with_tool_result else []
     choices: list[Choice] = []
+    budget = Budget()  # shared by every generated value of this reply
     for i in range(n):
         if tools:
-            calls = make_calls(tools, user_text, salt=f"{len(conv.messages)}/{i}")
+            calls = make_calls(tools, user_text, f"{len(conv.messages)}/{i}", budget)
             choices.append(Choice(i, None, tuple(calls), "tool_calls"))
             continue
-        text, _ = cut_at_stop(content_for(conv, fmt, i, n), stops)
+        text, _ = cut_at_stop(content_for(conv, fmt, i, n, budget), stops)
         finish = "stop"
         if limit is not None:
             text, cut = truncate_tokens(text, limit)

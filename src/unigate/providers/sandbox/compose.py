@@ -14,7 +14,7 @@ import orjson
 
 from unigate.providers.sandbox.conversation import Conversation, describe_attachments
 from unigate.providers.sandbox.params import invalid_type, invalid_value
-from unigate.providers.sandbox.schema_values import example_value
+from unigate.providers.sandbox.schema_values import Budget, example_value
 from unigate.providers.sandbox.tokens import count_tokens, keywords, shorten
 
 QUOTE_WORDS = 40
@@ -52,7 +52,16 @@ def parse_response_format(payload: dict[str, Any]) -> ResponseFormat:
     return ResponseFormat("json_schema", schema)
 
 
-def content_for(conv: Conversation, fmt: ResponseFormat, index: int, n: int) -> str:
+def generates_values(payload: dict[str, Any]) -> bool:
+    """Whether the reply is generated from a JSON Schema (tool arguments or a `json_schema`
+    response format): bounded, but worth a worker thread."""
+    fmt = payload.get("response_format")
+    return bool(payload.get("tools")) or (isinstance(fmt, dict) and fmt.get("type") == "json_schema")
+
+
+def content_for(
+    conv: Conversation, fmt: ResponseFormat, index: int, n: int, budget: Budget | None = None
+) -> str:
     """The assistant's message content for choice `index` of `n`."""
     text = tool_result_text(conv) if conv.ends_with_tool_result else reply_text(conv, index, n)
     user = conv.last_user
@@ -61,7 +70,7 @@ def content_for(conv: Conversation, fmt: ResponseFormat, index: int, n: int) -> 
             {"reply": text, "turn": conv.user_turns, "keywords": keywords(user.text) if user else []}
         ).decode()
     if fmt.kind == "json_schema":
-        return orjson.dumps(example_value(fmt.schema, user.text if user else "")).decode()
+        return orjson.dumps(example_value(fmt.schema, user.text if user else "", budget=budget)).decode()
     return text
 
 

@@ -35,9 +35,17 @@ JSON = b"application/json"
 TEXT = b"text/plain; charset=utf-8"
 
 
+MAX_IMAGES = 10  # OpenAI's `n` for images
+MAX_SPEECH_CHARS = 4096  # OpenAI's limit on speech `input`; the sandbox holds Fish to it too
+MAX_SPEECH_SECONDS = 600.0  # 4096 characters at speed 0.4; slower would be hours of audio
+# Image renders at once per process: each may hold ~100 MB of pixels while it runs.
+RENDER_SLOTS = 2
+
+
 class SandboxMedia:
     def __init__(self, media_dir: Path) -> None:
         self.media_dir = media_dir  # images answered as `url` are stored here, served at /media/
+        self._renders = asyncio.Semaphore(RENDER_SLOTS)
 
     async def answer(self, call: MediaCall) -> Reply:
         handler = {
@@ -131,6 +139,7 @@ class SandboxMedia:
         voice_name = voice if isinstance(voice, str) else str((voice or {}).get("id", "alloy"))
         speed = float(p.get("speed") or 1.0)
         text = str(p["input"])
+        _check_speech(text, speed, "input")
         usage = Usage(prompt_tokens=max(1, len(text) // 4))
         if p.get("stream_format") == "sse":
             stream = _speech_events(_encoded(text, voice_name, speed, fmt, 24_000), usage.prompt_tokens)
@@ -148,7 +157,9 @@ class SandboxMedia:
             float((p.get("prosody") or {}).get("speed") or 1.0) if isinstance(p.get("prosody"), dict) else 1.0
         )
         voice = str(p.get("reference_id") or call.model)
-        stream = _encoded(str(p["text"]), voice, max(0.25, min(speed, 4.0)), fmt, rate)
+        speed = max(0.25, min(speed, 4.0))
+        _check_speech(str(p["text"]), speed, "text")
+        stream = _encoded(str(p["text"]), voice, speed, fmt, rate)
         return Reply(content_type=SPEECH_CONTENT_TYPES[fmt].encode(), stream=stream)
 
     # --- images -------------------------------------------------------------------------
@@ -158,18 +169,23 @@ class SandboxMedia:
 
         p = call.payload
         prompt = str(p["prompt"])
-        n = int(p.get("n") or 1)
+        n = _count(p.get("n"))  # a form sends it as text
+        if not 1 <= n <= MAX_IMAGES:
+            raise InvalidRequest(
+                f"Invalid value for 'n': an integer from 1 to {MAX_IMAGES}.", param="n", code="invalid_value"
+            )
         fmt = str(p.get("output_format") or "png")
         try:
             size: tuple[int, int] | None = media.parse_size(p.get("size")) if p.get("size") else None
         except ValueError as exc:
-            raise InvalidRequest(str(exc), param="size") from None
+            raise InvalidRequest(str(exc), param="size", code="invalid_value") from None
         sources: list[bytes] = []
         mask = None
         if call.form is not None:
             sources = [u.read() for u in call.form.files.get("image", [])]
             mask_file = call.form.file("mask")
             mask = mask_file.read() if mask_file is not None else None
+            _check_uploads(sources, mask)  # from the headers: refused before anything is decoded
 
         def render(i: int) -> bytes:
             if sources:
@@ -185,28 +201,30 @@ class SandboxMedia:
             )
 
         try:
-            images = [await asyncio.to_thread(render, i) for i in range(n)]
+            async with self._renders:
+                images = [await asyncio.to_thread(render, i) for i in range(n)]
         except (media.ImageInvalid, ValueError) as exc:
             raise InvalidRequest(f"The image could not be processed: {exc}", param="image") from None
         as_url = p.get("response_format") == "url"
-        data = []
-        for image in images:
-            if as_url:
-                data.append(
-                    {"url": call.public_base + await self._store(image, fmt), "revised_prompt": prompt}
-                )
-            else:
-                data.append({"b64_json": base64.b64encode(image).decode(), "revised_prompt": prompt})
+        urls = [call.public_base + await self._store(image, fmt) for image in images] if as_url else []
         width, height = media.image_info(images[0])[1:]
-        body = {
-            "created": int(time.time()),
-            "data": data,
-            "output_format": fmt,
-            "size": f"{width}x{height}",
-            "usage": {"input_tokens": max(1, len(prompt) // 4), "output_tokens": 1056 * n, "total_tokens": 0},
-        }
-        body["usage"]["total_tokens"] = body["usage"]["input_tokens"] + body["usage"]["output_tokens"]  # type: ignore[index]
-        return Reply(body=orjson.dumps(body))
+        tokens = max(1, len(prompt) // 4)
+
+        def body() -> bytes:
+            # Megabytes of base64, encoded in a worker thread and one image per call: a single
+            # orjson call over all of them would hold the GIL (and stall the event loop) longer.
+            items = [
+                orjson.dumps({"url": url, "revised_prompt": prompt})
+                if as_url
+                else orjson.dumps({"b64_json": base64.b64encode(image).decode(), "revised_prompt": prompt})
+                for url, image in zip(urls or [""] * len(images), images, strict=True)
+            ]
+            usage = {"input_tokens": tokens, "output_tokens": 1056 * n, "total_tokens": tokens + 1056 * n}
+            rest = {"output_format": fmt, "size": f"{width}x{height}", "usage": usage}
+            head = b'{"created":' + str(int(time.time())).encode() + b',"data":['
+            return head + b",".join(items) + b"]," + orjson.dumps(rest)[1:]
+
+        return Reply(body=await asyncio.to_thread(body))
 
     async def _store(self, image: bytes, fmt: str) -> str:
         name = f"img-{secrets.token_hex(12)}.{'jpg' if fmt == 'jpeg' else fmt}"
@@ -231,6 +249,8 @@ class SandboxMedia:
             or int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:4], "big") % 4_294_967_294
         )
         source = call.form.file("image") if call.form is not None else None
+        if source is not None:
+            _check_uploads([source.read()], None)
 
         def render() -> bytes:
             if source is not None:
@@ -239,7 +259,8 @@ class SandboxMedia:
             return media.generate_image(prompt, size, fmt, seed=seed, style=p.get("style_preset"))
 
         try:
-            image = await asyncio.to_thread(render)
+            async with self._renders:
+                image = await asyncio.to_thread(render)
         except (media.ImageInvalid, ValueError) as exc:
             raise InvalidRequest(f"The image could not be processed: {exc}") from None
         if "application/json" in call.accept:
@@ -247,6 +268,54 @@ class SandboxMedia:
             return Reply(body=orjson.dumps(payload))
         headers = [(b"finish-reason", b"SUCCESS"), (b"seed", str(seed).encode())]
         return Reply(content_type=IMAGE_CONTENT_TYPES[fmt].encode(), body=image, headers=headers)
+
+
+def _count(value: object) -> int:
+    """`n` as an int (1 when absent), or -1 when it is not a whole number."""
+    if value is None or value == "":
+        return 1
+    if isinstance(value, bool | float) or not isinstance(value, int | str):
+        return -1
+    try:
+        return int(value)
+    except ValueError:
+        return -1
+
+
+def _check_speech(text: str, speed: float, param: str) -> None:
+    from unigate.providers.sandbox import media
+
+    if len(text) > MAX_SPEECH_CHARS:
+        raise InvalidRequest(
+            f"'{param}' is {len(text)} characters; the sandbox speaks at most {MAX_SPEECH_CHARS}.",
+            param=param,
+            code="invalid_value",
+        )
+    try:
+        seconds = media.speech_duration(text, speed)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc), param="speed", code="invalid_value") from None
+    if seconds > MAX_SPEECH_SECONDS:
+        raise InvalidRequest(
+            f"This text at this speed is {seconds:.0f} s of audio; the sandbox makes at most "
+            f"{MAX_SPEECH_SECONDS:.0f} s (speak faster or send less text).",
+            param="speed",
+            code="invalid_value",
+        )
+
+
+def _check_uploads(sources: list[bytes], mask: bytes | None) -> None:
+    from unigate.providers.sandbox import media
+
+    try:
+        for data in sources:
+            media.check_edit_input(data, "image")
+        if mask is not None:
+            media.check_edit_input(mask, "mask")
+    except media.ImageInvalid as exc:
+        raise InvalidRequest(
+            f"The image could not be processed: {exc}", param="image", code="invalid_value"
+        ) from None
 
 
 def _openai_segment(i: int, start: float, end: float, text: str) -> dict[str, Any]:

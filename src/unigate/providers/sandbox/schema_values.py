@@ -4,7 +4,9 @@ Used for tool-call arguments and `json_schema` response formats: the value must 
 against the schema the client sent, and should look related to what the user wrote (a
 `city` argument takes a capitalised place name from the message, a `days` argument the
 number written next to "days", ...). Unknown keywords are ignored and malformed schemas
-never raise: the result is best effort, but it is always JSON-serialisable.
+never raise: the result is best effort, but it is always JSON-serialisable. A schema whose
+minimum sizes would make the value huge (`minItems: 3000000`, or nested counts multiplying
+up) is refused with a 400 instead: the sandbox does bounded work for a small request.
 
 Supported: type (incl. lists and `nullable`), const, enum, properties/required/
 additionalProperties/minProperties, items/prefixItems/minItems/maxItems/uniqueItems,
@@ -21,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from unigate.providers.sandbox.params import invalid_value
 from unigate.providers.sandbox.pattern_values import sample_for_pattern
 from unigate.providers.sandbox.text_hints import Hints
 
@@ -30,6 +33,12 @@ _MAX_DEPTH = 8  # beyond this only required properties and minimum item counts a
 _MAX_REF_HOPS = 32
 _GIVE_UP_DEPTH = 64
 _SEARCH = 1000  # integers tried around the preferred one for a fractional multipleOf
+# What one generated value may cost: a real model's structured output is bounded by its
+# output tokens, far below these.
+MAX_COUNT = 1000  # minItems / minProperties
+MAX_LENGTH = 100_000  # minLength
+MAX_VALUES = 5_000  # values in the whole document (nested counts multiply)
+MAX_CHARS = 500_000  # characters of all strings together
 
 # Fallback values for string formats the hint text does not supply.
 _FORMATS: Mapping[str, str] = MappingProxyType(
@@ -59,10 +68,38 @@ _BOUND_KEYS_MIN = frozenset({"minimum", "exclusiveMinimum", "minLength", "minIte
 _BOUND_KEYS_MAX = frozenset({"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"})
 
 
-def example_value(schema: object, hint: str = "") -> Any:
-    """A value valid against `schema` (best effort), using words and numbers from `hint`."""
+class _TooLarge(Exception):
+    pass
+
+
+class Budget:
+    """What one reply may still generate; one budget spans every value of a request (all its
+    choices and tool calls), so many small schemas cannot add up to unbounded work."""
+
+    __slots__ = ("chars", "values")
+
+    def __init__(self) -> None:
+        self.values = 0
+        self.chars = 0
+
+
+def example_value(
+    schema: object, hint: str = "", param: str = "response_format", budget: Budget | None = None
+) -> Any:
+    """A value valid against `schema` (best effort), using words and numbers from `hint`;
+    400 naming `param` when the schema asks for more than the sandbox generates."""
     root = schema if isinstance(schema, Mapping) else {}
-    return _Generator(root, Hints(hint)).value(root, "", 0, 0)
+    try:
+        return _Generator(root, Hints(hint), budget or Budget()).value(root, "", 0, 0)
+    except _TooLarge as exc:
+        raise invalid_value(param, f"the schema asks for {exc}.") from None
+
+
+def _at_most(s: Schema, key: str, limit: int) -> int:
+    count = _count(s, key) or 0
+    if count > limit:
+        raise _TooLarge(f"{key} {count}, but the sandbox generates at most {limit}")
+    return count
 
 
 def _num(schema: Schema, key: str) -> float | None:
@@ -118,13 +155,17 @@ def schema_type(schema: Schema) -> str:
 
 
 class _Generator:
-    def __init__(self, root: Schema, hints: Hints) -> None:
+    def __init__(self, root: Schema, hints: Hints, budget: Budget) -> None:
         self.root = root
         self.hints = hints
+        self.budget = budget
 
     def value(self, schema: object, name: str, depth: int, variant: int) -> Any:
         if depth > _GIVE_UP_DEPTH:
             return None  # a schema that requires infinite nesting has no finite example
+        self.budget.values += 1
+        if self.budget.values > MAX_VALUES:
+            raise _TooLarge(f"more than {MAX_VALUES} values in all, which the sandbox does not generate")
         s = self.resolve(schema)
         if "const" in s:
             return s["const"]
@@ -195,7 +236,7 @@ class _Generator:
         for key in required:
             if key not in out:
                 out[key] = self.value(extra_schema, key, depth + 1, variant)
-        wanted = _count(s, "minProperties") or 0
+        wanted = _at_most(s, "minProperties", MAX_COUNT)
         while len(out) < wanted and extra is not False:
             key = f"extra_{len(out) + 1}"
             out[key] = self.value(extra_schema, key, depth + 1, variant)
@@ -207,7 +248,7 @@ class _Generator:
         if isinstance(items, list):  # draft 4 tuple form
             prefix, items = items, s.get("additionalItems")
         prefix = prefix if isinstance(prefix, list) else []
-        low = _count(s, "minItems") or 0
+        low = _at_most(s, "minItems", MAX_COUNT)
         high = _count(s, "maxItems")
         want = max(low, len(prefix), 1)
         item_schema = self.resolve(items)
@@ -263,6 +304,14 @@ class _Generator:
         return value
 
     def string(self, s: Schema, name: str, variant: int) -> str:
+        text = self._string(s, name, variant)
+        self.budget.chars += len(text)
+        if self.budget.chars > MAX_CHARS:
+            raise _TooLarge(f"more than {MAX_CHARS} characters of text, which the sandbox does not generate")
+        return text
+
+    def _string(self, s: Schema, name: str, variant: int) -> str:
+        _at_most(s, "minLength", MAX_LENGTH)
         fmt = s.get("format")
         text: str | None = None
         if isinstance(fmt, str):

@@ -11,11 +11,12 @@ from typing import Any
 import orjson
 
 from unigate.providers.sandbox.params import invalid_type, invalid_value, optional_bool
-from unigate.providers.sandbox.schema_values import example_value
+from unigate.providers.sandbox.schema_values import Budget, example_value
 from unigate.providers.sandbox.text_hints import name_parts
 from unigate.providers.sandbox.tokens import STOPWORDS, count_tokens, words
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_TOOLS = 128  # OpenAI's limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,8 @@ def _tools(raw: object) -> tuple[Tool, ...]:
         return ()
     if not isinstance(raw, list) or not raw:
         raise invalid_type("tools", "a non-empty array of function tools")
+    if len(raw) > MAX_TOOLS:
+        raise invalid_value("tools", f"at most {MAX_TOOLS} tools are allowed per request.")
     out: list[Tool] = []
     for i, item in enumerate(raw):
         where = f"tools[{i}]"
@@ -165,11 +168,11 @@ def choose_tools(policy: ToolPolicy, user_text: str) -> list[Tool]:
     return [best]
 
 
-def make_calls(tools: list[Tool], user_text: str, salt: str) -> list[ToolCall]:
+def make_calls(tools: list[Tool], user_text: str, salt: str, budget: Budget | None = None) -> list[ToolCall]:
     calls = []
     for i, tool in enumerate(tools):
         hint = _request_for(tool, tools, user_text) if len(tools) > 1 else user_text
-        arguments = orjson.dumps(example_value(tool.parameters, hint)).decode()
+        arguments = orjson.dumps(example_value(tool.parameters, hint, "tools", budget)).decode()
         digest = hashlib.blake2b(f"{salt}/{i}/{tool.name}/{arguments}".encode(), digest_size=12).hexdigest()
         calls.append(ToolCall(f"call_{digest}", tool.name, arguments))
     return calls

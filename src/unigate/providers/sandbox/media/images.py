@@ -22,7 +22,10 @@ from PIL import Image, ImageDraw, ImageFont, ImageOps
 IMAGE_FORMATS = ("png", "jpeg", "webp")
 IMAGE_CONTENT_TYPES: dict[str, str] = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
 MAX_PIXELS = 50_000_000  # refuse anything bigger: a small upload can decode to gigabytes
-_MIN_SIDE, _MAX_SIDE = 64, 4096
+# Images the sandbox draws: no side beyond OpenAI's largest (1792, dall-e-3's 1792x1024).
+_MIN_SIDE, _MAX_SIDE = 64, 1792
+# Images to edit: at most 16 megapixels each (a 4096x4096 upload decodes to 64 MB RGBA).
+MAX_EDIT_PIXELS = 4096 * 4096
 _SIZE = re.compile(r"\s*(\d{1,6})\s*[xX\u00d7]\s*(\d{1,6})\s*")
 _TEXT_CHARS = 40  # how much of the prompt is drawn on the image
 # Stability's aspect ratios at ~1 megapixel, sides multiples of 64 (the sizes SDXL/SD3 use).
@@ -221,9 +224,11 @@ def edit_image(
     _check_format(fmt)
     if not images:
         raise ImageInvalid("no image to edit")
+    for data in images[:9]:
+        check_edit_input(data, "image")
     source = _open(images[0], "image")
     keep_alpha = _has_alpha(source) and fmt != "jpeg"
-    target = size or source.size
+    target = size or fit_within(source.size, _MAX_SIDE)
     _check_size(target)
     original = source.convert("RGBA")
     if original.size != target:
@@ -246,6 +251,7 @@ def edit_image(
         x += thumb.width + margin
     _draw_caption(edited, prompt, top=True)
     if mask is not None:
+        check_edit_input(mask, "mask")
         mask_image = _open(mask, "mask")
         if not _has_alpha(mask_image):
             raise ImageInvalid("the mask must have an alpha channel (a PNG with transparency)")
@@ -253,6 +259,25 @@ def edit_image(
         keep = alpha.point([0] + [255] * 255)  # opaque or partly opaque mask pixels keep the original
         edited = Image.composite(original, edited, keep)
     return _encode(edited if keep_alpha else edited.convert("RGB"), fmt)
+
+
+def check_edit_input(data: bytes, what: str) -> None:
+    """Refuse an upload to edit over `MAX_EDIT_PIXELS` from its header, before decoding."""
+    _, width, height = image_info(data)
+    if width * height > MAX_EDIT_PIXELS:
+        raise ImageInvalid(
+            f"the {what} is too large ({width}x{height}); images to edit may have at most "
+            f"{MAX_EDIT_PIXELS // 1_000_000} megapixels"
+        )
+
+
+def fit_within(size: tuple[int, int], side: int) -> tuple[int, int]:
+    """`size` scaled down (aspect kept) so that no side exceeds `side`; unchanged if it fits."""
+    width, height = size
+    scale = side / max(width, height)
+    if scale >= 1:
+        return size
+    return max(1, round(width * scale)), max(1, round(height * scale))
 
 
 def image_info(data: bytes) -> tuple[str, int, int]:
