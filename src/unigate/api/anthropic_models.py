@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from unigate.api.gemini_models import GeminiModelsAPI
-from unigate.api.text import TextAPI
+from unigate.api.text import MODEL_PARAM, TextAPI
 from unigate.asgi import Request, send_body, send_json
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
@@ -130,5 +130,5 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
     api = AnthropicModelsAPI(gw)
     return [
         Endpoint("GET", "/v1/models", api.list_models),
-        Endpoint("GET", "/v1/models/{model}", api.get_model),
+        Endpoint("GET", "/v1/models/{model}", api.get_model, param=MODEL_PARAM),
     ]

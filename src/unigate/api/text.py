@@ -24,6 +24,11 @@ _INVOKE: dict[str, Callable[[Provider], Callable[[TextCall, Target], Awaitable[R
     "completions": lambda p: p.complete,
     "embeddings": lambda p: p.embed,
 }
+# A model id in `GET /v1/models/{model}`: anything but a Gemini action path (`x:generateContent`
+# and the like are POST-only, so a GET there is a 405 with `Allow: POST`). Fine-tuned OpenAI ids
+# have colons (`ft:gpt-4o-mini:org::id`), so a colon alone cannot be refused.
+_GEMINI_ACTIONS = "generateContent|streamGenerateContent|embedContent|batchEmbedContents|predictLongRunning"
+MODEL_PARAM = rf"(?![^/]*:(?:{_GEMINI_ACTIONS})$)[^/]+"
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 
@@ -181,5 +186,5 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         Endpoint("POST", "/v1/completions", api.completions, family="text"),
         Endpoint("POST", "/v1/embeddings", api.embeddings, family="text"),
         Endpoint("GET", "/v1/models", api.list_models),
-        Endpoint("GET", "/v1/models/{model}", api.get_model),
+        Endpoint("GET", "/v1/models/{model}", api.get_model, param=MODEL_PARAM),
     ]

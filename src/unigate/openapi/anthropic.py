@@ -15,11 +15,12 @@ from unigate.openapi.schema import (
     integer,
     json_body,
     json_response,
+    json_text,
     obj,
     ref,
     required_text,
     response,
-    sse_stream,
+    sse_event,
     string,
 )
 
@@ -74,6 +75,24 @@ def schemas() -> dict[str, Schema]:
     }
 
 
+def _event() -> Schema:
+    names = (
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+    )
+    return sse_event(
+        json_text(obj({"type": {"enum": list(names)}}, ["type"])),
+        "One named event; its data's `type` is the event's name.",
+        {"enum": list(names)},
+    )
+
+
 def operations() -> list[Operation]:
     return [
         Operation(
@@ -86,7 +105,7 @@ def operations() -> list[Operation]:
                 "200": response(
                     "The message, or with `stream: true` Anthropic's named events (`event: message_start` … "
                     "`event: message_stop`; `ping` keep-alives; an `error` event if the upstream breaks).",
-                    {JSON: ref("AnthropicMessage"), SSE: sse_stream("Anthropic stream events")},
+                    {JSON: ref("AnthropicMessage"), SSE: _event()},
                 )
             },
             json_body(

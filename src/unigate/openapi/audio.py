@@ -19,13 +19,14 @@ from unigate.openapi.schema import (
     integer,
     json_body,
     json_response,
+    json_text,
     multipart_body,
     number,
     obj,
     ref,
     required_text,
     response,
-    sse_stream,
+    sse_event,
     string,
     text,
 )
@@ -89,7 +90,7 @@ def schemas() -> dict[str, Schema]:
                     description="A voice name, or {id} of a custom voice.",
                 ),
                 "response_format": choice(tuple(SPEECH_CONTENT_TYPES), "mp3 (default)."),
-                "speed": number(0.25, 4.0),
+                "speed": {"type": ["number", "null"], "minimum": 0.25, "maximum": 4.0},
                 "instructions": text(),
                 "stream_format": choice(("audio", "sse"), "sse: base64 audio delta events."),
             },
@@ -102,8 +103,8 @@ def schemas() -> dict[str, Schema]:
                 "sample_rate": integer(8000, 48000, "opus: 48000 only."),
                 "latency": choice(("normal", "balanced", "low")),
                 "mp3_bitrate": integer(64, 192),
-                "normalize": {"type": "boolean"},
-                "reference_id": string("A voice model id."),
+                "normalize": {"type": ["boolean", "null"]},
+                "reference_id": text(description="A voice model id."),
             },
             ["text"],
         ),
@@ -124,6 +125,22 @@ def _audio_types() -> dict[str, Schema]:
     return {mime: binary() for mime in dict.fromkeys(SPEECH_CONTENT_TYPES.values())}
 
 
+def _speech_event() -> Schema:
+    delta = obj(
+        {
+            "type": {"enum": ["speech.audio.delta", "speech.audio.done"]},
+            "audio": string("base64 audio (delta events)."),
+            "usage": obj(
+                {"input_tokens": integer(0), "output_tokens": integer(0), "total_tokens": integer(0)}
+            ),
+        },
+        ["type"],
+    )
+    return sse_event(
+        json_text(any_of(delta, ref("OpenAIError"))), "A delta of the audio, or the end with usage."
+    )
+
+
 def operations() -> list[Operation]:
     transcript = {
         "200": response(
@@ -135,7 +152,7 @@ def operations() -> list[Operation]:
         "200": response(
             "The audio, streamed while it is encoded (mp3 audio/mpeg, opus audio/ogg, aac, flac, wav, pcm: "
             "raw 24 kHz 16-bit mono); with stream_format sse, `speech.audio.delta` events.",
-            {**_audio_types(), SSE: sse_stream("speech.audio.delta / speech.audio.done events")},
+            {**_audio_types(), SSE: _speech_event()},
         )
     }
     fish_model = header(

@@ -14,11 +14,12 @@ from unigate.openapi.schema import (
     integer,
     json_body,
     json_response,
+    json_text,
     obj,
     query,
     ref,
     response,
-    sse_stream,
+    sse_event,
     string,
 )
 
@@ -77,9 +78,13 @@ def schemas() -> dict[str, Schema]:
                 "toolConfig": obj({}),
                 "generationConfig": obj(
                     {
-                        "temperature": {"type": "number"},
-                        "maxOutputTokens": {"type": "integer"},
-                        "responseModalities": array(string(), description="With IMAGE: image output."),
+                        "temperature": {"type": ["number", "null"]},
+                        "maxOutputTokens": {"type": ["integer", "null"], "minimum": 1},
+                        "responseModalities": {
+                            "type": ["array", "null"],
+                            "items": string(),
+                            "description": "With IMAGE: image output (needs the image family).",
+                        },
                     }
                 ),
             },
@@ -145,7 +150,13 @@ def _generate(version: str) -> list[Operation]:
             {
                 "200": response(
                     "`data:` events, each a GenerateContentResponse chunk.",
-                    {SSE: sse_stream("generateContent chunks")},
+                    {
+                        SSE: sse_event(
+                            json_text(any_of(ref("GenerateContentResponse"), ref("GeminiError"))),
+                            "One chunk; a broken upstream stream ends with an error chunk. Blank lines "
+                            "are keep-alives.",
+                        )
+                    },
                 )
             },
             json_body(ref("GenerateContentRequest"), HELLO),

@@ -180,10 +180,19 @@ def redirect() -> Schema:
     )
 
 
-def sse_stream(description: str) -> Schema:
-    """A server-sent event stream, documented as text (each event's JSON is described in
-    the operation's description)."""
-    return string(description)
+def json_text(schema: Schema) -> Schema:
+    """A string holding JSON that matches `schema` (an SSE event's `data`)."""
+    return {"type": "string", "contentMediaType": JSON, "contentSchema": schema}
+
+
+def sse_event(data: Schema, description: str = "", event: Schema | None = None) -> Schema:
+    """One server-sent event: in OpenAPI 3.1 the schema of a `text/event-stream` describes each
+    event of the stream (`data`, and `event` where the stream names its events). Comments and
+    blank keep-alive lines are no events."""
+    props: dict[str, Schema] = {"data": data}
+    if event is not None:
+        props["event"] = event
+    return obj(props, ["data"], description)
 
 
 @dataclass(frozen=True, eq=False)

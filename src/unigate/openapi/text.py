@@ -20,13 +20,14 @@ from unigate.openapi.schema import (
     integer,
     json_body,
     json_response,
+    json_text,
     number,
     obj,
     query,
     ref,
     required_text,
     response,
-    sse_stream,
+    sse_event,
     string,
 )
 
@@ -120,6 +121,39 @@ def schemas() -> dict[str, Schema]:
                     )
                 ),
                 "usage": _usage(),
+            },
+            ["id", "object", "created", "model", "choices"],
+        ),
+        "ChatCompletionChunk": obj(
+            {
+                "id": string(),
+                "object": const("chat.completion.chunk"),
+                "created": integer(),
+                "model": string(),
+                "choices": array(
+                    obj(
+                        {"index": integer(0), "delta": obj({}), "finish_reason": _NULLABLE_STRING},
+                        ["index", "delta"],
+                    )
+                ),
+                "usage": any_of(_usage(), {"type": "null"}),
+            },
+            ["id", "object", "created", "model", "choices"],
+            "With `stream_options.include_usage`, a last chunk with no choices carries `usage`.",
+        ),
+        "CompletionChunk": obj(
+            {
+                "id": string(),
+                "object": const("text_completion"),
+                "created": integer(),
+                "model": string(),
+                "choices": array(
+                    obj(
+                        {"index": integer(0), "text": string(), "finish_reason": _NULLABLE_STRING},
+                        ["index", "text"],
+                    )
+                ),
+                "usage": any_of(_usage(), {"type": "null"}),
             },
             ["id", "object", "created", "model", "choices"],
         ),
@@ -225,15 +259,24 @@ def _list_params() -> tuple[Schema, ...]:
     )
 
 
+def _openai_event(chunk: str) -> Schema:
+    """OpenAI's stream: `data: <chunk>` events, then `data: [DONE]`; an upstream that breaks
+    mid-stream ends it with `data: {"error": …}` and no [DONE]."""
+    return sse_event(
+        any_of(const("[DONE]"), json_text(any_of(ref(chunk), ref("OpenAIError")))),
+        "One event of the stream (`: keep-alive` comments are sent during long upstream silences).",
+    )
+
+
 def operations() -> list[Operation]:
     chat_ok = response(
         "The completion, or with `stream: true` its chunks as server-sent events "
         "(`data: {chat.completion.chunk}` … `data: [DONE]`).",
-        {JSON: ref("ChatCompletion"), SSE: sse_stream("chat.completion.chunk events")},
+        {JSON: ref("ChatCompletion"), SSE: _openai_event("ChatCompletionChunk")},
     )
     completion_ok = response(
         "The completion, or with `stream: true` its chunks as server-sent events.",
-        {JSON: ref("Completion"), SSE: sse_stream("text_completion chunk events")},
+        {JSON: ref("Completion"), SSE: _openai_event("CompletionChunk")},
     )
     shapes = styles_schema("openai", "anthropic", "gemini")
     return [

@@ -43,7 +43,7 @@ def _create(multipart: bool) -> Schema:
     reference = (
         binary("A PNG, JPEG or WebP image to start from.")
         if multipart
-        else obj({"image_url": string("An http(s) or data: URL, or base64.")}, ["image_url"])
+        else obj({"image_url": text(description="An http(s) or data: URL, or base64.")})
     )
     return obj(
         {

@@ -216,7 +216,8 @@ def from_veo(payload: dict[str, Any], model: str) -> VideoRequest:
         image_ref = f"data:{mime};base64,{image['bytesBase64Encoded']}"
     if not prompt.strip() and image_ref is None:
         raise InvalidRequest("Missing required parameter: 'instances[0].prompt'.", param="prompt")
-    params = payload.get("parameters") or {}
+    params = payload.get("parameters")
+    params = {} if params is None else params
     if not isinstance(params, dict):
         raise InvalidRequest("'parameters' must be an object.", param="parameters")
     resolution = check.choice(params, "resolution", ("720p", "1080p"))
