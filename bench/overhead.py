@@ -117,6 +117,9 @@ async def main(count: int) -> None:
             "UNIGATE_DATA_DIR": str(tmp / "data"),
             "UNIGATE_CONFIG": str(tmp / "config.yaml"),
             "UNIGATE_ADMIN_KEY": admin,
+            # As `unigate serve` (one worker) runs; `--workers 2` adds a file lock per limit
+            # decision (measure with UNIGATE_WORKERS=2).
+            "UNIGATE_WORKERS": os.environ.get("UNIGATE_WORKERS", "1"),
         }
     )
     from unigate.app import create_app
@@ -148,7 +151,7 @@ async def main(count: int) -> None:
 
     provider.chat = canned  # type: ignore[method-assign]
     admin_scope = _scope("POST", "/admin/keys", [(b"authorization", f"Bearer {admin}".encode())])
-    _, data = await _call(app, admin_scope, orjson.dumps({"name": "bench", "rpm": 100_000_000}))
+    _, data = await _call(app, admin_scope, orjson.dumps({"name": "bench", "rpm": 1_000_000}))
     key = orjson.loads(data)["key"]
     headers = [(b"authorization", f"Bearer {key}".encode()), (b"content-type", b"application/json")]
     scope = _scope("POST", "/v1/chat/completions", headers)

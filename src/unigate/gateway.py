@@ -81,7 +81,8 @@ class Gateway:
         router = Router(RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds))
         task_store = TaskStore(engine)
         usage = UsageRecorder(engine)
-        limits = Limits(LocalCounters(counters_path(settings.data_dir)), usage.spent)
+        counters = LocalCounters(counters_path(settings.data_dir), shared=settings.workers != 1)
+        limits = Limits(counters, usage.spent)
         tasks = TaskService(
             task_store, GroupCommit(task_store), router, config.tasks, task_shapes(), usage, limits, keys.get
         )

@@ -32,6 +32,9 @@ class Settings:
     # UNIGATE_PUBLIC_URL: the gateway's base URL for links it hands out (checked at start-up;
     # wins over the config file's `public_url`).
     public_url: str | None = None
+    # Worker processes of this `serve` (UNIGATE_WORKERS, set by `serve --workers`); 0 when
+    # unknown. One worker needs no locking around the limit counters it alone uses.
+    workers: int = 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -57,6 +60,7 @@ class Settings:
             env_credentials=creds,
             data_location_set=bool(env.get("UNIGATE_DATABASE_URL") or env.get("UNIGATE_DATA_DIR")),
             public_url=(env.get("UNIGATE_PUBLIC_URL") or "").rstrip("/") or None,
+            workers=int(workers) if (workers := env.get("UNIGATE_WORKERS", "")).isdigit() else 0,
         )
 
     def with_overrides(self, **changes: object) -> Settings:
@@ -79,4 +83,6 @@ class Settings:
             env["UNIGATE_ADMIN_KEY"] = self.admin_key
         if self.public_url:
             env["UNIGATE_PUBLIC_URL"] = self.public_url
+        if self.workers:
+            env["UNIGATE_WORKERS"] = str(self.workers)
         return env

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from unigate.limits.backend import Demand, LocalCounters
-from unigate.limits.counters import budget_take, format_reset, rate_adjust, rate_take
+from unigate.limits.counters import (
+    budget_take,
+    format_reset,
+    rate_adjust,
+    rate_ahead,
+    rate_remaining,
+    rate_take,
+)
 from unigate.limits.estimate import Prices, output_cap, prompt_tokens
 from unigate.limits.service import period_of
 
@@ -18,31 +25,27 @@ from unigate.limits.service import period_of
 def test_rate_allows_exactly_the_limit_then_says_when() -> None:
     tat, now = 0.0, 1000.0
     for i in range(5):
-        tat, state = rate_take(tat, 5, 1, now)
-        assert state.allowed and state.remaining == 4 - i
-    refused_tat, state = rate_take(tat, 5, 1, now)
-    assert not state.allowed and refused_tat == tat
-    assert state.retry_after == pytest.approx(12.0)  # 60 s / 5
+        tat, wait = rate_take(tat, 5, 1, now)
+        assert wait == 0.0 and rate_remaining(5, rate_ahead(tat, now)) == 4 - i
+    refused_tat, wait = rate_take(tat, 5, 1, now)
+    assert refused_tat == tat
+    assert wait == pytest.approx(12.0)  # 60 s / 5
     # Waiting exactly the advertised time is enough.
-    _, later = rate_take(tat, 5, 1, now + state.retry_after)
-    assert later.allowed
-    _, early = rate_take(tat, 5, 1, now + state.retry_after - 0.01)
-    assert not early.allowed
+    assert rate_take(tat, 5, 1, now + wait)[1] == 0.0
+    assert rate_take(tat, 5, 1, now + wait - 0.01)[1] > 0
 
 
 def test_rate_tokens_and_corrections() -> None:
     now = 50.0
-    tat, state = rate_take(0.0, 1000, 600, now)
-    assert state.allowed and state.remaining == 400
-    _, state = rate_take(tat, 1000, 500, now)
-    assert not state.allowed and state.retry_after == pytest.approx(6.0)
+    tat, wait = rate_take(0.0, 1000, 600, now)
+    assert wait == 0.0 and rate_remaining(1000, rate_ahead(tat, now)) == 400
+    _, wait = rate_take(tat, 1000, 500, now)
+    assert wait == pytest.approx(6.0)
     # The answer used 100 tokens, not the 600 estimated: 500 come back.
     tat = rate_adjust(tat, 1000, -500, now)
-    _, state = rate_take(tat, 1000, 500, now)
-    assert state.allowed
+    assert rate_take(tat, 1000, 500, now)[1] == 0.0
     # More than the whole allowance can never pass.
-    _, state = rate_take(0.0, 1000, 1001, now)
-    assert not state.allowed and state.retry_after == float("inf")
+    assert rate_take(0.0, 1000, 1001, now)[1] == float("inf")
 
 
 def test_budget_and_periods() -> None:
@@ -56,9 +59,9 @@ def test_budget_and_periods() -> None:
 
 
 def test_reset_format() -> None:
-    assert format_reset(0.02) == "20ms"
-    assert format_reset(1.5) == "1.5s"
-    assert format_reset(360) == "6m0s"
+    assert format_reset(0.02) == b"20ms"
+    assert format_reset(1.5) == b"1.5s"
+    assert format_reset(360) == b"6m0s"
 
 
 def test_estimates() -> None:
@@ -104,7 +107,7 @@ def test_budget_needs_a_seed_then_rolls_over(tmp_path: Path) -> None:
 
 
 def _hammer(path: str, n: int, out: multiprocessing.Queue[int]) -> None:
-    counters = LocalCounters(Path(path))
+    counters = LocalCounters(Path(path), shared=True)
     allowed = sum(counters.take_now([Demand("key:c:rpm", "rate", 50, 1)], 100.0).allowed for _ in range(n))
     out.put(allowed)
 

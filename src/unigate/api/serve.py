@@ -103,7 +103,7 @@ class Serving:
                 scope[OUTCOME] = outcome.status
             spent = self._account(principal, endpoint, model, entry, target, reply, outcome.status, started)
         finally:
-            if ticket is not None:
+            if ticket is not None and ticket.corrects:
                 await gw.limits.settle(ticket, *spent)
 
     async def _admit(self, principal: Principal, entry: ModelEntry, payload: Any) -> Ticket:

@@ -43,7 +43,7 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     # Range checked by hand: typer's own check prints a usage box instead of one error line.
     port: Annotated[int, typer.Option(help="Port to listen on (1-65535).")] = 8000,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    workers: Annotated[int, typer.Option(min=1, envvar="UNIGATE_WORKERS", help="Worker processes.")] = 1,
     server: Annotated[
         str,
         typer.Option(
@@ -62,7 +62,7 @@ def serve(
                 "run with UNIGATE_LOG_LEVEL=debug for the traceback"
             )
         report(exc, debug_wanted())
-    os.environ.update(settings.with_overrides(migrate_on_start=False).to_env())
+    os.environ.update(settings.with_overrides(migrate_on_start=False, workers=workers).to_env())
     command = [sys.executable, "-m", "unigate.cli.launch", server, host, str(port), str(workers)]
     os.execv(sys.executable, command)
 

@@ -7,7 +7,10 @@ same counters by the difference between what was reserved and what was used.
 
 `LocalCounters` keeps the counters in a `SharedTable` that every worker of one `unigate serve`
 maps, which makes limits exact across workers without any other service. A backend for
-several replicas (Redis) implements the same three methods.
+several replicas (Redis) implements the same methods.
+
+These objects are built per request on the hot path, so they are plain slotted dataclasses
+(a frozen one costs four times as much to build).
 """
 
 from __future__ import annotations
@@ -18,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from unigate.limits.counters import RateState, budget_take, rate_adjust, rate_peek, rate_take
+from unigate.limits.counters import budget_take, rate_adjust, rate_ahead, rate_take
 from unigate.limits.shared_table import SharedTable
 
 Kind = Literal["rate", "budget"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Demand:
     name: str  # the counter, e.g. "key:<id>:rpm"
     kind: Kind
@@ -37,7 +40,10 @@ class Demand:
 class Decision:
     allowed: bool
     refused: int = -1  # index of the first demand that did not fit
-    rates: list[RateState | None] = field(default_factory=list)  # per demand; None for budgets
+    # Per demand: a rate counter's seconds ahead of now after the decision (-1 for budgets),
+    # for the x-ratelimit-* headers.
+    aheads: list[float] = field(default_factory=list)
+    wait: float = 0.0  # when refused by a rate: seconds until the call would pass (inf: never)
     unseeded: list[int] = field(default_factory=list)  # budgets whose spend is not loaded yet
 
 
@@ -55,6 +61,10 @@ class Counters(Protocol):
         """Set a budget's spend for `period` from durable records, unless already seeded."""
         ...
 
+    def ahead(self, name: str) -> float:
+        """A rate counter's seconds ahead of now, taking nothing (for headers)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -67,10 +77,11 @@ def counters_path(data_dir: Path) -> Path:
 
 
 class LocalCounters:
-    """Counters for the workers of one `unigate serve` (see `SharedTable`)."""
+    """Counters for the workers of one `unigate serve` (see `SharedTable`). `shared=False`
+    (a single worker process) skips the file lock: one event loop thread is atomic enough."""
 
-    def __init__(self, path: Path) -> None:
-        self.table = SharedTable(path)
+    def __init__(self, path: Path, shared: bool = True) -> None:
+        self.table = SharedTable(path, locking=shared)
 
     async def take(self, demands: Sequence[Demand]) -> Decision:
         return self.take_now(demands, time.time())
@@ -78,23 +89,24 @@ class LocalCounters:
     def take_now(self, demands: Sequence[Demand], now: float) -> Decision:
         table = self.table
         with table.locked():
-            offsets = [table.offset(d.name) for d in demands]
-            rates: list[RateState | None] = []
+            aheads: list[float] = []
             writes: list[tuple[int, float, float, int, int]] = []
             unseeded: list[int] = []
-            for i, (demand, off) in enumerate(zip(demands, offsets, strict=True)):
+            for i, demand in enumerate(demands):
+                off = table.offset(demand.name)
                 if off < 0:
-                    rates.append(None)
+                    aheads.append(-1.0)
                     continue
                 a, b, period, flags = table.read(off)
                 if demand.kind == "rate":
-                    new_tat, state = rate_take(a, demand.limit, demand.amount, now)
-                    rates.append(state)
-                    if not state.allowed:
-                        return Decision(False, i, rates)
+                    new_tat, wait = rate_take(a, demand.limit, demand.amount, now)
+                    if wait:
+                        aheads.append(rate_ahead(a, now))
+                        return Decision(False, i, aheads, wait)
+                    aheads.append(new_tat - now)
                     writes.append((off, new_tat, b, period, flags))
                     continue
-                rates.append(None)
+                aheads.append(-1.0)
                 if not flags & _SEEDED or period > demand.period:
                     unseeded.append(i)
                     continue
@@ -103,13 +115,13 @@ class LocalCounters:
                     a, period = 0.0, demand.period
                 spent, ok = budget_take(a, demand.limit, demand.amount)
                 if not ok:
-                    return Decision(False, i, rates)
+                    return Decision(False, i, aheads)
                 writes.append((off, spent, b, period, flags | _SEEDED))
             if unseeded:
-                return Decision(False, -1, rates, unseeded)
+                return Decision(False, -1, aheads, 0.0, unseeded)
             for off, a, b, period, flags in writes:
                 table.write(off, a, b, period, flags)
-        return Decision(True, -1, rates)
+        return Decision(True, -1, aheads)
 
     async def adjust(self, changes: Sequence[Demand]) -> None:
         self.adjust_now(changes, time.time())
@@ -138,12 +150,12 @@ class LocalCounters:
             if held != period or not flags & _SEEDED:
                 table.write(off, spent, b, period, flags | _SEEDED)
 
-    def peek_rate(self, name: str, limit: float) -> RateState:
+    def ahead(self, name: str) -> float:
         table = self.table
         with table.locked():
             off = table.offset(name)
             tat = table.read(off)[0] if off >= 0 else 0.0
-        return rate_peek(tat, limit, time.time())
+        return rate_ahead(tat, time.time())
 
     def close(self) -> None:
         self.table.close()

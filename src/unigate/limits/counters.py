@@ -16,39 +16,34 @@ or 0 for a lifetime budget); a counter from an older period counts as empty.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 WINDOW = 60.0
+_EPS = 1e-9
 
 
-@dataclass(frozen=True, slots=True)
-class RateState:
-    """A rate counter's figures after a decision, for the `x-ratelimit-*` headers."""
-
-    allowed: bool
-    remaining: int  # whole units that would still pass now
-    reset: float  # seconds until the counter is back to its full allowance
-    retry_after: float  # seconds until this amount would pass (0 when allowed)
-
-
-def rate_take(tat: float, limit: float, amount: float, now: float) -> tuple[float, RateState]:
-    """Take `amount` from a rate counter whose stored arrival time is `tat`.
-    Returns the new stored value (unchanged when refused) and the decision."""
+def rate_take(tat: float, limit: float, amount: float, now: float) -> tuple[float, float]:
+    """Take `amount` from a rate counter whose stored arrival time is `tat`: (the stored value
+    after the decision, the wait). A wait of 0.0 means admitted (the new value is returned);
+    otherwise nothing is taken and the wait is the seconds until this amount would pass,
+    `inf` when it never can (more than the whole allowance)."""
     interval = WINDOW / limit
     base = tat if tat > now else now
     new_tat = base + amount * interval
-    if new_tat - now <= WINDOW + 1e-9:
-        return new_tat, _state(True, new_tat, interval, now, 0.0)
-    wait = new_tat - WINDOW - now
-    # An amount larger than the whole allowance can never pass: no honest wait exists.
-    retry = math.inf if amount * interval > WINDOW + 1e-9 else wait
-    return tat, _state(False, base, interval, now, retry)
+    if new_tat - now <= WINDOW + _EPS:
+        return new_tat, 0.0
+    if amount * interval > WINDOW + _EPS:
+        return tat, math.inf
+    return tat, new_tat - WINDOW - now
 
 
-def rate_peek(tat: float, limit: float, now: float) -> RateState:
-    """The counter's figures without taking anything."""
-    interval = WINDOW / limit
-    return _state(True, tat if tat > now else now, interval, now, 0.0)
+def rate_ahead(tat: float, now: float) -> float:
+    """How far the counter is ahead of now: the seconds until it is back to full."""
+    return tat - now if tat > now else 0.0
+
+
+def rate_remaining(limit: float, ahead: float) -> int:
+    """Whole units that would still pass now, for a counter `ahead` seconds ahead."""
+    return max(0, int((WINDOW - ahead + _EPS) // (WINDOW / limit)))
 
 
 def rate_adjust(tat: float, limit: float, delta: float, now: float) -> float:
@@ -59,12 +54,6 @@ def rate_adjust(tat: float, limit: float, delta: float, now: float) -> float:
     return moved if moved > now else now
 
 
-def _state(allowed: bool, tat: float, interval: float, now: float, retry: float) -> RateState:
-    ahead = tat - now
-    remaining = int((WINDOW - ahead + 1e-9) // interval)
-    return RateState(allowed, max(0, remaining), max(0.0, ahead), retry)
-
-
 def budget_take(spent: float, limit: float, amount: float) -> tuple[float, bool]:
     """(new spent, admitted): admitted when `amount` fits in what is left of `limit`."""
     if spent + amount <= limit + 1e-12:
@@ -72,11 +61,13 @@ def budget_take(spent: float, limit: float, amount: float) -> tuple[float, bool]
     return spent, False
 
 
-def format_reset(seconds: float) -> str:
+def format_reset(seconds: float) -> bytes:
     """OpenAI's duration format for `x-ratelimit-reset-*`: `6m0s`, `1.2s`, `20ms`."""
     if seconds < 1:
-        return f"{max(0, round(seconds * 1000))}ms"
+        return b"%dms" % int(seconds * 1000 + 0.5) if seconds > 0 else b"0ms"
+    if seconds < 10:
+        return b"%.3gs" % seconds
     if seconds < 60:
-        return f"{seconds:.3g}s" if seconds < 10 else f"{round(seconds)}s"
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes}m{rest}s"
+        return b"%ds" % int(seconds + 0.5)
+    minutes, rest = divmod(int(seconds + 0.5), 60)
+    return b"%dm%ds" % (minutes, rest)

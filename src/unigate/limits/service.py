@@ -29,7 +29,7 @@ from unigate.asgi import Message, Send
 from unigate.auth.principal import Principal
 from unigate.errors import BudgetExceeded, RateLimited
 from unigate.limits.backend import Counters, Decision, Demand
-from unigate.limits.counters import RateState, format_reset
+from unigate.limits.counters import format_reset, rate_remaining
 from unigate.routing.catalog import ModelEntry
 
 SpendLoader = Callable[[str, float], Awaitable[float]]  # (key id, period start) -> spent
@@ -56,6 +56,8 @@ class Ticket:
     tokens: float
     cost: float
     headers: list[Header] = field(default_factory=list)
+    # Whether settling can change anything: only token counters and budgets are corrected.
+    corrects: bool = False
     settled: bool = False
 
 
@@ -80,23 +82,25 @@ class Limits:
     ) -> Ticket:
         """Take the call's share of every limit that applies, or raise 429 (`RateLimited`,
         with an honest Retry-After) / `BudgetExceeded` (no retry helps)."""
-        demands = self._demands(principal, entry, tokens, cost, time.time())
+        demands, corrects = self._demands(principal, entry, tokens, cost)
         decision = await self.counters.take(demands)
         if decision.unseeded:
+            _, start = period_of(principal.budget_period, time.time())
+            spent = await self._load_spend(principal.key_id, start)
             for i in decision.unseeded:
-                d = demands[i]
-                _, start = period_of(principal.budget_period, time.time())
-                await self.counters.seed(d.name, d.period, await self._load_spend(principal.key_id, start))
+                await self.counters.seed(demands[i].name, demands[i].period, spent)
             decision = await self.counters.take(demands)
         if not decision.allowed:
             self._refuse(principal, demands, decision)
-        return Ticket(demands, tokens, cost, self._headers(principal, demands, decision))
+        return Ticket(demands, tokens, cost, self._headers(demands, decision), corrects)
 
     async def settle(self, ticket: Ticket | None, tokens: float = 0.0, cost: float = 0.0) -> None:
         """Replace the ticket's estimates by what the call used. Once: later calls are no-ops."""
         if ticket is None or ticket.settled:
             return
         ticket.settled = True
+        if not ticket.corrects:
+            return
         changes = []
         for d in ticket.demands:
             if d.name.endswith(":tpm") and tokens != ticket.tokens:
@@ -115,23 +119,29 @@ class Limits:
         name = f"key:{principal.key_id}:budget"
         await self.counters.adjust([Demand(name, "budget", principal.budget, -amount, period)])
 
+    @staticmethod
     def _demands(
-        self, principal: Principal, entry: ModelEntry | None, tokens: float, cost: float, now: float
-    ) -> list[Demand]:
+        principal: Principal, entry: ModelEntry | None, tokens: float, cost: float
+    ) -> tuple[list[Demand], bool]:
         key = principal.key_id
         out: list[Demand] = []
+        corrects = False
         if principal.rpm:
             out.append(Demand(f"key:{key}:rpm", "rate", principal.rpm, 1))
         if principal.tpm:
             out.append(Demand(f"key:{key}:tpm", "rate", principal.tpm, tokens))
-        if entry is not None and entry.rpm:
-            out.append(Demand(f"model:{entry.name}:rpm", "rate", entry.rpm, 1))
-        if entry is not None and entry.tpm:
-            out.append(Demand(f"model:{entry.name}:tpm", "rate", entry.tpm, tokens))
+            corrects = True
+        if entry is not None:
+            if entry.rpm:
+                out.append(Demand(f"model:{entry.name}:rpm", "rate", entry.rpm, 1))
+            if entry.tpm:
+                out.append(Demand(f"model:{entry.name}:tpm", "rate", entry.tpm, tokens))
+                corrects = True
         if principal.budget is not None:
-            period, _ = period_of(principal.budget_period, now)
+            period, _ = period_of(principal.budget_period, time.time())
             out.append(Demand(f"key:{key}:budget", "budget", principal.budget, cost, period))
-        return out
+            corrects = True
+        return out, corrects
 
     def _refuse(self, principal: Principal, demands: list[Demand], decision: Decision) -> None:
         d = demands[decision.refused]
@@ -140,52 +150,52 @@ class Limits:
                 f"This API key's {_period_word(principal.budget_period)}budget of {principal.budget:g} "
                 "does not cover this request."
             )
-        state = decision.rates[decision.refused]
-        assert state is not None
         what = "tokens" if d.name.endswith(":tpm") else "requests"
         whose = "this key" if d.name.startswith("key:") else f"the model '{d.name.split(':', 2)[1]}'"
-        headers = {k.decode(): v.decode() for k, v in self._headers(principal, demands, decision)}
-        if math.isinf(state.retry_after):
+        headers = {k.decode(): v.decode() for k, v in self._headers(demands, decision)}
+        if math.isinf(decision.wait):
             raise RateLimited(
                 f"This request's estimated {int(d.amount)} tokens exceed the limit of {d.limit:g} "
                 f"{what} per minute for {whose}.",
                 code="request_too_large",
                 headers=headers,
             )
-        headers["retry-after"] = str(max(1, math.ceil(state.retry_after)))
+        headers["retry-after"] = str(max(1, math.ceil(decision.wait)))
         raise RateLimited(
             f"Rate limit of {d.limit:g} {what} per minute reached for {whose}; "
-            f"retry after {state.retry_after:.2f}s.",
+            f"retry after {decision.wait:.2f}s.",
             headers=headers,
         )
 
-    def _headers(self, principal: Principal, demands: list[Demand], decision: Decision) -> list[Header]:
+    @staticmethod
+    def _headers(demands: list[Demand], decision: Decision) -> list[Header]:
+        """The key's figures (a model's limits are not the key's to show)."""
         out: list[Header] = []
-        for d, state in zip(demands, decision.rates, strict=False):
-            if state is None or not d.name.startswith("key:"):
-                continue
-            out.extend(rate_headers("tokens" if d.name.endswith(":tpm") else "requests", d.limit, state))
+        for d, ahead in zip(demands, decision.aheads, strict=False):
+            if ahead >= 0 and d.name.startswith("key:"):
+                out += rate_headers(_TOKENS if d.name.endswith(":tpm") else _REQUESTS, d.limit, ahead)
         return out
 
     def peek_headers(self, principal: Principal) -> list[Header]:
         """The key's current figures, for responses that take nothing (fetches, lists)."""
-        peek = getattr(self.counters, "peek_rate", None)
-        if peek is None:
-            return []
         out: list[Header] = []
         key = principal.key_id
         if principal.rpm:
-            out.extend(rate_headers("requests", principal.rpm, peek(f"key:{key}:rpm", principal.rpm)))
+            out += rate_headers(_REQUESTS, principal.rpm, self.counters.ahead(f"key:{key}:rpm"))
         if principal.tpm:
-            out.extend(rate_headers("tokens", principal.tpm, peek(f"key:{key}:tpm", principal.tpm)))
+            out += rate_headers(_TOKENS, principal.tpm, self.counters.ahead(f"key:{key}:tpm"))
         return out
 
 
-def rate_headers(what: str, limit: float, state: RateState) -> list[Header]:
+_REQUESTS = (b"x-ratelimit-limit-requests", b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-requests")
+_TOKENS = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-ratelimit-reset-tokens")
+
+
+def rate_headers(names: tuple[bytes, bytes, bytes], limit: float, ahead: float) -> list[Header]:
     return [
-        (b"x-ratelimit-limit-" + what.encode(), str(int(limit)).encode()),
-        (b"x-ratelimit-remaining-" + what.encode(), str(state.remaining).encode()),
-        (b"x-ratelimit-reset-" + what.encode(), format_reset(state.reset).encode()),
+        (names[0], b"%d" % limit),
+        (names[1], b"%d" % rate_remaining(limit, ahead)),
+        (names[2], format_reset(ahead)),
     ]
 
 

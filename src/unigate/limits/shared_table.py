@@ -21,9 +21,9 @@ import logging
 import mmap
 import os
 import struct
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from types import TracebackType
 
 log = logging.getLogger("unigate.limits")
 
@@ -31,6 +31,7 @@ _MAGIC = b"UGLIMIT1"
 _HEADER = struct.Struct("<8sQ")
 _HEADER_SIZE = 64
 _SLOT = struct.Struct("<16sddqq")
+_VALUES = struct.Struct("<ddqq")  # a slot after its digest
 _PROBES = 64
 EMPTY = b"\0" * 16
 
@@ -38,7 +39,7 @@ Slot = tuple[float, float, int, int]
 
 
 class SharedTable:
-    def __init__(self, path: Path, slots: int = 1 << 16) -> None:
+    def __init__(self, path: Path, slots: int = 1 << 16, locking: bool = True) -> None:
         self.path = path
         self.slots = slots
         size = _HEADER_SIZE + slots * _SLOT.size
@@ -55,6 +56,8 @@ class SharedTable:
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._map = mmap.mmap(self._fd, size)
+        # Built once: a `with` on a reusable object costs no allocation per request.
+        self._lock: AbstractContextManager[object] = _Locked(self._fd) if locking else nullcontext(self)
         self._index: dict[str, int] = {}  # name -> slot offset, once found
         self._full_logged = False
 
@@ -63,13 +66,9 @@ class SharedTable:
         """Forget every counter (a new `serve` starts from its database's figures)."""
         path.unlink(missing_ok=True)
 
-    @contextmanager
-    def locked(self) -> Iterator[SharedTable]:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            yield self
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+    def locked(self) -> AbstractContextManager[object]:
+        """Exclusive access across processes (or nothing to do for a lone process)."""
+        return self._lock
 
     def offset(self, name: str) -> int:
         """The slot of `name` (claimed if new), or -1 when the table is full. Call locked."""
@@ -96,12 +95,31 @@ class SharedTable:
         return off
 
     def read(self, off: int) -> Slot:
-        _, a, b, c, d = _SLOT.unpack_from(self._map, off)
-        return a, b, c, d
+        values: Slot = _VALUES.unpack_from(self._map, off + 16)
+        return values
 
     def write(self, off: int, a: float, b: float, c: int, d: int) -> None:
-        struct.pack_into("<ddqq", self._map, off + 16, a, b, c, d)
+        _VALUES.pack_into(self._map, off + 16, a, b, c, d)
 
     def close(self) -> None:
         self._map.close()
         os.close(self._fd)
+
+
+class _Locked:
+    """`flock` held for a `with` block; a class rather than a generator-based context manager,
+    which costs a generator and several frames per request."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def __enter__(self) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+
