@@ -5,6 +5,9 @@ all keys, every family counted, and a limit change applied without a restart."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
 import subprocess
 import sys
 import time
@@ -16,10 +19,11 @@ from typing import Any
 import openai
 import pytest
 
-from tests.support.gateway import GatewayProcess
+from tests.support.gateway import ADMIN_KEY, GatewayProcess
 from tests.support.net import HTTPResult, http
 
 CHAT = "/v1/chat/completions"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _config() -> dict[str, Any]:
@@ -198,3 +202,17 @@ def _wait_for(check: Any, timeout: float = 5.0) -> None:
             return
         time.sleep(0.1)
     raise AssertionError("the change did not apply in time")
+
+
+def test_readme_example(gw: GatewayProcess) -> None:
+    section = README.read_text().split("\n## Limits and budgets\n", 1)[1].split("\n## ", 1)[0]
+    found = re.search(r"```python\n(.*?)```", section, re.S)
+    assert found
+    code = found.group(1).replace("http://127.0.0.1:8000", gw.base_url).replace('"uga_..."', repr(ADMIN_KEY))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    remaining_requests, remaining_tokens = out.getvalue().splitlines()[0].split()
+    assert remaining_requests == "59" and 19_900 < int(remaining_tokens) < 20_000
+    assert out.getvalue().splitlines()[1] == "600"
+
