@@ -100,9 +100,14 @@ def schemas() -> dict[str, Schema]:
             {
                 "text": required_text(MAX_TEXT),
                 "format": choice(TTS_FORMATS, "mp3 (default)."),
-                "sample_rate": integer(8000, 48000, "opus: 48000 only."),
+                "sample_rate": {
+                    "type": ["integer", "null"],
+                    "minimum": 8000,
+                    "maximum": 48000,
+                    "description": "opus: 48000 only.",
+                },
                 "latency": choice(("normal", "balanced", "low")),
-                "mp3_bitrate": integer(64, 192),
+                "mp3_bitrate": {"type": ["integer", "null"], "minimum": 64, "maximum": 192},
                 "normalize": {"type": ["boolean", "null"]},
                 "reference_id": text(description="A voice model id."),
             },

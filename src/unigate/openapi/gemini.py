@@ -21,6 +21,7 @@ from unigate.openapi.schema import (
     response,
     sse_event,
     string,
+    text,
 )
 
 TAG = "gemini"
@@ -31,13 +32,18 @@ EMBEDDING = {"model": "sandbox-embedding"}
 
 
 def schemas() -> dict[str, Schema]:
+    # One kind of part each; the other members are absent (or null).
     part = obj(
         {
-            "text": string(),
-            "inlineData": obj({"mimeType": string(), "data": string("base64")}),
-            "fileData": obj({"mimeType": string(), "fileUri": string()}),
-            "functionCall": obj({"name": string(), "args": obj({})}),
-            "functionResponse": obj({"name": string(), "response": obj({})}),
+            "text": text(),
+            "inlineData": obj({"mimeType": string(), "data": string("base64")}, nullable=True),
+            "fileData": obj({"mimeType": string(), "fileUri": string()}, nullable=True),
+            "functionCall": obj(
+                {"name": string(), "args": {"description": "The call's arguments object."}}, nullable=True
+            ),
+            "functionResponse": obj(
+                {"name": string(), "response": {"description": "The function's result."}}, nullable=True
+            ),
         },
         description="One part: text, inline data, a file, a function call or its response.",
     )
@@ -52,7 +58,7 @@ def schemas() -> dict[str, Schema]:
         {
             "content": text_content,
             "outputDimensionality": {"type": ["integer", "null"], "minimum": 1},
-            "taskType": string(),
+            "taskType": {"type": ["string", "null"]},
         },
         ["content"],
     )
@@ -73,9 +79,17 @@ def schemas() -> dict[str, Schema]:
         "GenerateContentRequest": obj(
             {
                 "contents": array(ref("GeminiContent"), minItems=1),
-                "systemInstruction": any_of(string(), ref("GeminiContent")),
-                "tools": array(obj({"functionDeclarations": array(obj({"name": string()}, ["name"]))})),
-                "toolConfig": obj({}),
+                "systemInstruction": any_of(
+                    string(),
+                    obj({"parts": {"type": ["array", "null"], "items": obj({"text": text()})}}),
+                    {"type": "null"},
+                    description="Text, or a content whose text parts are the system prompt.",
+                ),
+                "tools": {
+                    "type": ["array", "null"],
+                    "items": obj({"functionDeclarations": array(obj({"name": string()}, ["name"]))}),
+                },
+                "toolConfig": {"type": ["object", "null"]},
                 "generationConfig": obj(
                     {
                         "temperature": {"type": ["number", "null"]},
@@ -85,7 +99,8 @@ def schemas() -> dict[str, Schema]:
                             "items": string(),
                             "description": "With IMAGE: image output (needs the image family).",
                         },
-                    }
+                    },
+                    nullable=True,
                 ),
             },
             ["contents"],

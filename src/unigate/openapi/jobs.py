@@ -134,15 +134,15 @@ def _picwish_form(files: bool) -> Schema:
             enum(1, "1", "", None), description="1: result URLs (the only form the gateway answers)."
         ),
         "callback_url": callback(),
-        "type": string("segmentation: person, object or stamp; scale: clean or face."),
-        "output_type": string("segmentation: 1, 2 or 3."),
-        "crop": string("segmentation: 0 or 1."),
-        "format": string("segmentation: png or jpg; ocr: " + ", ".join(picwish.OCR_FORMATS) + "."),
-        "bg_color": string("segmentation: hex colour, e.g. FFFFFF."),
-        "mask_url": string("inpaint: an http(s) URL."),
-        "rectangles": string('inpaint: JSON [{"x", "y", "width", "height"}].'),
-        "scale_factor": string("scale: 1, 2 (default) or 4."),
-        "language": string("ocr: comma-separated languages."),
+        "type": text(description="segmentation: person, object or stamp; scale: clean or face."),
+        "output_type": text(description="segmentation: 1, 2 or 3."),
+        "crop": text(description="segmentation: 0 or 1."),
+        "format": text(description="segmentation: png or jpg; ocr: " + ", ".join(picwish.OCR_FORMATS) + "."),
+        "bg_color": text(description="segmentation: hex colour, e.g. FFFFFF."),
+        "mask_url": text(description="inpaint: an http(s) URL."),
+        "rectangles": text(description='inpaint: JSON [{"x", "y", "width", "height"}].'),
+        "scale_factor": text(description="scale: 1, 2 (default) or 4."),
+        "language": text(description="ocr: comma-separated languages."),
     }
     if files:
         props = {

@@ -85,10 +85,13 @@ def obj(
     description: str = "",
     *,
     closed: bool = False,
+    nullable: bool = False,
     **keywords: Any,
 ) -> Schema:
-    """An object. `closed` only where the gateway refuses unknown fields (the admin API)."""
-    schema: Schema = {"type": "object", "properties": dict(properties), **keywords}
+    """An object (or null, which the gateway reads as absent, when `nullable`). `closed` only
+    where the gateway refuses unknown fields (the admin API)."""
+    kind: str | list[str] = ["object", "null"] if nullable else "object"
+    schema: Schema = {"type": kind, "properties": dict(properties), **keywords}
     names = list(required)
     if names:
         schema["required"] = names

@@ -64,7 +64,6 @@ def schemas() -> dict[str, Schema]:
                 {"type": "null"},
                 description="Text or parts.",
             ),
-            "name": string(),
         },
         ["role"],
     )

@@ -43,13 +43,15 @@ def _create(multipart: bool) -> Schema:
     reference = (
         binary("A PNG, JPEG or WebP image to start from.")
         if multipart
-        else obj({"image_url": text(description="An http(s) or data: URL, or base64.")})
+        else obj({"image_url": text(description="An http(s) or data: URL, or base64.")}, nullable=True)
     )
     return obj(
         {
             "prompt": required_text(MAX_PROMPT),
             "model": text(description="`media.default_video_model` when absent."),
-            "seconds": any_of(integer(1, 60), string(pattern=_SECONDS_TEXT), {"type": "null"}),
+            "seconds": any_of(
+                integer(1, 60), string(pattern=_SECONDS_TEXT), enum("", None), description="Default 4."
+            ),
             "size": text(description="WIDTHxHEIGHT, each side 64 to 3840, e.g. 720x1280."),
             "input_reference": reference,
         },

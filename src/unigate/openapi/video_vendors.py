@@ -120,7 +120,9 @@ def schemas() -> dict[str, Schema]:
                         {
                             "prompt": text(description="Required unless `image` is given."),
                             "image": obj(
-                                {"bytesBase64Encoded": string(), "mimeType": string()}, ["bytesBase64Encoded"]
+                                {"bytesBase64Encoded": string(), "mimeType": string()},
+                                ["bytesBase64Encoded"],
+                                nullable=True,
                             ),
                         }
                     ),
