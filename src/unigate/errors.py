@@ -5,6 +5,7 @@
     ├── AuthenticationFailed           401     authentication_error
     ├── PermissionDenied               403     permission_error
     ├── NotFound                       404     not_found_error / invalid_request_error
+    ├── Conflict                       409     invalid_request_error
     ├── PayloadTooLarge                413     invalid_request_error
     ├── RateLimited                    429     rate_limit_error
     ├── BudgetExceeded                 429     insufficient_quota (402 on music paths)
@@ -74,6 +75,13 @@ class PayloadTooLarge(GatewayError):
     status, type, code = 413, "invalid_request_error", "request_too_large"
 
 
+class Conflict(GatewayError):
+    """The request conflicts with an earlier one (an Idempotency-Key reused for another body,
+    or still in flight)."""
+
+    status, type, code = 409, "invalid_request_error", "conflict"
+
+
 class RateLimited(GatewayError):
     status, type, code = 429, "rate_limit_error", "rate_limit_exceeded"
 
@@ -131,6 +139,7 @@ _ANTHROPIC_TYPES = {
     401: "authentication_error",
     403: "permission_error",
     404: "not_found_error",
+    409: "invalid_request_error",
     413: "request_too_large",
     429: "rate_limit_error",
     504: "timeout_error",
@@ -140,6 +149,7 @@ _GEMINI_STATUS = {
     401: "UNAUTHENTICATED",
     403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
+    409: "ABORTED",
     413: "INVALID_ARGUMENT",
     429: "RESOURCE_EXHAUSTED",
     502: "UNAVAILABLE",
@@ -150,7 +160,17 @@ _GEMINI_STATUS = {
 
 # Kling's service codes by HTTP status: 1000s auth, 1100s account, 1200s parameters, 1300s
 # policy and rate, 5000s server.
-_KLING_CODES = {400: 1201, 401: 1000, 402: 1102, 403: 1103, 404: 1203, 413: 1201, 429: 1302, 504: 5002}
+_KLING_CODES = {
+    400: 1201,
+    401: 1000,
+    402: 1102,
+    403: 1103,
+    404: 1203,
+    409: 1201,
+    413: 1201,
+    429: 1302,
+    504: 5002,
+}
 _KLING_AUTH = {"missing_api_key": 1001, "revoked_api_key": 1004, "expired_api_key": 1004}
 # Vidu's `reason` words (its error-code page) by HTTP status.
 _VIDU_REASONS = {
@@ -159,6 +179,7 @@ _VIDU_REASONS = {
     402: "CreditInsufficient",
     403: "Forbidden",
     404: "TaskNotFound",
+    409: "Conflict",
     413: "BadRequest",
     429: "TooManyRequests",
 }

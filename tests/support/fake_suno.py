@@ -28,7 +28,8 @@ when the test calls `advance(task_id)`.
 
 Submit failures: `submit_status` (e.g. 500) answers that status; `submit_reject=True` answers
 HTTP 400 {"code": "invalid_prompt", "message": "bad prompt", "data": null}. Fetch failures:
-`fetch_status`. `fetch_delay` holds every fetch that long before answering.
+`fetch_status`. `fetch_delay` holds every fetch that long before answering; `submit_delay` every
+submit (after recording it).
 
 The test thread reads state through the snapshot methods (`submits`, `fetch_calls`, ...);
 every mutation happens under one lock.
@@ -110,6 +111,7 @@ class FakeSuno(LoopbackServer):
     manual: bool = False
     fetch_delay: float = 0.0
     fetch_status: int = 200
+    submit_delay: float = 0.0  # seconds a submit is held before it is answered
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
@@ -154,6 +156,7 @@ class FakeSuno(LoopbackServer):
                 "manual",
                 "fetch_delay",
                 "fetch_status",
+                "submit_delay",
             ):
                 setattr(self, name, defaults[name].default)
             for name, value in settings.items():
@@ -246,6 +249,9 @@ class FakeSuno(LoopbackServer):
         with self._lock:
             self._tasks[task.id] = task
             record.task_id = task.id
+            delay = self.submit_delay
+        if delay:
+            await asyncio.sleep(delay)
         if shape == "record":
             return _ok(self._render(task, task.stages[0]))
         return _ok(task.id)

@@ -39,16 +39,27 @@ class KlingAPI:
         parsed = from_kling(payload, action)
         callback = self.family.callback(payload)
         external = str(parsed.fields.get("external_task_id") or "")
-        if external and await self.gw.tasks.store.by_external_id(principal.key_id, FAMILY, external):
-            raise InvalidRequest(
-                "A task with this external_task_id exists already.",
-                param="external_task_id",
-                code="duplicate_task",
-            )
+
+        async def unique_external_id() -> None:
+            # After the Idempotency-Key check: a retry of the submit that used this id is
+            # answered with its task, not refused as a duplicate.
+            if external and await self.gw.tasks.store.by_external_id(principal.key_id, FAMILY, external):
+                raise InvalidRequest(
+                    "A task with this external_task_id exists already.",
+                    param="external_task_id",
+                    code="duplicate_task",
+                )
+
         entry = self.family.model(principal, parsed.model)
         job = TaskSubmission(FAMILY, action, parsed.model, parsed.fields)
         task = await self.family.submit(
-            request, principal, job, entry, callback=callback, external_id=external
+            request,
+            principal,
+            job,
+            entry,
+            callback=callback,
+            external_id=external,
+            precheck=unique_external_id,
         )
         await self._send(request, task)
 

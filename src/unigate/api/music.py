@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from unigate.api.public_url import configured_base, public_base
+from unigate.api.task_family import idempotency_key
 from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
@@ -74,6 +75,7 @@ class MusicAPI:
             price=entry.price_per_call,
             notify_hook=hook,
             public_base=public_base(request, self.public_url),
+            idempotency_key=idempotency_key(request),
             clip_count=2,
             stored_fields=fields,
         )
@@ -113,6 +115,7 @@ class MusicAPI:
             price=entry.price_per_call,
             notify_hook=hook,
             public_base=public_base(request, self.public_url),
+            idempotency_key=idempotency_key(request),
             clip_count=0,
         )
         await self._send_task(request, task)
@@ -165,6 +168,7 @@ class MusicAPI:
             price=0.0,
             notify_hook=hook,
             public_base=public_base(request, self.public_url),
+            idempotency_key=idempotency_key(request),
             clip_count=1,
         )
         await self._send_task(request, task)

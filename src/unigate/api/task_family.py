@@ -5,6 +5,7 @@ renders the task in its own shape."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from unigate.api.public_url import configured_base, public_base
@@ -15,6 +16,7 @@ from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 from unigate.providers.base import TaskSubmission
 from unigate.routing.catalog import ModelEntry
+from unigate.tasks.idempotency import header_value
 from unigate.tasks.model import Task
 from unigate.tasks.service import Pinned
 from unigate.webhooks.ssrf import UnsafeURL, check_url, refusal
@@ -68,9 +70,14 @@ class TaskFamily:
         callback: str = "",
         external_id: str = "",
         stored_fields: dict[str, Any] | None = None,
+        precheck: Callable[[], Awaitable[None]] | None = None,
+        picked: tuple[str, ...] = (),
     ) -> Task:
         """Submit upstream, then commit the task (answer only once it is durable). The model's
-        `price_per_call` is reserved now and refunded once if the task fails."""
+        `price_per_call` is reserved now and refunded once if the task fails. A request with
+        an `Idempotency-Key` that repeats an earlier one gets that task back (`precheck`,
+        e.g. a duplicate check, runs only for a new submit; `picked` names fields the gateway
+        chose itself, left out when requests are compared)."""
         price = route.price_per_call if isinstance(route, ModelEntry) else self._price(job.model)
         return await self.tasks.submit(
             principal,
@@ -81,6 +88,9 @@ class TaskFamily:
             public_base=public_base(request, self.public_url),
             stored_fields=stored_fields,
             external_id=external_id,
+            idempotency_key=idempotency_key(request),
+            precheck=precheck,
+            picked=picked,
         )
 
     def _price(self, model: str) -> float:
@@ -102,6 +112,11 @@ class TaskFamily:
         if body is None:
             raise NotFound(message, code="task_not_found")
         return body
+
+
+def idempotency_key(request: Request) -> str | None:
+    """The request's `Idempotency-Key` (400 when malformed), or None."""
+    return header_value(request.header(b"idempotency-key"), request.header_count(b"idempotency-key"))
 
 
 async def send_raw(

@@ -133,7 +133,10 @@ class ViduAPI:
         assert principal is not None
         _, payload = await request.json_object(self.max_json)
         job_fields = text2audio_fields(payload)
-        await self._create(request, principal, payload, "text2audio", job_fields["model"], job_fields)
+        # A seed the gateway picked is not part of the request: a retry with the same
+        # Idempotency-Key (which gets another random seed here) is the same request.
+        picked = ("seed",) if payload.get("seed") in (None, "", 0) else ()
+        await self._create(request, principal, payload, "text2audio", job_fields["model"], job_fields, picked)
 
     async def lip_sync(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
@@ -149,11 +152,12 @@ class ViduAPI:
         action: str,
         model: str,
         job_fields: dict[str, Any],
+        picked: tuple[str, ...] = (),
     ) -> None:
         callback = self.family.callback(payload)
         entry = self.family.model(principal, model)
         job = TaskSubmission(FAMILY, action, model, job_fields)
-        task = await self.family.submit(request, principal, job, entry, callback=callback)
+        task = await self.family.submit(request, principal, job, entry, callback=callback, picked=picked)
         await send_raw(request, orjson.dumps(vidu_creation(task)))
 
     async def creations(self, request: Request, principal: Principal | None) -> None:

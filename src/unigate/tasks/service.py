@@ -20,6 +20,7 @@ from unigate.providers.base import SubmitResult, Target, TaskSubmission
 from unigate.routing.catalog import ModelEntry
 from unigate.routing.engine import Router
 from unigate.tasks.group_commit import GroupCommit
+from unigate.tasks.idempotency import Claim, IdempotencyStore, as_submitted, fingerprint, reused
 from unigate.tasks.model import SUBMITTED, Task
 from unigate.tasks.outbox_store import OutboxEvent
 from unigate.tasks.store import NewTask, TaskStore, row_task
@@ -70,6 +71,7 @@ class TaskService:
         self.router = router
         self.config = config
         self.shapes = shapes
+        self.idempotency = IdempotencyStore(store.engine)
         self._rendered: dict[str, tuple[int, bytes]] = {}
 
     def render(self, task: Task) -> dict[str, Any]:
@@ -108,18 +110,69 @@ class TaskService:
         clip_count: int = 0,
         stored_fields: dict[str, Any] | None = None,
         external_id: str = "",
+        idempotency_key: str | None = None,
+        precheck: Callable[[], Awaitable[None]] | None = None,
+        picked: tuple[str, ...] = (),
     ) -> Task:
         """Submit upstream, then commit the task; `stored_fields` is what the task record
         shows when it differs from what the upstream is sent (e.g. public vs upstream clip ids).
         The submit counts against the key's and model's requests per minute, and its price is
-        reserved from the key's budget before the upstream is called (refunded if it fails)."""
+        reserved from the key's budget before the upstream is called (refunded if it fails).
+        With an `idempotency_key`, a repeat of an earlier submit answers that submit's task
+        (no upstream call, no charge); `precheck` runs only for a submit that is not a repeat;
+        `picked` names fields the gateway chose itself (a random seed), not compared."""
+        claim: Claim | None = None
+        if idempotency_key is not None:
+            pinned = route.target.provider.name if isinstance(route, Pinned) else ""
+            print_ = fingerprint(
+                job,
+                pinned=pinned,
+                notify_hook=notify_hook,
+                clip_count=clip_count,
+                stored_fields=stored_fields,
+                external_id=external_id,
+                picked=picked,
+            )
+            found = await self.idempotency.acquire(principal.key_id, idempotency_key, print_)
+            if found.task_id is not None:
+                return await self._repeat(principal, job, found.task_id)
+            claim = found.claim
+        try:
+            if precheck is not None:
+                await precheck()
+            return await self._admitted(principal, job, route, price, notify_hook, public_base, clip_count,
+                                        stored_fields, external_id, claim)  # fmt: skip
+        except BaseException:
+            if claim is not None and not claim.queued:
+                await self.idempotency.release(claim)
+            raise
+
+    async def _repeat(self, principal: Principal, job: TaskSubmission, task_id: str) -> Task:
+        task = await self.store.get(task_id)
+        if task is None or task.key_id != principal.key_id or task.family != job.family:
+            raise reused()  # deleted meanwhile (a delete frees its keys), or not this request's
+        return as_submitted(task)
+
+    async def _admitted(
+        self,
+        principal: Principal,
+        job: TaskSubmission,
+        route: ModelEntry | Pinned,
+        price: float,
+        notify_hook: str,
+        public_base: str,
+        clip_count: int,
+        stored_fields: dict[str, Any] | None,
+        external_id: str,
+        claim: Claim | None,
+    ) -> Task:
         entry = route if isinstance(route, ModelEntry) else None
         ticket = None
         if self.limits is not None and Limits.applies(principal, entry):
             ticket = await self.limits.admit(principal, entry, 0, price)
         try:
             task = await self._submit(principal, job, route, price, notify_hook, public_base, clip_count,
-                                      stored_fields, external_id)  # fmt: skip
+                                      stored_fields, external_id, claim)  # fmt: skip
         except BaseException:
             if self.limits is not None:
                 await self.limits.settle(ticket, 0, 0.0)
@@ -137,6 +190,7 @@ class TaskService:
         clip_count: int,
         stored_fields: dict[str, Any] | None,
         external_id: str,
+        claim: Claim | None,
     ) -> Task:
 
         async def invoke(target: Target) -> SubmitResult:
@@ -191,8 +245,10 @@ class TaskService:
             external_id=external_id,
         )
         upstream_clips: list[str | None] = [*result.clip_ids, *([None] * (clip_count - len(result.clip_ids)))]
+        if claim is not None:
+            claim.queued = True  # the commit records the key with the task, or fails with it
         await self.writer.insert(
-            NewTask(task, list(zip(task.clip_ids, upstream_clips, strict=False)), self.event(task))
+            NewTask(task, list(zip(task.clip_ids, upstream_clips, strict=False)), self.event(task), claim)
         )
         return task
 

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.store.schema import billing_ledger, task_clips, tasks, webhook_outbox
 from unigate.store.sqlite_reader import SQLiteReader, compile_select, sqlite_path
+from unigate.tasks.idempotency import Claim, complete, forget_task
 from unigate.tasks.model import TERMINAL, Task
 from unigate.tasks.outbox_store import OutboxEvent, OutboxStore, event_values, insert_events
 
@@ -26,6 +27,7 @@ class NewTask:
     task: Task
     clips: list[tuple[str, str | None]]  # (public clip id, upstream clip id or None)
     events: list[OutboxEvent]
+    claim: Claim | None = None  # the Idempotency-Key this task answers, recorded with it
 
 
 def _task_values(task: Task) -> dict[str, Any]:
@@ -158,6 +160,9 @@ class TaskStore(OutboxStore):
                 await conn.execute(billing_ledger.insert(), ledger_rows)
             if event_rows:
                 await conn.execute(webhook_outbox.insert(), event_rows)
+            for item in items:
+                if item.claim is not None:
+                    await complete(conn, item.claim, item.task.id)
 
     # --- reads ------------------------------------------------------------------------
 
@@ -235,6 +240,7 @@ class TaskStore(OutboxStore):
             if result.rowcount != 1:
                 return False
             await conn.execute(task_clips.delete().where(task_clips.c.task_id == task.id))
+            await forget_task(conn, task.id)
         return True
 
     async def clip(self, clip_id: str) -> tuple[str, str, str, str | None] | None:
