@@ -38,6 +38,7 @@ from unigate.providers.sandbox.gemini_image import gemini_image_reply
 from unigate.providers.sandbox.jobs import SandboxJobs
 from unigate.providers.sandbox.kinds import sandbox_kinds
 from unigate.providers.sandbox.media_calls import SandboxMedia
+from unigate.providers.sandbox.media_loader import load_media
 from unigate.providers.sandbox.model_kinds import MEDIA_KINDS, check_kind, task_kind
 from unigate.providers.sandbox.tasks import SandboxTasks
 
@@ -76,11 +77,13 @@ class SandboxProvider(Provider):
     async def media(self, call: MediaCall, target: Target) -> Reply:
         check_kind(target.upstream_model, MEDIA_KINDS.get(call.op))
         self._require_media()
+        await load_media()
         return await self.media_calls.answer(call)
 
     async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
         check_kind(target.upstream_model, "image")  # Gemini calls asking for image output
         self._require_media()
+        await load_media()
         return await gemini_image_reply(payload, target.upstream_model, stream)
 
     async def chat(self, call: TextCall, target: Target) -> Reply:
@@ -104,6 +107,7 @@ class SandboxProvider(Provider):
         if job.family == "music":
             return await self.jobs.submit(job)
         self._require_media()
+        await load_media()
         return await self.tasks.submit(job)
 
     async def poll_tasks(self, refs: list[TaskRef], timeouts: Timeouts) -> dict[str, UpstreamTask]:
