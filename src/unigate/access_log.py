@@ -66,6 +66,8 @@ def shown_path(path: str) -> str:
     """A request path as log lines show it: `/media/` names are capabilities (anyone with the
     link may fetch the file), so only their first characters are kept; anything over
     MAX_LOGGED is cut; escaped as `_clean` does."""
+    if len(path) <= MAX_LOGGED and not path.startswith("/media/"):
+        return _clean(path)  # every API call: two cheap tests on top of the escaping
     if path.startswith("/media/"):
         rest = path[7:]
         prefix = "/media/tasks/" if rest.startswith("tasks/") else "/media/"

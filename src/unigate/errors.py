@@ -12,8 +12,9 @@
     ├── UpstreamRejected               4xx     (the upstream's own status, relayed)
     └── UpstreamFailed                 502/504 upstream_error / timeout
 
-Messages never contain key material: callers pass fixed strings, and upstream bodies are
-relayed only from providers whose replies cannot contain the gateway's credentials.
+Messages never contain key material: callers pass fixed strings, and what comes from an
+upstream (`UpstreamRejected`'s message and raw body) has been scrubbed of that provider's
+credentials before it gets here (providers/redact.py, applied in transport and routing).
 """
 
 from __future__ import annotations

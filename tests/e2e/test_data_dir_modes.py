@@ -22,7 +22,9 @@ def test_a_fresh_start_is_owner_only(tmp_path: Path) -> None:
     # No UNIGATE_ADMIN_KEY: the admin key file is created too.
     with GatewayProcess(tmp_path, env={"UNIGATE_ADMIN_KEY": ""}) as gw:
         admin_key = (data / "admin_key").read_text().strip()
-        res = http("POST", gw.base_url + "/admin/keys", {"name": "m"}, {"Authorization": f"Bearer {admin_key}"})
+        res = http(
+            "POST", gw.base_url + "/admin/keys", {"name": "m"}, {"Authorization": f"Bearer {admin_key}"}
+        )
         assert res.status == 201, res.body
         key = res.json()["key"]
         image = http(
@@ -37,7 +39,9 @@ def test_a_fresh_start_is_owner_only(tmp_path: Path) -> None:
             assert (data / name).exists(), name
             assert _mode(data / name) == 0o600, (name, oct(_mode(data / name)))
         stored = list((data / "media").iterdir())
-        assert stored and all(_mode(f) & 0o077 == 0 for f in stored), [(f.name, oct(_mode(f))) for f in stored]
+        assert stored and all(_mode(f) & 0o077 == 0 for f in stored), [
+            (f.name, oct(_mode(f))) for f in stored
+        ]
         assert "chmod 700" not in gw.log()
 
 

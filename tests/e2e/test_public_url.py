@@ -30,28 +30,47 @@ def _links(gw: GatewayProcess) -> list[str]:
     key = gw.create_key()
     auth = {"Authorization": f"Bearer {key}", **EVIL}
     out: list[str] = []
-    image = http("POST", gw.base_url + "/v1/images/generations",
-                 {"model": "sandbox-image", "prompt": "a kite", "size": "256x256", "response_format": "url"},
-                 auth)  # fmt: skip
+    image = http(
+        "POST",
+        gw.base_url + "/v1/images/generations",
+        {"model": "sandbox-image", "prompt": "a kite", "size": "256x256", "response_format": "url"},
+        auth,
+    )
     assert image.status == 200, image.body
     out.append(image.json()["data"][0]["url"])
-    music = http("POST", gw.base_url + "/suno/submit/music",
-                 {"prompt": "[Verse]\nhello", "mv": "chirp-v4", "title": "t", "tags": "pop"}, auth)  # fmt: skip
+    music = http(
+        "POST",
+        gw.base_url + "/suno/submit/music",
+        {"prompt": "[Verse]\nhello", "mv": "chirp-v4", "title": "t", "tags": "pop"},
+        auth,
+    )
     assert music.status == 200, music.body
-    video = http("POST", gw.base_url + "/v1/video/generations",
-                 {"model": "sandbox-video", "prompt": "a red kite", "duration": 1, "width": 160, "height": 120},
-                 auth)  # fmt: skip
+    video = http(
+        "POST",
+        gw.base_url + "/v1/video/generations",
+        {"model": "sandbox-video", "prompt": "a red kite", "duration": 1, "width": 160, "height": 120},
+        auth,
+    )
     assert video.status == 200, video.body
-    veo = http("POST", gw.base_url + "/v1beta/models/veo-3.0-generate-001:predictLongRunning",
-               {"instances": [{"prompt": "a boat"}], "parameters": {"durationSeconds": 1}},
-               {"x-goog-api-key": key, **EVIL})  # fmt: skip
+    veo = http(
+        "POST",
+        gw.base_url + "/v1beta/models/veo-3.0-generate-001:predictLongRunning",
+        {"instances": [{"prompt": "a boat"}], "parameters": {"durationSeconds": 1}},
+        {"x-goog-api-key": key, **EVIL},
+    )
     assert veo.status == 200, veo.body
     plain = {"Authorization": f"Bearer {key}"}  # what others read later: the stored links
     deadline = time.monotonic() + 40
     while True:
-        song = http("GET", gw.base_url + f"/suno/fetch/{music.json()['data']['task_id']}", headers=plain).json()
-        clip = http("GET", gw.base_url + f"/v1/video/generations/{video.json()['task_id']}", headers=plain).json()
-        op = http("GET", gw.base_url + "/v1beta/" + veo.json()["name"], headers={"x-goog-api-key": key}).json()
+        song = http(
+            "GET", gw.base_url + f"/suno/fetch/{music.json()['data']['task_id']}", headers=plain
+        ).json()
+        clip = http(
+            "GET", gw.base_url + f"/v1/video/generations/{video.json()['task_id']}", headers=plain
+        ).json()
+        op = http(
+            "GET", gw.base_url + "/v1beta/" + veo.json()["name"], headers={"x-goog-api-key": key}
+        ).json()
         if song["data"]["status"] == "SUCCESS" and clip["status"] == "completed" and op.get("done"):
             break
         assert time.monotonic() < deadline, (song, clip, op)
@@ -85,9 +104,12 @@ def test_the_environment_wins_over_the_file(tmp_path: Path) -> None:
     env = {"UNIGATE_PUBLIC_URL": "http://gw.internal:8443/unigate"}
     with GatewayProcess(tmp_path, config={**CONFIG, "public_url": "https://gw.example.com"}, env=env) as gw:
         key = gw.create_key()
-        res = http("POST", gw.base_url + "/v1/images/generations",
-                   {"model": "sandbox-image", "prompt": "a kite", "size": "256x256", "response_format": "url"},
-                   {"Authorization": f"Bearer {key}", **EVIL})  # fmt: skip
+        res = http(
+            "POST",
+            gw.base_url + "/v1/images/generations",
+            {"model": "sandbox-image", "prompt": "a kite", "size": "256x256", "response_format": "url"},
+            {"Authorization": f"Bearer {key}", **EVIL},
+        )
         assert res.json()["data"][0]["url"].startswith("http://gw.internal:8443/unigate/media/")
 
 

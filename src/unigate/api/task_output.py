@@ -16,9 +16,9 @@ from unigate.api.media import NOSNIFF, send_stored
 from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
-from unigate.errors import InvalidRequest, NotFound
+from unigate.errors import InvalidRequest, NotFound, UpstreamFailed, UpstreamRejected
 from unigate.gateway import Gateway
-from unigate.providers.base import TaskRef
+from unigate.providers.base import RouteFailed, TaskRef, scrubbed
 from unigate.records.outputs import VARIANT_KEYS, outputs
 from unigate.relay import BINARY_FRAMING, send_reply
 from unigate.tasks.model import SUCCESS, Task
@@ -51,7 +51,15 @@ async def send_output(request: Request, gw: Gateway, task: Task, index: int, var
         if provider is None:
             raise NotFound("The provider that made this file is no longer configured.", code="file_gone")
         ref = TaskRef(task.upstream_id, task.action)
-        reply = await provider.task_content(ref, item, variant, provider.timeouts())
+        try:
+            reply = await provider.task_content(ref, item, variant, provider.timeouts())
+        except UpstreamRejected as exc:
+            scrubbed(exc, provider.redactor)  # not routed, so scrubbed here
+            raise
+        except RouteFailed as exc:
+            scrubbed(exc, provider.redactor)
+            status = exc.status if exc.status in (429, 504) else 502
+            raise UpstreamFailed(f"The file could not be fetched: {exc.message}", status=status) from None
         reply.headers.append(NOSNIFF)
         if request.method == "HEAD":  # the upstream's headers, not its body
             headers = [(b"content-type", reply.content_type), *reply.headers]

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from unigate.config import ProviderConfig
-from unigate.errors import InvalidRequest
+from unigate.errors import InvalidRequest, UpstreamRejected
+from unigate.providers.redact import Redactor, retry_after
 
 if TYPE_CHECKING:
     from unigate.multipart import Form
@@ -178,6 +179,19 @@ class RouteFailed(Exception):
         self.retry_after = retry_after
 
 
+def scrubbed(error: RouteFailed | UpstreamRejected, redactor: Redactor) -> None:
+    """Blank the provider's secrets out of an error an adapter raised, in place: its message,
+    relayed body and headers; a Retry-After that is not seconds or a date is dropped."""
+    error.message = redactor.text(error.message)
+    error.args = (error.message,)
+    if isinstance(error, RouteFailed):
+        error.retry_after = retry_after(error.retry_after)
+        return
+    if error.raw_openai_body is not None:
+        error.raw_openai_body = redactor.data(error.raw_openai_body)
+    error.headers = {name: redactor.text(value) for name, value in error.headers.items()}
+
+
 class StreamBroken(Exception):
     """The upstream stream failed after bytes were already relayed."""
 
@@ -210,6 +224,9 @@ class Provider:
         self.config = config
         self.name = config.name
         self.context = context
+        # Blanks this provider's secrets from upstream errors (routing applies it to every
+        # error an adapter raises; transport to every error answer).
+        self.redactor = Redactor.for_provider(config)
 
     def timeouts(self) -> Timeouts:
         c = self.config

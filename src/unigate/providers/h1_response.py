@@ -139,6 +139,15 @@ class Response:
             else:
                 await self._wait()
 
+    def hold(self, body: bytes, headers: Headers) -> None:
+        """Replace a body already read whole (and the headers) with these, which `read` and
+        `iter_any` then answer: an error answer scrubbed of secrets before any adapter reads
+        it (http.py)."""
+        assert self._done and self._error is None
+        self._chunks = [body] if body else []
+        self._size = len(body)
+        self.headers = headers
+
     def release(self) -> None:
         """Done with this response; an unread rest of the body closes the connection."""
         if not self._done:

@@ -22,6 +22,8 @@ from unigate.providers.h1 import (
     UpstreamError,
     UpstreamTimeout,
 )
+from unigate.providers.h1_response import Headers
+from unigate.providers.redact import Redactor, request_secrets
 
 
 class UpstreamHTTP:
@@ -35,6 +37,9 @@ class UpstreamHTTP:
         tls = None
         if provider is not None and (provider.ca_file or provider.client_cert):
             tls = tls_context(provider.ca_file, provider.client_cert, provider.client_key)
+        # Error answers are scrubbed of the provider's secrets (redact.py); other pools (file
+        # downloads from storage hosts) send no credentials, so have none to scrub.
+        self._redactor = Redactor.for_provider(provider) if provider is not None else None
         # `identity`: bodies are relayed byte for byte, never re-encoded.
         self._pool = Pool(
             base_url,
@@ -117,7 +122,25 @@ class UpstreamHTTP:
                 f"The upstream answered HTTP {resp.status}, a redirect (not followed; check the "
                 "provider's base_url)."
             )
+        if resp.status >= 400 and self._redactor is not None:
+            await self._scrub(resp, headers)
         return resp
+
+    async def _scrub(self, resp: Response, headers: Mapping[str, str] | None) -> None:
+        """An error answer, read whole and scrubbed of the provider's secrets (and of this
+        request's own credential headers) before any adapter sees it: whatever it relays or
+        logs of it is clean (redact.py)."""
+        assert self._redactor is not None
+        extra = request_secrets(headers)
+        redactor = self._redactor.plus(extra) if extra else self._redactor
+        try:
+            body = await read_all(resp, "error response")
+        except BaseException:
+            resp.release()
+            raise
+        raw = [(k.encode("latin-1"), v.encode("latin-1", "replace")) for k, v in resp.headers.items()]
+        scrubbed = [(k, redactor.data(v)) for k, v in raw]
+        resp.hold(redactor.data(body), Headers(scrubbed))
 
 
 async def read_all(resp: Response, what: str = "response") -> bytes:

@@ -41,6 +41,7 @@ from unigate.providers.http import (
     sse_events,
 )
 from unigate.providers.openai_videos import OpenAIVideos
+from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
 from unigate.usage.recorder import Usage
 from unigate.video.job import VIDEO_ACTIONS
 
@@ -138,7 +139,7 @@ class OpenAIProvider(Provider):
         content_type = resp.headers.get("Content-Type", "application/json").encode("latin-1")
         if call.stream:
             reply = Reply(status=resp.status, content_type=content_type, close=resp.close)
-            reply.stream = _relay_events(resp, reply.usage, strip_usage_chunk=injected)
+            reply.stream = _relay_events(resp, reply.usage, injected, self.redactor)
             return reply
         data = await read_all(resp)
         return Reply(status=resp.status, content_type=content_type, body=data, usage=_body_usage(data))
@@ -222,7 +223,9 @@ def _body_usage(data: bytes) -> Usage:
     return usage
 
 
-async def _relay_events(resp: Response, usage: Usage, strip_usage_chunk: bool) -> AsyncIterator[bytes]:
+async def _relay_events(
+    resp: Response, usage: Usage, strip_usage_chunk: bool, redactor: Redactor
+) -> AsyncIterator[bytes]:
     # Until the upstream reports usage (its last chunk), count one completion token per
     # event after the role chunk: OpenAI-style upstreams stream about one token per chunk,
     # so a client that leaves mid-stream is still accounted for what it received.
@@ -238,6 +241,8 @@ async def _relay_events(resp: Response, usage: Usage, strip_usage_chunk: bool) -
             if not reported:
                 events += run.count(b"data:")
                 usage.completion_tokens = max(0, events - 1)
+            if STREAM_ERROR_MARK in run:  # an in-band error: the upstream's words, scrubbed
+                run = redactor.data(run)
             yield run
     finally:
         resp.release()

@@ -34,6 +34,7 @@ from unigate.multipart import Form, UploadedFile
 from unigate.providers.base import InputFile, RouteFailed, TaskRef, Timeouts, UpstreamTask
 from unigate.providers.form_body import FormBody
 from unigate.providers.http import UpstreamHTTP, read_all
+from unigate.providers.redact import blank_shapes
 
 log = logging.getLogger("unigate.providers")
 
@@ -102,7 +103,7 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
     for secret in secrets:
         if len(secret) >= 4 and secret in text:
             text = text.replace(secret, _REDACTED)
-    text = text.strip()
+    text = blank_shapes(text).strip()  # a per-request JWT echoed back is a credential too
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
 
 

@@ -23,6 +23,7 @@ from unigate.providers.base import (
 from unigate.providers.h1 import Response, UpstreamError
 from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP, read_all, sse_events, stream_error
+from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
 from unigate.usage.recorder import Usage
 
 
@@ -80,7 +81,7 @@ class TranslatingChatProvider(Provider):
             await raise_for_status(resp)
         if stream:
             reply = Reply(content_type=b"text/event-stream", close=resp.close, wire=wire)
-            reply.stream = relay_native(resp, reply.usage, scan, last)
+            reply.stream = relay_native(resp, reply.usage, scan, last, self.redactor)
             return reply
         data = await read_all(resp)
         usage = Usage()
@@ -94,7 +95,7 @@ class TranslatingChatProvider(Provider):
             await raise_for_status(resp)
         if call.stream:
             reply = Reply(content_type=b"text/event-stream", close=resp.close)
-            reply.stream = translate_stream(resp, self.stream_translator(call), reply.usage)
+            reply.stream = translate_stream(resp, self.stream_translator(call), reply.usage, self.redactor)
             return reply
         data = await read_all(resp)
         try:
@@ -109,7 +110,7 @@ class TranslatingChatProvider(Provider):
 
 
 async def translate_stream(
-    resp: Response, translator: StreamTranslator, usage: Usage
+    resp: Response, translator: StreamTranslator, usage: Usage, redactor: Redactor
 ) -> AsyncIterator[bytes]:
     try:
         try:
@@ -119,6 +120,8 @@ async def translate_stream(
                     translator.prompt_tokens,
                     translator.completion_tokens,
                 )
+                if out and translator.broken:  # an upstream error event, in the client's format
+                    out = redactor.data(out)
                 if out:
                     yield out
         except UpstreamError as exc:
@@ -129,7 +132,7 @@ async def translate_stream(
             # The relay ends the client's stream with the in-band error of its own format.
             raise StreamBroken("The upstream stream ended before completion.")
         if tail:
-            yield tail
+            yield redactor.data(tail) if STREAM_ERROR_MARK in tail else tail
     finally:
         resp.release()
 
@@ -157,15 +160,18 @@ def usage_scanner(marker: bytes, prompt_key: str, output_key: str) -> UsageScan:
 
 
 async def relay_native(
-    resp: Response, usage: Usage, take_usage: UsageScan, last: bytes
+    resp: Response, usage: Usage, take_usage: UsageScan, last: bytes, redactor: Redactor
 ) -> AsyncIterator[bytes]:
     """Relay a same-format stream event run by event run, reading usage on the way; a stream
-    that ends before any event containing `last` is a broken one."""
+    that ends before any event containing `last` is a broken one. An error event is the
+    upstream's own words: scrubbed of the provider's secrets."""
     terminated = False
     try:
         async for run in sse_events(resp):
             take_usage(run, usage)
             terminated = terminated or last in run
+            if STREAM_ERROR_MARK in run:
+                run = redactor.data(run)
             yield run
     finally:
         resp.release()

@@ -9,8 +9,8 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
-from unigate.errors import UpstreamFailed
-from unigate.providers.base import Reply, RouteFailed, StreamBroken, Target, Unsupported
+from unigate.errors import UpstreamFailed, UpstreamRejected
+from unigate.providers.base import Reply, RouteFailed, StreamBroken, Target, Unsupported, scrubbed
 from unigate.routing.catalog import ModelEntry, Route
 from unigate.routing.health import RouteHealth
 
@@ -79,7 +79,13 @@ class Router:
                 log.debug("route %s skipped: %s", target.route_key, exc.message)
                 unsupported = unsupported or exc
                 continue
+            except UpstreamRejected as rejected:
+                # Relayed to the client: every adapter's rejection passes here, so none can
+                # echo its provider's credentials (an upstream quoting what it received).
+                scrubbed(rejected, target.provider.redactor)
+                raise
             except RouteFailed as failure:
+                scrubbed(failure, target.provider.redactor)  # logged, and the last one relayed
                 last = failure
                 # Said before the cooldown line the health check may add, so they read in order.
                 _log_failure(targets, i, failure)

@@ -90,7 +90,12 @@ class Poller:
                 refs = [TaskRef(t.upstream_id, t.action) for t in group]
                 states = await provider.poll_tasks(refs, provider.timeouts())
             except Exception as exc:  # one provider's outage must not stop the others
-                log.warning("polling %d task(s) at %s failed: %s", len(group), name, exc)
+                cause = provider.redactor.text(str(exc))
+                log.warning("polling %d task(s) at %s failed: %s", len(group), name, cause)
+            for state in states.values():
+                if state.fail_reason or state.error_type:  # the upstream's words: stored, shown, logged
+                    state.fail_reason = provider.redactor.text(state.fail_reason)
+                    state.error_type = provider.redactor.text(state.error_type)
         for task in group:
             try:
                 await self.advance(task, states.get(task.upstream_id), provider is None)
