@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything the test suite needs and run all of it: lint, type check, tests.
-# Installs Debian packages (PostgreSQL server, Tesseract OCR with English data) when missing and
-# running as root.
+# Installs Debian packages (PostgreSQL server, Tesseract OCR with English data, Chromium) when
+# missing and running as root.
 # Extra arguments go to pytest (e.g. -k routing, -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +10,8 @@ need_apt=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 { command -v tesseract >/dev/null && tesseract --list-langs 2>/dev/null | grep -x eng >/dev/null; } \
     || need_apt+=(tesseract-ocr tesseract-ocr-eng)
+# The dashboard's browser test drives Debian's chromium through Playwright (no browser download).
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing Debian packages: ${need_apt[*]}"

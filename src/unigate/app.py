@@ -18,7 +18,9 @@ from unigate.access_log import ACCESS_LOGGER, StatusCapture, access_line, shown_
 from unigate.api import (
     admin,
     admin_keys,
+    admin_usage,
     audio,
+    dashboard,
     docs,
     fish,
     gemini,
@@ -81,6 +83,8 @@ class GatewayApp:
             *task_output.endpoints(gateway),
             *admin.endpoints(gateway),
             *admin_keys.endpoints(gateway),
+            *admin_usage.endpoints(gateway),  # after admin: its GET /admin/usage replaces that one
+            *dashboard.endpoints(),
             # The API description walks this same table when first asked for.
             *docs.endpoints(lambda: self.table.endpoints()),
         ]
@@ -90,6 +94,7 @@ class GatewayApp:
         self._id_prefix = os.urandom(4).hex()
         self._ids = itertools.count(1)
         self._access = InfoLines(ACCESS_LOGGER)
+        self._requests = gateway.request_log
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         # Not a coroutine itself: the server awaits `_http` directly, one frame less to
@@ -158,8 +163,11 @@ class GatewayApp:
                     request.request_id,
                 )
                 await self._send_error(request, GatewayError("Internal server error."), style)
+        key_id = principal.key_id if principal else None
         if self._access.enabled():
-            self._access(access_line(request, sent.status, started, principal.key_id if principal else None))
+            self._access(access_line(request, sent.status, started, key_id))
+        if endpoint is None or endpoint.auth == "key":  # API calls, not the dashboard's own polling
+            self._requests.add(request, sent.status, started, key_id)
 
     def _check_admin(self, request: Request) -> None:
         auth = request.header(b"authorization")

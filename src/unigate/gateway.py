@@ -33,6 +33,7 @@ from unigate.tasks.service import TaskService
 from unigate.tasks.shapes import task_shapes
 from unigate.tasks.store import TaskStore
 from unigate.usage.recorder import UsageRecorder
+from unigate.usage.request_log import RequestLog
 from unigate.webhooks.fetch import fetch_url
 from unigate.webhooks.sender import WebhookSender
 
@@ -48,6 +49,7 @@ class Gateway:
     key_cache: KeyCache
     limits: Limits
     usage: UsageRecorder
+    request_log: RequestLog
     providers: dict[str, Provider]
     catalog: Catalog
     router: Router
@@ -96,6 +98,7 @@ class Gateway:
             key_cache=KeyCache(keys),
             limits=limits,
             usage=usage,
+            request_log=RequestLog(engine),
             providers=providers,
             catalog=Catalog(config, providers),
             router=router,
@@ -117,6 +120,7 @@ class Gateway:
             await provider.start()
         await self.key_cache.start()
         await self.usage.start()
+        await self.request_log.start()
         await self.tasks.writer.start()
         await self.outbox.start()
         await self.poller.start()
@@ -126,6 +130,7 @@ class Gateway:
         # Usage first: its final flush must not wait behind a write lock that a cancelled
         # background transaction is still giving back.
         await self.usage.stop()
+        await self.request_log.stop()
         await self.poller.stop()
         await self.outbox.stop()
         await self.tasks.writer.stop()

@@ -168,7 +168,8 @@ def test_schemathesis_every_operation(fuzz_gateway: GatewayProcess, tmp_path: Pa
     report = json.loads(report_path.read_text())
     print(f"\n{_summary(report)}; wall {elapsed:.0f} s")
     failures = {f["title"]: f["operations"] for f in report["failures"]}
-    assert proc.returncode == 0 and not failures and not report["errors"], output.split("WARNINGS")[0][-30000:]
+    shown = output.split("WARNINGS")[0][-30000:]  # the failures, each with its curl to reproduce
+    assert proc.returncode == 0 and not failures and not report["errors"], shown
     # Every operation of the document was run, and the run's own key came through unchanged.
     assert report["operations"]["tested"] == report["operations"]["total"]
     after = fuzz_gateway.admin("GET", f"/admin/keys/{key_id}").json()

@@ -8,6 +8,7 @@ what the run is for. The protected id comes from the environment the test sets."
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import schemathesis
 from schemathesis import Case
@@ -17,7 +18,7 @@ PROTECTED_KEY_ENV = "UNIGATE_SCHEMATHESIS_KEY_ID"
 
 
 @schemathesis.hook
-def filter_case(context: HookContext, case: Case) -> bool:
+def filter_case(context: HookContext, case: Case[Any]) -> bool:
     protected = os.environ.get(PROTECTED_KEY_ENV)
     if not protected or not case.path.startswith("/admin/keys/"):
         return True

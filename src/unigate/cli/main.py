@@ -1,5 +1,5 @@
-"""`unigate serve`, `unigate keys create|list|revoke` and `unigate --version` (a stable contract:
-users' scripts rely on it)."""
+"""`unigate serve`, `unigate keys create|list|revoke`, `unigate usage` and `unigate --version`
+(a stable contract: users' scripts rely on it)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import typer
 import unigate
 from unigate.cli.keys import keys_app
 from unigate.cli.serve import serve
+from unigate.cli.usage import usage
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="unigate: a unified model gateway.")
 app.add_typer(keys_app, name="keys")
 app.command()(serve)
+app.command()(usage)
 
 
 def _version() -> str:

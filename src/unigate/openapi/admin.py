@@ -1,7 +1,7 @@
 """The endpoints outside the model families: the admin API (`api/admin.py`, admin key; keys
-are keys.py), health (`api/health.py`), the media the gateway serves itself (`api/media.py`,
-`api/task_output.py`) and this description with its viewer (`api/docs.py`); the last three
-need no key."""
+are keys.py, usage and the other reports reports.py), health (`api/health.py`), the media the
+gateway serves itself (`api/media.py`, `api/task_output.py`) and this description with its
+viewer (`api/docs.py`); the last three need no key."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from unigate.media_types import STORED_TYPES, UNVERIFIED_TYPE
 from unigate.openapi.schema import (
     Operation,
     Schema,
-    any_of,
     array,
     binary,
     const,
@@ -18,7 +17,6 @@ from unigate.openapi.schema import (
     json_response,
     number,
     obj,
-    query,
     redirect,
     ref,
     response,
@@ -51,18 +49,6 @@ def schemas() -> dict[str, Schema]:
         ["provider", "health"],
     )
     return {
-        "UsageRow": obj(
-            {
-                "key_id": string(),
-                "endpoint": string("e.g. chat, music.MUSIC"),
-                "model": string(),
-                "requests": integer(0),
-                "prompt_tokens": integer(0),
-                "completion_tokens": integer(0),
-                "cost": number(),
-            },
-            ["key_id", "endpoint", "model", "requests", "prompt_tokens", "completion_tokens", "cost"],
-        ),
         "ProviderInfo": obj(
             {"name": string(), "protocol": string(), "base_url": string(), "capabilities": array(string())},
             ["name", "protocol", "base_url", "capabilities"],
@@ -114,15 +100,6 @@ def schemas() -> dict[str, Schema]:
 
 def _admin() -> list[Operation]:
     return [
-        Operation(
-            "GET",
-            "/admin/usage",
-            "usage",
-            "Usage per key, endpoint and model",
-            ADMIN,
-            {"200": json_response("Totals.", _list(ref("UsageRow")))},
-            parameters=(query("since", any_of(number(), const("")), "Unix seconds."),),
-        ),
         Operation(
             "GET",
             "/admin/providers",

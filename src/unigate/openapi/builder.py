@@ -26,6 +26,7 @@ from unigate.openapi import (
     jobs,
     keys,
     music,
+    reports,
     text,
     video,
     video_vendors,
@@ -35,7 +36,7 @@ from unigate.openapi.schema import Operation, Schema
 log = logging.getLogger("unigate")
 
 VERSION = "1.0.0"  # the version of this API description (info.version)
-_FAMILIES = (text, anthropic, gemini, music, audio, images, video, video_vendors, jobs, keys, admin)
+_FAMILIES = (text, anthropic, gemini, music, audio, images, video, video_vendors, jobs, keys, admin, reports)
 _TAGS = (
     ("text", "Chat, completions, embeddings and models in OpenAI's and Anthropic's formats."),
     ("gemini", "The Gemini API's format (v1beta and v1)."),
@@ -51,6 +52,7 @@ _TAGS = (
     ("media", "Files the gateway serves (no key)."),
     ("health", "Liveness and readiness (no key)."),
     ("docs", "This description and its viewer (no key)."),
+    ("dashboard", "The admin dashboard's page and files (no key; its calls carry the admin key)."),
 )
 _DESCRIPTION = (
     "unigate is a unified model gateway: one base URL in front of many model providers, each family "

@@ -54,6 +54,24 @@ usage_records = sa.Table(
     sa.Column("requests", sa.Integer, nullable=False, server_default="1"),  # requests in this row
 )
 
+# The newest requests, one row each, for the dashboard (usage/request_log.py keeps it bounded).
+request_log = sa.Table(
+    "request_log",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("created_at", sa.Float, nullable=False, index=True),
+    sa.Column("request_id", sa.String(40), nullable=False),
+    sa.Column("method", sa.String(10), nullable=False),
+    sa.Column("path", sa.String(300), nullable=False),
+    sa.Column("status", sa.Integer, nullable=False),
+    sa.Column("latency_ms", sa.Float, nullable=False),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("route", sa.String(300), nullable=False),
+    sa.Column("key_id", sa.String(40), nullable=False),
+    sa.Column("outcome", sa.Integer, nullable=True),  # a stream's in-band end (499, 502)
+    sa.Index("ix_request_log_key", "key_id", "created_at"),
+)
+
 # --- asynchronous tasks (one engine for every async family) ---
 
 tasks = sa.Table(
@@ -92,6 +110,7 @@ tasks = sa.Table(
     sa.Index("ix_tasks_key", "key_id"),
     sa.Index("ix_tasks_key_family", "key_id", "family", "created_at"),
     sa.Index("ix_tasks_external", "key_id", "external_id"),
+    sa.Index("ix_tasks_created", "created_at"),  # the admin list, newest first
 )
 
 # Public clip ids of a task, and the upstream clip each maps to once known. A continuation
