@@ -26,7 +26,12 @@ from tests.support.receiver import WebhookReceiver
 
 CONFIG = {
     "providers": [
-        {"name": "dead", "protocol": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk"}
+        {
+            "name": "dead",  # a closed port: every call to it fails its route
+            "protocol": "openai",
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key": "sk",  # pragma: allowlist secret
+        }
     ],
     "models": [
         {"name": "sandbox-chat", "routes": [{"provider": "sandbox"}], "price_per_call": 0.25},
