@@ -20,7 +20,9 @@ from tests.support.gateway import ADMIN_KEY, GatewayProcess
 from tests.support.net import http
 from tests.support.schemathesis_hooks import PROTECTED_KEY_ENV
 
-VENDOR = Path(__file__).resolve().parents[2] / "src" / "unigate" / "web" / "vendor" / "swagger-ui-dist"
+ROOT = Path(__file__).resolve().parents[2]
+VENDOR = ROOT / "src" / "unigate" / "web" / "vendor" / "swagger-ui-dist"
+README = ROOT / "README.md"
 # Fixed so a CI failure reproduces; UNIGATE_SCHEMATHESIS_SEED explores other cases.
 SEED = int(os.environ.get("UNIGATE_SCHEMATHESIS_SEED", "20261124"))
 MAX_EXAMPLES = int(os.environ.get("UNIGATE_SCHEMATHESIS_EXAMPLES", "6"))
@@ -88,6 +90,15 @@ def test_docs_page_runs_no_inline_script(sandbox_gateway: GatewayProcess) -> Non
             assert asset.body == (VENDOR / name).read_bytes()
     assert http("GET", sandbox_gateway.base_url + "/docs/assets/..%2Fdocs.html").status == 404
     assert http("GET", sandbox_gateway.base_url + "/docs/assets/VERSION").status == 404
+
+
+def test_readme_example(sandbox_gateway: GatewayProcess, tmp_path: Path) -> None:
+    section = README.read_text().split("\n## API description\n", 1)[1].split("\n## ", 1)[0]
+    [shell] = re.findall(r"```sh\n(.*?)```", section, re.S)
+    script = shell.replace("http://127.0.0.1:8000", sandbox_gateway.base_url)
+    out = subprocess.run(["sh", "-ec", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+    version, paths, word = out.stdout.split()
+    assert (version, word) == ("1.0.0", "paths") and int(paths) > 50
 
 
 def _config(gw: GatewayProcess, key: str, workdir: Path) -> Path:
