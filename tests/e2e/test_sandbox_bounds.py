@@ -206,6 +206,9 @@ def test_healthz_stays_fast_during_heavy_legitimate_calls(gw: GatewayProcess, ke
     assert len(results[0].json()["data"]) == 2048 and len(results[1].json()["data"]) == 10
     assert took > 0.3 and len(latencies) >= 5, (took, latencies)
     print(f"/healthz: {len(latencies)} probes, max {max(latencies) * 1000:.1f} ms, during {took:.2f} s")
-    assert max(latencies) < 0.25, (
+    # On the event loop this work blocked /healthz for its whole duration (about a second
+    # each); off it, a probe waits only for the GIL between the worker thread's slices.
+    assert sorted(latencies)[len(latencies) // 2] < 0.1, latencies
+    assert max(latencies) < 0.4, (
         f"/healthz took up to {max(latencies) * 1000:.0f} ms during {took:.1f} s of work"
     )

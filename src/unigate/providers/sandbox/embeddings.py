@@ -113,32 +113,37 @@ def parse_inputs(payload: dict[str, Any]) -> list[tuple[Counter[str], int]]:
         texts = [(t, f"input[{i}]") for i, t in enumerate(raw)]
     else:
         raise invalid_type("input", "a non-empty string, an array of strings, or token arrays")
+    total = 0
+    counts: list[int] = []  # every size before any features, stopping at the first excess
     for value, where in texts:
-        if len(value) > (MAX_INPUT_CHARS if isinstance(value, str) else MAX_INPUT_TOKENS):
+        counts.append(_tokens(value, where))
+        total += counts[-1]
+        if total > MAX_TOTAL_TOKENS:
+            raise invalid_value("input", f"at most {MAX_TOTAL_TOKENS} tokens are allowed per request in all.")
+    return [
+        (text_features(value) if isinstance(value, str) else token_features(value), tokens)
+        for (value, _), tokens in zip(texts, counts, strict=True)
+    ]
+
+
+def _tokens(value: str | list[Any], where: str) -> int:
+    """The input's token count, once it is known to be a valid input within the limits."""
+    if len(value) > (MAX_INPUT_CHARS if isinstance(value, str) else MAX_INPUT_TOKENS):
+        raise _too_long(where)
+    if isinstance(value, str):
+        if not value:
+            raise invalid_value(where, "the input must not be an empty string.")
+        tokens = count_tokens(value, MAX_INPUT_TOKENS)
+        if tokens > MAX_INPUT_TOKENS:
             raise _too_long(where)
-    parsed = [_text_input(v, w) if isinstance(v, str) else _token_input(v, w) for v, w in texts]
-    if sum(tokens for _, tokens in parsed) > MAX_TOTAL_TOKENS:
-        raise invalid_value("input", f"at most {MAX_TOTAL_TOKENS} tokens are allowed per request in all.")
-    return parsed
+        return tokens
+    if not value or not all(is_int(t) and t >= 0 for t in value):
+        raise invalid_type(where, "a non-empty array of non-negative token ids")
+    return len(value)
 
 
 def _too_long(where: str) -> InvalidRequest:
     return invalid_value(where, f"each input may hold at most {MAX_INPUT_TOKENS} tokens.")
-
-
-def _text_input(text: str, where: str) -> tuple[Counter[str], int]:
-    if not text:
-        raise invalid_value(where, "the input must not be an empty string.")
-    tokens = count_tokens(text)
-    if tokens > MAX_INPUT_TOKENS:
-        raise _too_long(where)
-    return text_features(text), tokens
-
-
-def _token_input(ids: list[Any], where: str) -> tuple[Counter[str], int]:
-    if not ids or not all(is_int(t) and t >= 0 for t in ids):
-        raise invalid_type(where, "a non-empty array of non-negative token ids")
-    return token_features(ids), len(ids)
 
 
 def is_heavy(call: TextCall) -> bool:

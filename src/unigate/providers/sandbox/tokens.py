@@ -7,6 +7,7 @@ a realistic magnitude, so that usage accounting and `max_tokens` behave plausibl
 from __future__ import annotations
 
 import re
+from itertools import islice
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORD = re.compile(r"\w+")
@@ -33,8 +34,10 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-def count_tokens(text: str) -> int:
-    return sum(1 for _ in _TOKEN.finditer(text))
+def count_tokens(text: str, limit: int | None = None) -> int:
+    """Tokens in `text`; with a `limit`, counting stops past it (the result is then limit+1)."""
+    found = _TOKEN.finditer(text)
+    return sum(1 for _ in (found if limit is None else islice(found, limit + 1)))
 
 
 def words(text: str) -> list[str]:
