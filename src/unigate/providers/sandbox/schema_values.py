@@ -17,7 +17,6 @@ multipleOf, anyOf/oneOf (first non-null branch), allOf (merged), local `$ref`.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -25,6 +24,7 @@ from typing import Any
 
 from unigate.providers.sandbox.params import invalid_value
 from unigate.providers.sandbox.pattern_values import sample_for_pattern
+from unigate.providers.sandbox.schema_numbers import bounds, float_fits, int_fits, multiple_near, num
 from unigate.providers.sandbox.text_hints import Hints
 
 Schema = Mapping[str, Any]
@@ -100,14 +100,6 @@ def _at_most(s: Schema, key: str, limit: int) -> int:
     if count > limit:
         raise _TooLarge(f"{key} {count}, but the sandbox generates at most {limit}")
     return count
-
-
-def _num(schema: Schema, key: str) -> float | None:
-    value = schema.get(key)
-    # Absurd magnitudes are ignored rather than risking float overflow in the arithmetic.
-    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) < 1e300:
-        return value
-    return None
 
 
 def _count(schema: Schema, key: str) -> int | None:
@@ -266,11 +258,11 @@ class _Generator:
         ]
 
     def integer(self, s: Schema, name: str, variant: int) -> int:
-        low, high = _bounds(s, integral=True)
-        step = _num(s, "multipleOf")
+        low, high = bounds(s, integral=True)
+        step = num(s, "multipleOf")
         step = step if step is not None and step > 0 else None
         hint = self.hints.number_near(name)
-        if hint is not None and hint == int(hint) and _int_fits(int(hint), low, high, step):
+        if hint is not None and hint == int(hint) and int_fits(int(hint), low, high, step):
             return int(hint)
         whole = int(step) if step is not None and step == int(step) else None
         base = int(low if low is not None else (min(high, 1) if high is not None else 1))
@@ -281,15 +273,15 @@ class _Generator:
             candidates: Iterable[int] = (-(-base // whole) * whole, (base // whole) * whole)
         else:  # no step, or a fractional one (0.5, 2.5): search near the base
             candidates = (base + sign * offset for offset in range(_SEARCH) for sign in (1, -1))
-        return next((v for v in candidates if _int_fits(v, low, high, step)), base)
+        return next((v for v in candidates if int_fits(v, low, high, step)), base)
 
     def number(self, s: Schema, name: str, variant: int) -> float | int:
-        step = _num(s, "multipleOf")
+        step = num(s, "multipleOf")
         if step is not None and step > 0 and step == int(step):
             return self.integer(s, name, variant)
-        low, high = _bounds(s, integral=False)
+        low, high = bounds(s, integral=False)
         hint = self.hints.number_near(name)
-        if hint is not None and _float_fits(hint, low, high, step):
+        if hint is not None and float_fits(hint, low, high, step):
             return hint
         if low is not None and high is not None:
             value = low + (high - low) / 2
@@ -300,7 +292,7 @@ class _Generator:
         else:
             value = 1.5 + variant
         if step is not None and step > 0:
-            value = _multiple_near(low if low is not None else value - step, step)
+            value = multiple_near(low if low is not None else value - step, step)
         return value
 
     def string(self, s: Schema, name: str, variant: int) -> str:
@@ -343,50 +335,6 @@ def _first_branch(branches: list[Any]) -> object:
         if isinstance(branch, Mapping) and branch.get("type") != "null":
             return branch
     return branches[0]
-
-
-def _bounds(s: Schema, integral: bool) -> tuple[float | None, float | None]:
-    """Inclusive bounds; exclusive ones nudged inward (by 1 for integers, else a little)."""
-    low, high = _num(s, "minimum"), _num(s, "maximum")
-    ex_low, ex_high = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
-    if ex_low is True and low is not None:  # draft 4: booleans qualify minimum/maximum
-        ex_low, low = low, None
-    if ex_high is True and high is not None:
-        ex_high, high = high, None
-    gap = 1.0 if integral else 1e-6
-    if isinstance(ex_low, int | float) and not isinstance(ex_low, bool):
-        nudged = (math.floor(ex_low) + 1) if integral else ex_low + max(gap, abs(ex_low) * 1e-9)
-        low = nudged if low is None else max(low, nudged)
-    if isinstance(ex_high, int | float) and not isinstance(ex_high, bool):
-        nudged = (math.ceil(ex_high) - 1) if integral else ex_high - max(gap, abs(ex_high) * 1e-9)
-        high = nudged if high is None else min(high, nudged)
-    if integral:
-        low = math.ceil(low) if low is not None else None
-        high = math.floor(high) if high is not None else None
-    return low, high
-
-
-def _int_fits(value: int, low: float | None, high: float | None, step: float | None) -> bool:
-    if step is not None and step == int(step):  # exact integer arithmetic when possible
-        return _float_fits(value, low, high, None) and value % int(step) == 0
-    return _float_fits(value, low, high, step)
-
-
-def _float_fits(value: float, low: float | None, high: float | None, step: float | None) -> bool:
-    if (low is not None and value < low) or (high is not None and value > high):
-        return False
-    return step is None or value / step == int(value / step)
-
-
-def _multiple_near(start: float, step: float) -> float:
-    """The first multiple of a fractional `step` at or above `start` whose float division by
-    `step` is exact, so that validators doing `value / step` (jsonschema does) accept it."""
-    k = math.ceil(start / step)
-    for j in range(k, k + 64):
-        value = round(j * step, 12)
-        if value / step == int(value / step):
-            return value
-    return round(k * step, 12)
 
 
 def _uuid(name: str, variant: int) -> str:
