@@ -26,12 +26,12 @@ README = ROOT / "README.md"
 # Fixed so a CI failure reproduces; UNIGATE_SCHEMATHESIS_SEED explores other cases.
 SEED = int(os.environ.get("UNIGATE_SCHEMATHESIS_SEED", "20261124"))
 MAX_EXAMPLES = int(os.environ.get("UNIGATE_SCHEMATHESIS_EXAMPLES", "6"))
+STATEFUL_EXAMPLES = 40  # scenarios: each walks up to max-steps links
 
-# Every check that can judge a stateless run. Left out: positive_data_acceptance (schema-valid
+# Every check that can judge this gateway. Left out: positive_data_acceptance (schema-valid
 # data is not always acceptable: the model, task and file ids a schema can only type as strings
-# name nothing on this gateway, and the right answer is a 404); use_after_free and
-# ensure_resource_availability (they judge the stateful phase, which is off: see below);
-# object_level_authorization (needs a second identity's resources to probe); max_response_time
+# name nothing on this gateway, and the right answer is a 404); object_level_authorization (it
+# needs a second identity's resources to probe; owner scoping has its own tests); max_response_time
 # (a shared CI machine's latency says nothing about the document).
 CHECKS = (
     "not_a_server_error",
@@ -44,6 +44,8 @@ CHECKS = (
     "unsupported_method",
     "allow_header_conformance",
     "ignored_auth",
+    "use_after_free",
+    "ensure_resource_availability",
 )
 
 
@@ -123,10 +125,14 @@ enabled = true
 enabled = true
 [phases.fuzzing]
 enabled = true
-# Off: the document declares no links, so a stateful run would only chain inferred calls
-# whose figures the stateless phases already cover, at several times the run time.
+# Chains calls along the document's links (a created task's id fetched, a video retrieved,
+# remixed and deleted, a key read, changed and revoked), where use_after_free and
+# ensure_resource_availability judge the answers.
 [phases.stateful]
-enabled = false
+enabled = true
+max-steps = 6
+[phases.stateful.generation]
+max-examples = {STATEFUL_EXAMPLES}
 
 [checks]
 enabled = false
@@ -142,13 +148,21 @@ bearer = "{ADMIN_KEY}"
     return path
 
 
-def _summary(report: dict[str, Any]) -> str:
+def _summary(report: dict[str, Any], output: str) -> str:
     ops, cases = report["operations"], report["test_cases"]
+    # The stateful phase's figures are only in the run's own output.
+    scenarios = re.search(r"Scenarios:\s+(\d+)", output)
+    links = re.search(r"API Links:\s+(\d+) covered / (\d+)", output)
+    stateful = (
+        f", stateful: {scenarios[1]} scenarios over {links[1]} of {links[2]} links"
+        if scenarios and links
+        else ""
+    )
     return (
         f"schemathesis {report['schemathesis_version']}: {ops['tested']} operations tested of "
         f"{ops['total']}, {cases['generated']} test cases generated, "
         f"{cases['with_failures']} with failures ({cases['unique_failures']} unique), "
-        f"{len(report['errors'])} errors, {report['running_time']:.0f} s (seed {report['seed']})"
+        f"{len(report['errors'])} errors{stateful}, {report['running_time']:.0f} s (seed {report['seed']})"
     )
 
 
@@ -177,7 +191,7 @@ def test_schemathesis_every_operation(fuzz_gateway: GatewayProcess, tmp_path: Pa
     (tmp_path / "schemathesis.out").write_text(output)
     assert report_path.exists(), output[-5000:]
     report = json.loads(report_path.read_text())
-    print(f"\n{_summary(report)}; wall {elapsed:.0f} s")
+    print(f"\n{_summary(report, output)}; wall {elapsed:.0f} s")
     failures = {f["title"]: f["operations"] for f in report["failures"]}
     shown = output.split("WARNINGS")[0][-30000:]  # the failures, each with its curl to reproduce
     assert proc.returncode == 0 and not failures and not report["errors"], shown

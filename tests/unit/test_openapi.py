@@ -62,7 +62,10 @@ def test_every_endpoint_is_documented_and_every_operation_routed(
 def test_valid_openapi_31(document: dict[str, Any]) -> None:
     assert document["openapi"].startswith("3.1.")
     assert document["info"]["version"] == "1.0.0"
-    errors = [f"{e.instance_path}: {e.message[:200]}" for e in jsonschema_rs.validator_for(OPENAPI_31).iter_errors(document)]
+    errors = [
+        f"{e.instance_path}: {e.message[:200]}"
+        for e in jsonschema_rs.validator_for(OPENAPI_31).iter_errors(document)
+    ]
     assert errors == []
     ids = [op["operationId"] for op in _operations(document).values()]
     assert len(ids) == len(set(ids))
@@ -72,6 +75,13 @@ def test_valid_openapi_31(document: dict[str, Any]) -> None:
         assert name in document["components"]["schemas"], name
     for name in set(re.findall(r'"#/components/securitySchemes/([^"]+)"', text)):
         assert name in document["components"]["securitySchemes"], name
+    # Every link names an operation, and only parameters that operation has.
+    by_id = {op["operationId"]: op for op in _operations(document).values()}
+    for op in _operations(document).values():
+        for response in op["responses"].values():
+            for name, link in response.get("links", {}).items():
+                target = by_id[link["operationId"]]
+                assert set(link["parameters"]) <= {p["name"] for p in target.get("parameters", [])}, name
 
 
 def test_auth_and_error_shape_follow_the_endpoint(app: GatewayApp, document: dict[str, Any]) -> None:
@@ -96,6 +106,8 @@ def test_auth_and_error_shape_follow_the_endpoint(app: GatewayApp, document: dic
             assert op["security"] == [], key
         elif ep.auth == "admin":
             assert names == {"adminBearer"}, key
+        elif ep.auth == "metrics":
+            assert names == {"adminBearer", "metricsBearer"}, key
         else:
             assert "bearer" in names, key
         error = op["responses"]["default"]["content"]["application/json"]["schema"]
@@ -124,13 +136,17 @@ def test_music_submit_matches_the_record(document: dict[str, Any]) -> None:
     assert op["deprecated"] is False
     schemas = document["components"]["schemas"]
     submit = schemas["MusicSubmitRequest"]["properties"]
-    assert {"prompt", "gpt_description_prompt", "make_instrumental", "mv", "title", "tags", "task"} <= set(submit)
+    assert {"prompt", "gpt_description_prompt", "make_instrumental", "mv", "title", "tags", "task"} <= set(
+        submit
+    )
     assert {"continue_clip_id", "continue_at", "notify_hook"} <= set(submit)
     # The record has every field music/record.py renders, all required.
     from unigate.music.record import music_record, render_clip
     from unigate.tasks.model import Task
 
-    task = Task("t", "k", "music", "MUSIC", "chirp-v4", "p", "u", "SUBMITTED", 0, "", 1, 1, 0, "", {}, {}, "", 0.0)
+    task = Task(
+        "t", "k", "music", "MUSIC", "chirp-v4", "p", "u", "SUBMITTED", 0, "", 1, 1, 0, "", {}, {}, "", 0.0
+    )
     task.clip_ids = ["c1", "c2"]
     record = music_record(task)
     assert set(schemas["MusicTask"]["required"]) == set(record)

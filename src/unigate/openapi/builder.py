@@ -110,6 +110,9 @@ def _operation(ep: Endpoint, op: Operation) -> dict[str, Any]:
     if op.request is not None:
         out["requestBody"] = op.request
     out["responses"] = {**errors, **op.responses}
+    if op.links:
+        success = next(status for status in op.responses if status.startswith("2"))
+        out["responses"][success] = {**op.responses[success], "links": op.links}
     out["security"] = edge.security(ep, op.extra_auth)
     if ep.family:
         out["x-unigate-family"] = ep.family  # the permission family a key must be allowed

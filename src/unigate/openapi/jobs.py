@@ -21,6 +21,7 @@ from unigate.openapi.schema import (
     integer,
     json_body,
     json_response,
+    link,
     number,
     obj,
     ref,
@@ -221,6 +222,14 @@ def _picwish(kind: str, tools: tuple[str, ...]) -> list[Operation]:
             body(
                 {MULTIPART: ref("PicWishForm"), FORM: ref("PicWishPlainForm"), JSON: ref("PicWishPlainForm")}
             ),
+            links={
+                "query": link(
+                    f"picwishQuery{title}",
+                    "The task, as it advances.",
+                    tool="$request.path.tool",
+                    task_id="$response.body#/data/task_id",
+                )
+            },
             path_schemas=tool,
             description="Each tool routes the model picwish/<tool>.",
         ),
@@ -234,6 +243,10 @@ def _picwish(kind: str, tools: tuple[str, ...]) -> list[Operation]:
             path_schemas=tool,
         ),
     ]
+
+
+def _vidu_links() -> dict[str, Schema]:
+    return {"query": link("viduCreations", "The task, as it advances.", task_id="$response.body#/task_id")}
 
 
 def operations() -> list[Operation]:
@@ -250,6 +263,7 @@ def operations() -> list[Operation]:
                 ref("ViduText2AudioRequest"),
                 {"model": "audio1.0", "prompt": "rain on a tin roof", "duration": 5},
             ),
+            links=_vidu_links(),
         ),
         Operation(
             "POST",
@@ -259,6 +273,7 @@ def operations() -> list[Operation]:
             VIDU,
             creation,
             json_body(ref("ViduLipSyncRequest")),
+            links=_vidu_links(),
         ),
         Operation(
             "GET",

@@ -15,6 +15,7 @@ from unigate.openapi.schema import (
     const,
     json_body,
     json_response,
+    link,
     number,
     obj,
     ref,
@@ -114,6 +115,11 @@ def operations() -> list[Operation]:
             TAG,
             {"201": json_response("The key (shown once) and its record.", ref("CreatedKey"))},
             json_body(ref("KeyCreateRequest"), {"name": "my-app", "families": ["text"], "rpm": 600}),
+            links={
+                "get": link("getKey", "The key's record.", key_id="$response.body#/id"),
+                "update": link("updateKey", "Change its limits or scope.", key_id="$response.body#/id"),
+                "revoke": link("revokeKey", "Revoke it.", key_id="$response.body#/id"),
+            },
         ),
         Operation(
             "GET",

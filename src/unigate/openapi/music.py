@@ -20,6 +20,7 @@ from unigate.openapi.schema import (
     integer,
     json_body,
     json_response,
+    link,
     obj,
     ref,
     required_text,
@@ -205,6 +206,16 @@ def schemas() -> dict[str, Schema]:
     }
 
 
+def _task_links() -> dict[str, Schema]:
+    task_id = "$response.body#/data/task_id"
+    return {
+        "fetch": link("fetchMusicTask", "The task, as it advances.", task_id=task_id),
+        "internals": link(
+            "adminTask", "The task's upstream id, ledger and webhook state (admin).", task_id=task_id
+        ),
+    }
+
+
 def operations() -> list[Operation]:
     task = {"200": json_response("The whole task record.", ref("MusicTaskEnvelope"))}
     short = {name: _field(name, d) for name, d in (("mv", "The model version."), ("title", "The title."))}
@@ -259,6 +270,7 @@ def operations() -> list[Operation]:
             "`search_item`, empty result addresses. It is stored (and its price reserved) before the "
             "answer; a submit the upstream rejects is neither stored nor charged.",
             deprecated=False,
+            links=_task_links(),
         ),
         Operation(
             "POST",
@@ -270,6 +282,7 @@ def operations() -> list[Operation]:
             json_body(lyrics, {"prompt": "a song about the sea"}),
             description="Uses the model `suno-lyrics` when configured, else `mv` or the default. Its record "
             "has action LYRICS, no clips, and `data` `{text, title, status}`.",
+            links=_task_links(),
         ),
         Operation(
             "POST",
@@ -280,6 +293,7 @@ def operations() -> list[Operation]:
             task,
             upload,
             description="A clip (WAV or MP3) that `continue_clip_id` can continue; free.",
+            links=_task_links(),
         ),
         Operation(
             "GET",

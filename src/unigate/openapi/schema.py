@@ -175,6 +175,12 @@ def response_header(description: str, schema: Schema | None = None, *, required:
     return {"description": description, "required": required, "schema": schema or {"type": "string"}}
 
 
+def link(operation_id: str, description: str = "", **parameters: str) -> Schema:
+    """An OpenAPI link: the operation the answer's ids feed, its parameters as runtime
+    expressions (`$response.body#/id`) or constants."""
+    return _with({"operationId": operation_id, "parameters": parameters}, description)
+
+
 def redirect() -> Schema:
     """A 302 to a public upstream link (the client follows it; the gateway's bandwidth is not
     spent on it)."""
@@ -220,6 +226,8 @@ class Operation:
     error_schema: Schema | None = None
     # Header forms accepted beyond the style's own (security scheme names).
     extra_auth: tuple[str, ...] = ()
+    # OpenAPI links of the success response: where its ids are used next (link name -> link).
+    links: dict[str, Schema] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:

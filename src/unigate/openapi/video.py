@@ -20,6 +20,7 @@ from unigate.openapi.schema import (
     integer,
     json_body,
     json_response,
+    link,
     number,
     obj,
     query,
@@ -134,6 +135,16 @@ def schemas() -> dict[str, Schema]:
     }
 
 
+def _video_links() -> dict[str, Schema]:
+    video_id = "$response.body#/id"
+    return {
+        "retrieve": link("getVideo", "The video, as it advances.", video_id=video_id),
+        "content": link("getVideoContent", "Its file, once completed.", video_id=video_id),
+        "remix": link("remixVideo", "A new video from it, once completed.", video_id=video_id),
+        "delete": link("deleteVideo", "Delete it, once finished.", video_id=video_id),
+    }
+
+
 def operations() -> list[Operation]:
     video = {"200": json_response("The video.", ref("Video"))}
     poll = {
@@ -163,6 +174,7 @@ def operations() -> list[Operation]:
                 },
             ),
             description="Stored before the answer (price reserved, refunded once if it fails), then polled.",
+            links=_video_links(),
         ),
         Operation(
             "GET",
@@ -224,6 +236,7 @@ def operations() -> list[Operation]:
             video,
             json_body(obj({"prompt": required_text(MAX_PROMPT)}, ["prompt"])),
             description="Made by the provider that made the original.",
+            links=_video_links(),
         ),
         Operation(
             "POST",
@@ -242,6 +255,9 @@ def operations() -> list[Operation]:
                     "height": 240,
                 },
             ),
+            links={
+                "fetch": link("getVideoGeneration", "The task, as it advances.", task_id="$response.body#/id")
+            },
         ),
         Operation(
             "GET",

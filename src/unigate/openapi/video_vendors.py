@@ -17,6 +17,7 @@ from unigate.openapi.schema import (
     integer,
     json_body,
     json_response,
+    link,
     obj,
     query,
     redirect,
@@ -188,6 +189,13 @@ def _veo(version: str) -> list[Operation]:
     ]
 
 
+def _kling_links(action: str) -> dict[str, Schema]:
+    query = link(
+        "klingQuery", "The task, as it advances.", action=action, task_id="$response.body#/data/task_id"
+    )
+    return {"query": query}
+
+
 def operations() -> list[Operation]:
     envelope = {"200": json_response("Kling's envelope around the task.", ref("KlingEnvelope"))}
     return [
@@ -202,6 +210,7 @@ def operations() -> list[Operation]:
                 ref("KlingText2VideoRequest"),
                 {"model_name": "kling-v1", "prompt": "a fox in the snow", "duration": "5"},
             ),
+            links=_kling_links("text2video"),
         ),
         Operation(
             "POST",
@@ -211,6 +220,7 @@ def operations() -> list[Operation]:
             KLING,
             envelope,
             json_body(ref("KlingImage2VideoRequest")),
+            links=_kling_links("image2video"),
         ),
         Operation(
             "GET",
