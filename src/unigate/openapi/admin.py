@@ -9,6 +9,7 @@ from unigate.media_types import STORED_TYPES, UNVERIFIED_TYPE
 from unigate.openapi.schema import (
     Operation,
     Schema,
+    any_of,
     array,
     binary,
     const,
@@ -27,6 +28,10 @@ from unigate.records.outputs import VARIANT_KEYS
 
 ADMIN, HEALTH, MEDIA, DOCS = "admin", "health", "media", "docs"
 _TIME = {"type": ["number", "null"], "description": "Unix seconds."}
+
+
+# The record of each path family's tasks (tasks/shapes.py), as its own fetch shows it.
+_RECORDS = ("MusicTask", "Video", "VideoGeneration", "KlingTask", "VeoOperation", "ViduTask", "PicWishTask")
 
 
 def _list(item: Schema) -> Schema:
@@ -78,7 +83,10 @@ def schemas() -> dict[str, Schema]:
                 "events": array(
                     obj({"id": integer(), "state": string(), "attempts": integer(0)}, ["id", "state"])
                 ),
-                "record": obj({}, description="The task as its family's fetch endpoint shows it."),
+                "record": any_of(
+                    *(ref(name) for name in _RECORDS),
+                    description="The task as its family's fetch endpoint shows it.",
+                ),
             },
             [
                 "id",

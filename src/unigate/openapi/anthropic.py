@@ -1,6 +1,7 @@
 """The text family in Anthropic's Messages format (`api/messages.py`): `POST /v1/messages`
-(translated to any upstream, relayed untouched to an Anthropic one) and the gateway's local
-token count. The model listing in Anthropic's shape is described with `/v1/models` (text.py)."""
+(translated to any upstream, relayed untouched to an Anthropic one), the gateway's local token
+count, and the model list's Anthropic shape (`api/anthropic_models.py`; the operations are
+`/v1/models`'s, in text.py, which answers each SDK in its own shape)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,24 @@ def schemas() -> dict[str, Schema]:
             "takes them.",
         ),
         "AnthropicCountTokensRequest": obj(conversation, ["model", "messages"]),
+        "AnthropicModel": obj(
+            {
+                "type": const("model"),
+                "id": string(),
+                "display_name": string(),
+                "created_at": string(format="date-time"),
+            },
+            ["type", "id", "display_name", "created_at"],
+        ),
+        "AnthropicModelList": obj(
+            {
+                "data": array(ref("AnthropicModel")),
+                "has_more": {"type": "boolean"},
+                "first_id": {"type": ["string", "null"]},
+                "last_id": {"type": ["string", "null"]},
+            },
+            ["data", "has_more", "first_id", "last_id"],
+        ),
         "AnthropicMessage": obj(
             {
                 "id": string(),

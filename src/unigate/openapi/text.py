@@ -218,24 +218,6 @@ def schemas() -> dict[str, Schema]:
         "OpenAIModelList": obj(
             {"object": const("list"), "data": array(ref("OpenAIModel"))}, ["object", "data"]
         ),
-        "AnthropicModel": obj(
-            {
-                "type": const("model"),
-                "id": string(),
-                "display_name": string(),
-                "created_at": string(format="date-time"),
-            },
-            ["type", "id", "display_name", "created_at"],
-        ),
-        "AnthropicModelList": obj(
-            {
-                "data": array(ref("AnthropicModel")),
-                "has_more": {"type": "boolean"},
-                "first_id": _NULLABLE_STRING,
-                "last_id": _NULLABLE_STRING,
-            },
-            ["data", "has_more", "first_id", "last_id"],
-        ),
     }
 
 
