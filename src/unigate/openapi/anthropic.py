@@ -5,6 +5,8 @@ count, and the model list's Anthropic shape (`api/anthropic_models.py`; the oper
 
 from __future__ import annotations
 
+from typing import Any
+
 from unigate.openapi.schema import (
     JSON,
     SSE,
@@ -26,7 +28,10 @@ from unigate.openapi.schema import (
 )
 
 TAG = "text"
-MESSAGES = [{"role": "user", "content": "Hello there"}]
+
+
+def _messages() -> list[dict[str, Any]]:
+    return [{"role": "user", "content": "Hello there"}]
 
 
 def schemas() -> dict[str, Schema]:
@@ -129,7 +134,7 @@ def operations() -> list[Operation]:
             },
             json_body(
                 ref("AnthropicMessageRequest"),
-                {"model": "sandbox-chat", "max_tokens": 200, "messages": MESSAGES},
+                {"model": "sandbox-chat", "max_tokens": 200, "messages": _messages()},
             ),
             description="Any upstream protocol: the request is translated through the OpenAI form and the "
             "answer back; an `anthropic` upstream gets it untouched (only the model id mapped).",
@@ -145,7 +150,7 @@ def operations() -> list[Operation]:
                     "The gateway's local estimate.", obj({"input_tokens": integer(0)}, ["input_tokens"])
                 )
             },
-            json_body(ref("AnthropicCountTokensRequest"), {"model": "sandbox-chat", "messages": MESSAGES}),
+            json_body(ref("AnthropicCountTokensRequest"), {"model": "sandbox-chat", "messages": _messages()}),
             description="Exact for the sandbox (it equals the call's `usage.input_tokens`), an approximation "
             "for real upstreams. The model is checked; nothing is routed or charged.",
         ),

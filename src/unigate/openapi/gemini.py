@@ -5,6 +5,8 @@ in video_vendors.py."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from unigate.openapi.schema import (
     SSE,
     Operation,
@@ -26,9 +28,18 @@ from unigate.openapi.schema import (
 
 TAG = "gemini"
 VERSIONS = ("v1beta", "v1")
-HELLO = {"contents": [{"role": "user", "parts": [{"text": "Hello there"}]}]}
-CHAT = {"model": "sandbox-chat"}
-EMBEDDING = {"model": "sandbox-embedding"}
+
+
+def _embedding() -> dict[str, str]:
+    return {"model": "sandbox-embedding"}
+
+
+def _chat() -> dict[str, str]:
+    return {"model": "sandbox-chat"}
+
+
+def _hello() -> dict[str, Any]:
+    return {"contents": [{"role": "user", "parts": [{"text": "Hello there"}]}]}
 
 
 def schemas() -> dict[str, Schema]:
@@ -153,8 +164,8 @@ def _generate(version: str) -> list[Operation]:
                     "The candidates (image output as `inlineData` parts).", ref("GenerateContentResponse")
                 )
             },
-            json_body(ref("GenerateContentRequest"), HELLO),
-            path_examples=CHAT,
+            json_body(ref("GenerateContentRequest"), _hello()),
+            path_examples=_chat(),
         ),
         Operation(
             "POST",
@@ -174,8 +185,8 @@ def _generate(version: str) -> list[Operation]:
                     },
                 )
             },
-            json_body(ref("GenerateContentRequest"), HELLO),
-            path_examples=CHAT,
+            json_body(ref("GenerateContentRequest"), _hello()),
+            path_examples=_chat(),
             parameters=(
                 query("alt", string(), "sse, as google-genai sends it (the answer is SSE either way)."),
             ),
@@ -188,7 +199,7 @@ def _generate(version: str) -> list[Operation]:
             TAG,
             {"200": json_response("The vector.", obj({"embedding": ref("GeminiEmbedding")}, ["embedding"]))},
             json_body(ref("EmbedContentRequest"), {"content": {"parts": [{"text": "one"}]}}),
-            path_examples=EMBEDDING,
+            path_examples=_embedding(),
             description="Routed as an OpenAI embeddings call to any upstream that embeds; text parts only.",
         ),
         Operation(
@@ -212,7 +223,7 @@ def _generate(version: str) -> list[Operation]:
                     ]
                 },
             ),
-            path_examples=EMBEDDING,
+            path_examples=_embedding(),
         ),
     ]
 
@@ -240,6 +251,6 @@ def operations() -> list[Operation]:
             "One model the key may use (Gemini format)",
             TAG,
             {"200": json_response("The model.", ref("GeminiModel"))},
-            path_examples=CHAT,
+            path_examples=_chat(),
         ),
     ]

@@ -23,7 +23,10 @@ from unigate.openapi.schema import (
 )
 
 TAG = "admin"
-_TIME = {"type": ["number", "null"], "description": "Unix seconds."}
+
+
+def _time() -> Schema:
+    return {"type": ["number", "null"], "description": "Unix seconds."}
 
 
 def _fields() -> dict[str, Schema]:
@@ -80,8 +83,8 @@ def _record(*extra: str) -> Schema:
         "tpm": {"type": ["integer", "null"]},
         "budget": {"type": ["number", "null"]},
         "budget_period": string(),
-        "expires_at": _TIME,
-        "revoked_at": _TIME,
+        "expires_at": _time(),
+        "revoked_at": _time(),
         "created_at": number(),
     }
     extras = {"key": string("The key itself, shown only here."), "webhook_secret": string("whsec_…")}

@@ -7,6 +7,8 @@ route is tried); every other field of OpenAI's API is relayed to the upstream as
 
 from __future__ import annotations
 
+from typing import Any
+
 from unigate.openapi.edge import styles_schema
 from unigate.openapi.schema import (
     JSON,
@@ -32,9 +34,15 @@ from unigate.openapi.schema import (
 )
 
 TAG = "text"
-HELLO = [{"role": "user", "content": "Hello there"}]
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-_NULLABLE_STRING = {"type": ["string", "null"]}
+
+
+def _hello() -> list[dict[str, Any]]:
+    return [{"role": "user", "content": "Hello there"}]
+
+
+def _nullable_string() -> Schema:
+    return {"type": ["string", "null"]}
 
 
 def _stream_fields() -> dict[str, Schema]:
@@ -100,7 +108,7 @@ def schemas() -> dict[str, Schema]:
                 "object": const("chat.completion"),
                 "created": integer(),
                 "model": string(),
-                "system_fingerprint": _NULLABLE_STRING,
+                "system_fingerprint": _nullable_string(),
                 "choices": array(
                     obj(
                         {
@@ -108,13 +116,13 @@ def schemas() -> dict[str, Schema]:
                             "message": obj(
                                 {
                                     "role": const("assistant"),
-                                    "content": _NULLABLE_STRING,
-                                    "refusal": _NULLABLE_STRING,
+                                    "content": _nullable_string(),
+                                    "refusal": _nullable_string(),
                                     "tool_calls": array(tool_call),
                                 },
                                 ["role"],
                             ),
-                            "finish_reason": _NULLABLE_STRING,
+                            "finish_reason": _nullable_string(),
                         },
                         ["index", "message", "finish_reason"],
                     )
@@ -131,7 +139,7 @@ def schemas() -> dict[str, Schema]:
                 "model": string(),
                 "choices": array(
                     obj(
-                        {"index": integer(0), "delta": obj({}), "finish_reason": _NULLABLE_STRING},
+                        {"index": integer(0), "delta": obj({}), "finish_reason": _nullable_string()},
                         ["index", "delta"],
                     )
                 ),
@@ -148,7 +156,7 @@ def schemas() -> dict[str, Schema]:
                 "model": string(),
                 "choices": array(
                     obj(
-                        {"index": integer(0), "text": string(), "finish_reason": _NULLABLE_STRING},
+                        {"index": integer(0), "text": string(), "finish_reason": _nullable_string()},
                         ["index", "text"],
                     )
                 ),
@@ -173,7 +181,7 @@ def schemas() -> dict[str, Schema]:
                 "model": string(),
                 "choices": array(
                     obj(
-                        {"index": integer(0), "text": string(), "finish_reason": _NULLABLE_STRING},
+                        {"index": integer(0), "text": string(), "finish_reason": _nullable_string()},
                         ["index", "text", "finish_reason"],
                     )
                 ),
@@ -268,7 +276,7 @@ def operations() -> list[Operation]:
             "Chat completion (OpenAI format)",
             TAG,
             {"200": chat_ok},
-            json_body(ref("ChatCompletionRequest"), {"model": "sandbox-chat", "messages": HELLO}),
+            json_body(ref("ChatCompletionRequest"), {"model": "sandbox-chat", "messages": _hello()}),
         ),
         Operation(
             "POST",

@@ -37,7 +37,10 @@ from unigate.video.validate import MAX_PROMPT
 TAG = "video"
 # 1 to 60, as a number or its text (the SDK sends `seconds` as a string).
 _SECONDS_TEXT = "^([1-9]|[1-5][0-9]|60)$"
-_NULLABLE_INT = {"type": ["integer", "null"]}
+
+
+def _nullable_int() -> Schema:
+    return {"type": ["integer", "null"]}
 
 
 def _create(multipart: bool) -> Schema:
@@ -68,8 +71,8 @@ def _video() -> Schema:
         "status": enum("queued", "in_progress", "completed", "failed"),
         "progress": integer(0, 100),
         "created_at": integer(description="Unix seconds."),
-        "completed_at": _NULLABLE_INT,
-        "expires_at": _NULLABLE_INT,
+        "completed_at": _nullable_int(),
+        "expires_at": _nullable_int(),
         "seconds": string(),
         "size": string(),
         "prompt": string(),
