@@ -11,6 +11,8 @@ from unigate.auth.cache import KeyCache
 from unigate.auth.keys import hash_key, is_well_formed
 from unigate.store import db
 from unigate.store.keys import KeyStore
+from unigate.usage import query as usage_query
+from unigate.usage.query import UsageQuery
 from unigate.usage.recorder import UsageRecord, UsageRecorder
 
 
@@ -83,7 +85,7 @@ def test_usage_batches_and_summary(database_url: str) -> None:
         rec.record(_record("k2", "m2", 1, 1))
         assert await rec.flush() == 4
         assert await rec.flush() == 0
-        rows = {(r["key_id"], r["model"]): r for r in await rec.summary()}
+        rows = {(r["key_id"], r["model"]): r for r in await usage_query.run(engine, UsageQuery())}
         assert rows[("k1", "m1")]["requests"] == 3
         assert rows[("k1", "m1")]["prompt_tokens"] == 30 and rows[("k1", "m1")]["completion_tokens"] == 15
         assert rows[("k2", "m2")]["cost"] == 0.25

@@ -1,5 +1,5 @@
-"""Admin API under /admin/ (admin key as Bearer): usage, providers, models and tasks (keys:
-api/admin_keys.py).
+"""Admin API under /admin/ (admin key as Bearer): providers, models and tasks (keys:
+api/admin_keys.py, usage and the request log: api/admin_usage.py).
 Not on the hot path, so bodies are validated with pydantic."""
 
 from __future__ import annotations
@@ -9,21 +9,12 @@ from typing import Any
 from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
-from unigate.errors import InvalidRequest, NotFound
+from unigate.errors import NotFound
 from unigate.gateway import Gateway
 from unigate.tasks.outbox_store import hook_state
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    async def usage(request: Request, _: Principal | None) -> None:
-        since_raw = request.query.get("since")
-        try:
-            since = float(since_raw) if since_raw else None
-        except ValueError:
-            raise InvalidRequest("'since' must be a Unix timestamp.", param="since") from None
-        rows = await gw.usage.summary(since)
-        await send_json(request.send, 200, {"object": "list", "data": rows})
-
     async def providers(request: Request, _: Principal | None) -> None:
         data = [
             {
@@ -87,7 +78,6 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
 
     return [
         Endpoint("GET", "/admin/tasks/{task_id}", task, auth="admin"),
-        Endpoint("GET", "/admin/usage", usage, auth="admin"),
         Endpoint("GET", "/admin/providers", providers, auth="admin"),
         Endpoint("GET", "/admin/models", models, auth="admin"),
     ]

@@ -145,37 +145,6 @@ class UsageRecorder:
             value = (await conn.execute(query)).scalar()
         return float(value or 0.0)
 
-    async def summary(self, since: float | None = None) -> list[dict[str, object]]:
-        """Totals per key, endpoint and model, for the admin API (task submits are endpoints
-        named `<family>.<action>`, e.g. `music.MUSIC`, `openai-video.text2video`)."""
-        await self.flush()
-        u = usage_records.c
-        query = sa.select(
-            u.key_id,
-            u.endpoint,
-            u.model,
-            sa.func.sum(u.requests).label("requests"),
-            sa.func.sum(u.prompt_tokens).label("prompt_tokens"),
-            sa.func.sum(u.completion_tokens).label("completion_tokens"),
-            sa.func.sum(u.cost).label("cost"),
-        ).group_by(u.key_id, u.endpoint, u.model)
-        if since is not None:
-            query = query.where(u.created_at >= since)
-        async with self._engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
-        return [
-            {
-                "key_id": r.key_id,
-                "endpoint": r.endpoint,
-                "model": r.model,
-                "requests": int(r.requests),
-                "prompt_tokens": int(r.prompt_tokens or 0),
-                "completion_tokens": int(r.completion_tokens or 0),
-                "cost": float(r.cost or 0.0),
-            }
-            for r in rows
-        ]
-
 
 def _insert_sql(paramstyle: str) -> str:
     """A driver-level INSERT: no per-row SQLAlchemy processing on the event loop."""
