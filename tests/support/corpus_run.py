@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from tests.support.corpus_model import Case
 from tests.support.error_shapes import shape_problem
 from tests.support.gateway import ADMIN_KEY, GatewayProcess
-from tests.support.raw_http import HealthProbe, RawResponse, build_request, send_raw
+from tests.support.healthz_probe import HealthProbe
+from tests.support.raw_http import RawResponse, build_request, send_raw
 
 
 def send_case(gw: GatewayProcess, key: str, case: Case, timeout: float = 20.0) -> RawResponse:
@@ -94,17 +95,17 @@ class Run:
     def suspects(self, probe: HealthProbe, limit: float) -> list[str]:
         """What ran while a /healthz poll took `limit` or longer, in order, once each."""
         found: dict[str, None] = {}
-        for at, took in probe.slow:
-            if took >= limit:
+        for at, took, own in probe.slow:
+            if own >= limit:
                 found.update(dict.fromkeys(self.during(at, took)))
         return list(found)
 
-    def recheck(self, port: int, suspects: list[str], each: float = 0.3) -> HealthProbe:
+    def recheck(self, port: int, pid: int | None, suspects: list[str], each: float = 0.3) -> HealthProbe:
         """Run each suspect again, twice and for at least `each` seconds, under a fresh probe
         of the gateway at `port`. A stall a request causes comes back when the request does;
         one from other load on the machine (a shared 2-core box) does not, so only the fresh
         probe's figures are held to the limit."""
-        probe = HealthProbe(port).start()
+        probe = HealthProbe(port, pid).start()
         try:
             for what in suspects:
                 started, rounds = time.monotonic(), 0
@@ -118,4 +119,7 @@ class Run:
 
     def culprits(self, probe: HealthProbe) -> list[str]:
         """For each slow /healthz poll, what was running meanwhile."""
-        return [f"{took * 1000:.0f} ms during {self.during(at, took)[:3]}" for at, took in probe.slow]
+        return [
+            f"{own * 1000:.0f} ms ({took * 1000:.0f} ms wall) during {self.during(at, took)[:3]}"
+            for at, took, own in probe.slow
+        ]

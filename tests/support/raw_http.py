@@ -1,4 +1,4 @@
-"""A raw HTTP/1.1 client for hostile requests, and a `/healthz` probe.
+"""A raw HTTP/1.1 client for hostile requests.
 
 urllib and http.client refuse to send what the bad-input corpus needs (CR/LF in header
 values, a Content-Length the body never meets, arbitrary bytes), so requests are written to
@@ -7,9 +7,7 @@ the socket as given and the answer is parsed by hand (one request per connection
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
-import multiprocessing
 import socket
 import time
 from dataclasses import dataclass
@@ -86,60 +84,3 @@ def _unchunk(data: bytes) -> bytes:
         out += rest[:size]
         data = rest[size + 2 :]
     return bytes(out)
-
-
-class HealthProbe:
-    """Polls `/healthz` over one kept-alive connection, every `interval` seconds, from its own
-    process: the test's threads (building 20 MiB bodies holds the GIL) cannot delay it, so
-    what it measures is the gateway. After `stop()`: `worst` (seconds), `polls`, `failures`
-    (no 200) and `slow`, the (time.monotonic() start, seconds) of polls over `slow_after`."""
-
-    def __init__(self, port: int, interval: float = 0.01, slow_after: float = 0.025) -> None:
-        self.port, self.interval, self.slow_after = port, interval, slow_after
-        self.worst, self.polls, self.failures = 0.0, 0, 0
-        self.slow: list[tuple[float, float]] = []
-        ctx = multiprocessing.get_context("spawn")
-        self._stop, self._polling = ctx.Event(), ctx.Event()
-        self._results, sender = ctx.Pipe(duplex=False)
-        args = (port, interval, slow_after, self._stop, self._polling, sender)
-        self._process = ctx.Process(target=_probe, args=args, daemon=True, name="healthz-probe")
-
-    def start(self) -> HealthProbe:
-        """Start polling; returns once the first poll has been answered."""
-        self._process.start()
-        self._polling.wait(30)
-        return self
-
-    def stop(self) -> None:
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        if self._results.poll(15):
-            self.worst, self.polls, self.failures, self.slow = self._results.recv()
-        else:
-            self.failures += 1  # the probe died or hung: count it, so nothing passes unseen
-        self._process.join(10)
-
-
-def _probe(port: int, interval: float, slow_after: float, stop: Any, polling: Any, results: Any) -> None:
-    worst, polls, failures, slow = 0.0, 0, 0, []
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    while not stop.is_set():
-        started, at = time.perf_counter(), time.monotonic()
-        try:
-            conn.request("GET", "/healthz")
-            res = conn.getresponse()
-            res.read()
-            ok = res.status == 200
-        except (OSError, http.client.HTTPException):
-            ok = False
-            conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        took = time.perf_counter() - started
-        worst, polls, failures = max(worst, took), polls + 1, failures + (0 if ok else 1)
-        if took > slow_after:
-            slow.append((at, took))
-        polling.set()
-        stop.wait(interval)
-    conn.close()
-    results.send((worst, polls, failures, slow))

@@ -11,7 +11,7 @@ from typing import Any
 from unigate.providers.base import Reply, TextCall
 from unigate.providers.sandbox.compose import content_for, parse_response_format
 from unigate.providers.sandbox.conversation import parse_conversation
-from unigate.providers.sandbox.params import choice_count, optional_int, stop_sequences
+from unigate.providers.sandbox.params import MAX_OUTPUT_TOKENS, choice_count, optional_int, stop_sequences
 from unigate.providers.sandbox.schema_values import Budget
 from unigate.providers.sandbox.tokens import count_tokens, cut_at_stop, pieces, truncate_tokens
 from unigate.providers.sandbox.tools import ToolCall, choose_tools, make_calls, parse_tool_policy
@@ -66,8 +66,8 @@ def plan_chat(payload: dict[str, Any]) -> ChatPlan:
     fmt = parse_response_format(payload)
     n = choice_count(payload)
     stops = stop_sequences(payload)
-    newer = optional_int(payload, "max_completion_tokens", 1)
-    legacy = optional_int(payload, "max_tokens", 1)
+    newer = optional_int(payload, "max_completion_tokens", 1, MAX_OUTPUT_TOKENS)
+    legacy = optional_int(payload, "max_tokens", 1, MAX_OUTPUT_TOKENS)
     limit = newer if newer is not None else legacy
     user = conv.last_user
     user_text = user.text if user else ""

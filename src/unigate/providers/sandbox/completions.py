@@ -10,6 +10,7 @@ from typing import Any
 
 from unigate.providers.base import Reply, TextCall
 from unigate.providers.sandbox.params import (
+    MAX_OUTPUT_TOKENS,
     choice_count,
     invalid_type,
     invalid_value,
@@ -105,7 +106,7 @@ def _listing(items: list[str]) -> str:
 def plan_completions(payload: dict[str, Any]) -> CompletionPlan:
     prompts = parse_prompts(payload)
     n = choice_count(payload)
-    limit = optional_int(payload, "max_tokens", 0)
+    limit = optional_int(payload, "max_tokens", 0, MAX_OUTPUT_TOKENS)
     limit = DEFAULT_MAX_TOKENS if limit is None else limit
     stops = stop_sequences(payload)
     echo = optional_bool(payload, "echo", False)

@@ -11,6 +11,7 @@ from typing import Any
 
 from unigate.providers.sandbox.params import invalid_type, invalid_value
 from unigate.providers.sandbox.tokens import count_tokens
+from unigate.translate.checks import is_base64
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 # Rough prompt-token prices: per message framing, per attached image, per other attachment.
@@ -144,9 +145,26 @@ def _content(content: object, where: str) -> tuple[str, tuple[tuple[str, int], .
             texts.append(text)
         elif kind == "refusal":
             texts.append(str(part.get("refusal") or ""))
+        elif kind == "image_url":
+            _check_image_url(part.get("image_url"), f"{where}[{i}].image_url")
+            kinds["image"] += 1
         else:
             kinds[_PART_NAMES.get(kind, kind.replace("_", " "))] += 1
     return "\n".join(texts), tuple(kinds.items())  # in order of first appearance
+
+
+def _check_image_url(value: object, where: str) -> None:
+    """As OpenAI checks it: {"url": an http(s) URL or a base64 data URL}."""
+    url = value.get("url") if isinstance(value, dict) else None
+    if not isinstance(url, str):
+        raise invalid_type(f"{where}.url", "a string")
+    if url.startswith("data:"):
+        header, comma, data = url[5:].partition(",")
+        if comma and header.endswith(";base64") and is_base64(data):
+            return
+    elif url.startswith(("http://", "https://")):
+        return
+    raise invalid_value(f"{where}.url", "expected an http(s) URL or a base64 data: URL.")
 
 
 def _past_tool_calls(raw: object, where: str) -> tuple[PastToolCall, ...]:

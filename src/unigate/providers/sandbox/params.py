@@ -8,6 +8,9 @@ from typing import Any
 from unigate.errors import InvalidRequest
 
 MAX_STOP_SEQUENCES = 4
+# The most output tokens any current OpenAI or Anthropic model allows in one reply: past it
+# those APIs answer 400 (e.g. max_tokens 10**12), so the sandbox does too.
+MAX_OUTPUT_TOKENS = 128_000
 
 
 def invalid_type(param: str, expected: str) -> InvalidRequest:
