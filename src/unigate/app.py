@@ -18,6 +18,7 @@ from unigate.access_log import ACCESS_LOGGER, StatusCapture, access_line, shown_
 from unigate.api import (
     admin,
     admin_keys,
+    admin_reload,
     admin_usage,
     audio,
     dashboard,
@@ -54,6 +55,7 @@ from unigate.errors import (
 from unigate.gateway import Gateway
 from unigate.limits.service import RateHeaderSend
 from unigate.logs import InfoLines
+from unigate.reload import ConfigReloader
 from unigate.settings import Settings
 from unigate.store.db import is_outage
 
@@ -63,6 +65,7 @@ log = logging.getLogger("unigate")
 class GatewayApp:
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
+        self.reloader = ConfigReloader(gateway)  # SIGHUP and POST /admin/reload
         endpoints: list[Endpoint] = [
             *health.endpoints(gateway),
             *text.endpoints(gateway),
@@ -83,6 +86,7 @@ class GatewayApp:
             *task_output.endpoints(gateway),
             *admin.endpoints(gateway),
             *admin_keys.endpoints(gateway),
+            *admin_reload.endpoints(self.reloader),
             *admin_usage.endpoints(gateway),  # after admin: its GET /admin/usage replaces that one
             *dashboard.endpoints(),
             # The API description walks this same table when first asked for.
@@ -193,6 +197,7 @@ class GatewayApp:
             if message["type"] == "lifespan.startup":
                 try:
                     await self.gateway.start()
+                    await self.reloader.start()
                 except Exception as exc:
                     log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
@@ -204,6 +209,7 @@ class GatewayApp:
                 gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                await self.reloader.stop()
                 await self.gateway.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

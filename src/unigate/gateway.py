@@ -8,6 +8,7 @@ import hmac
 import logging
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +60,7 @@ class Gateway:
     outbox: OutboxDeliverer
     webhook_sender: WebhookSender
     allow_private_webhooks: bool
+    provider_context: ProviderContext  # what providers a config reload adds are built with
     started: bool = field(default=False)
 
     @classmethod
@@ -108,7 +110,20 @@ class Gateway:
             outbox=outbox,
             webhook_sender=sender,
             allow_private_webhooks=allow_private,
+            provider_context=context,
         )
+
+    def apply(
+        self, config: GatewayConfig, providers: dict[str, Provider], keep_health: Callable[[str], bool]
+    ) -> None:
+        """A reloaded config (reload.py), swapped in for new requests in one step: no await
+        in between, so no request sees half of it. Requests under way keep the catalog entry,
+        and so the providers, they resolved."""
+        catalog = Catalog(config, providers)
+        self.config, self.providers, self.catalog = config, providers, catalog
+        self.poller.use(providers)
+        routing = config.routing
+        self.router.health.reconfigure(routing.cooldown_after_failures, routing.cooldown_seconds, keep_health)
 
     def is_admin_key(self, presented: str) -> bool:
         return hmac.compare_digest(hashlib.sha256(presented.encode()).digest(), self.admin_key_digest)

@@ -37,13 +37,13 @@ def _client_format(request: Request) -> ErrorStyle:
 
 class AnthropicModelsAPI:
     def __init__(self, gw: Gateway) -> None:
-        self.catalog = gw.catalog
+        self.gw = gw
         self.openai = TextAPI(gw)
         self.gemini = GeminiModelsAPI(gw)
 
     def _allowed(self, principal: Principal | None) -> list[str]:
         assert principal is not None
-        return self.catalog.listed_for(principal)
+        return self.gw.catalog.listed_for(principal)  # per call: a config reload replaces it
 
     async def list_models(self, request: Request, principal: Principal | None) -> None:
         fmt = _client_format(request)

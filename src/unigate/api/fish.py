@@ -8,6 +8,7 @@ from unigate.api import fields
 from unigate.api.serve import Serving, media_attempt
 from unigate.asgi import Request
 from unigate.auth.principal import Principal
+from unigate.config import MediaConfig
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
@@ -25,7 +26,11 @@ class FishAPI:
         self.serving = Serving(gw)
         self.max_upload = gw.config.limits.max_audio_upload
         self.max_json = gw.config.limits.max_json_body
-        self.media = gw.config.media
+        self.gw = gw
+
+    @property
+    def media(self) -> MediaConfig:
+        return self.gw.config.media  # read per call: a config reload may change it
 
     async def tts(self, request: Request, principal: Principal | None) -> None:
         if is_multipart(request.header(b"content-type")):

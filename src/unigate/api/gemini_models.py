@@ -13,6 +13,7 @@ from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
+from unigate.routing.catalog import Catalog
 
 DEFAULT_PAGE_SIZE = 50  # Google's own default and maximum for models.list
 MAX_PAGE_SIZE = 1000
@@ -26,7 +27,11 @@ _METHODS = {
 
 class GeminiModelsAPI:
     def __init__(self, gw: Gateway) -> None:
-        self.catalog = gw.catalog
+        self.gw = gw
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.gw.catalog  # read per call: a config reload replaces it
 
     def _allowed(self, principal: Principal | None) -> list[str]:
         assert principal is not None

@@ -46,8 +46,12 @@ class ImagesAPI:
         self.serving = Serving(gw)
         self.max_upload = gw.config.limits.max_image_upload
         self.max_json = gw.config.limits.max_json_body
-        self.default_model = gw.config.media.default_image_model
+        self.gw = gw
         self.public_url = configured_base(gw)
+
+    @property
+    def default_model(self) -> str:
+        return self.gw.config.media.default_image_model  # read per call: a config reload may change it
 
     async def generations(self, request: Request, principal: Principal | None) -> None:
         raw, payload = await request.json_object(self.max_json)

@@ -30,7 +30,11 @@ class StabilityAPI:
     def __init__(self, gw: Gateway) -> None:
         self.serving = Serving(gw)
         self.max_upload = gw.config.limits.max_image_upload
-        self.sd3_default = gw.config.media.sd3_model
+        self.gw = gw
+
+    @property
+    def sd3_default(self) -> str:
+        return self.gw.config.media.sd3_model  # read per call: a config reload may change it
 
     async def generate(self, request: Request, principal: Principal | None) -> None:
         variant = request.params["variant"]

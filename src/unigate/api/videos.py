@@ -29,7 +29,10 @@ class VideosAPI:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
         self.family = TaskFamily(gw, FAMILY)
-        self.default_model = gw.config.media.default_video_model
+
+    @property
+    def default_model(self) -> str:
+        return self.gw.config.media.default_video_model  # read per call: a config reload may change it
 
     async def create(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None

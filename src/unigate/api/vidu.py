@@ -127,7 +127,10 @@ class ViduAPI:
         self.gw = gw
         self.family = TaskFamily(gw, FAMILY)
         self.max_json = gw.config.limits.max_json_body
-        self.lip_sync_model = gw.config.media.lip_sync_model
+
+    @property
+    def lip_sync_model(self) -> str:
+        return self.gw.config.media.lip_sync_model  # read per call: a config reload may change it
 
     async def text2audio(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None

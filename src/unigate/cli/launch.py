@@ -46,6 +46,7 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
     import uvicorn
     from uvicorn.supervisors.multiprocess import Multiprocess
 
+    from unigate.cli.supervisor import ReloadingMultiprocess, block_sighup
     from unigate.server_guard import GuardedHttpToolsProtocol
 
     config = uvicorn.Config(
@@ -69,6 +70,9 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
     # the backlog and are served once the workers are up.
     sock = bind(host, port, config.backlog)
     announce()
+    # SIGHUP reloads the config (reload.py); until a worker's handler is in place it waits
+    # rather than killing the process (the default action).
+    block_sighup()
     server = uvicorn.Server(config)
     if workers == 1:
         server.run(sockets=[sock])
@@ -79,7 +83,7 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
     kwargs: dict[str, Any] = {"sockets": [sock]}
     if "target" in inspect.signature(Multiprocess).parameters:
         kwargs["target"] = server.run
-    Multiprocess(config, **kwargs).run()
+    ReloadingMultiprocess(config, **kwargs).run()  # passes SIGHUP on to the workers
 
 
 def _run_granian(host: str, port: int, workers: int, announce: Callable[[], None]) -> None:

@@ -12,6 +12,7 @@ from unigate.openapi.schema import (
     any_of,
     array,
     binary,
+    boolean,
     const,
     enum,
     integer,
@@ -38,6 +39,11 @@ def _list(item: Schema) -> Schema:
     return obj({"object": const("list"), "data": array(item)}, ["object", "data"])
 
 
+def _changes() -> Schema:
+    names = array(string())
+    return obj({"added": names, "removed": names, "changed": names}, ["added", "removed", "changed"])
+
+
 def schemas() -> dict[str, Schema]:
     health = obj(
         {"consecutive_failures": number(0), "cooldown_remaining": number(0)},
@@ -54,6 +60,25 @@ def schemas() -> dict[str, Schema]:
         ["provider", "health"],
     )
     return {
+        "ConfigReload": obj(
+            {
+                "object": const("config.reload"),
+                "config": {
+                    "type": ["string", "null"],
+                    "description": "The file read; null: the built-in config.",
+                },
+                "changed": boolean("Whether anything that applies now changed."),
+                "providers": _changes(),
+                "models": _changes(),
+                "settings": array(string(), "Other keys that changed and apply now (routing, music, media)."),
+                "restart_required": array(
+                    string(),
+                    "Keys the file changed that apply only at the next start (limits, tasks, public_url).",
+                ),
+                "summary": string("The line the reload logged."),
+            },
+            ["object", "config", "changed", "providers", "models", "settings", "restart_required", "summary"],
+        ),
         "ProviderInfo": obj(
             {"name": string(), "protocol": string(), "base_url": string(), "capabilities": array(string())},
             ["name", "protocol", "base_url", "capabilities"],
@@ -123,6 +148,20 @@ def _admin() -> list[Operation]:
             "Models, routes and their cooldown state",
             ADMIN,
             {"200": json_response("The models.", _list(ref("ModelRoutes")))},
+        ),
+        Operation(
+            "POST",
+            "/admin/reload",
+            "reloadConfig",
+            "Reload the config file",
+            ADMIN,
+            {"200": json_response("Applied; what changed.", ref("ConfigReload"))},
+            description=(
+                "Reads the YAML config file again and applies its providers, models (routes, prices, "
+                "limits), routing and defaults to new requests, on every worker within a second; "
+                "requests under way finish as they started. A file that does not load is a 400 "
+                "`invalid_config` with its error, and the running configuration stays."
+            ),
         ),
         Operation(
             "GET",

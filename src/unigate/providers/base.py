@@ -238,6 +238,13 @@ class Provider:
     async def aclose(self) -> None:
         """Release pooled connections."""
 
+    def in_use(self) -> int:
+        """Upstream exchanges under way: a provider a config reload dropped is closed once
+        this is 0 (or after its longest timeout). Adapters keep their pool as `self.http`;
+        one with nothing pooled there has nothing to wait for."""
+        http = getattr(self, "http", None)
+        return int(http.in_use()) if http is not None else 0
+
     async def chat(self, call: TextCall, target: Target) -> Reply:
         raise _unsupported(self, "chat completions")
 

@@ -164,6 +164,11 @@ class Pool:
             return response
         raise AssertionError("unreachable")
 
+    def in_use(self) -> int:
+        """Exchanges under way: connections out of the pool, being opened, or waited for (a
+        provider a config reload dropped is closed once this is 0)."""
+        return len(self._open) - len(self._idle) + self._connecting + len(self._waiters)
+
     async def aclose(self) -> None:
         if self._reaper is not None:
             self._reaper.cancel()

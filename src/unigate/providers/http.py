@@ -52,6 +52,10 @@ class UpstreamHTTP:
     async def start(self) -> None:
         return None  # connections open on first use
 
+    def in_use(self) -> int:
+        """Exchanges under way on this pool (see `Pool.in_use`)."""
+        return self._pool.in_use()
+
     async def aclose(self) -> None:
         await self._pool.aclose()
 

@@ -35,6 +35,9 @@ class ModelEntry:
     prices: Prices = field(default_factory=Prices)
     rpm: int | None = None  # across all keys
     tpm: int | None = None
+    # The Target of each model id a one-route entry served (Router.plan): kept on the entry, so
+    # a reloaded catalog's entries never hand out a Target of the previous providers.
+    targets: dict[str, Target] = field(default_factory=dict, compare=False, repr=False)
 
 
 class Catalog:

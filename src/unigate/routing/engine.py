@@ -23,20 +23,18 @@ class Router:
     def __init__(self, health: RouteHealth, rng: random.Random | None = None) -> None:
         self.health = health
         self._rng = rng or random.Random()
-        self._single: dict[tuple[str, str], Target] = {}
 
     def plan(self, entry: ModelEntry, model: str) -> list[Target]:
         if len(entry.routes) == 1:
             # The common case: nothing to order, so reuse one Target per (model entry, id).
-            key = (entry.name, model)
-            target = self._single.get(key)
+            target = entry.targets.get(model)
             if target is None:
                 route = entry.routes[0]
                 target = Target(
                     route.provider, route.upstream_model or model, route.timeouts, route.key(model)
                 )
-                if len(self._single) < 10_000:
-                    self._single[key] = target
+                if len(entry.targets) < 10_000:
+                    entry.targets[model] = target
             return [target]
         ordered: list[Route] = []
         group: list[Route] = []

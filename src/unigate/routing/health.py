@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 log = logging.getLogger("unigate.routing")
 
@@ -41,6 +42,13 @@ class RouteHealth:
             )
             return True
         return False
+
+    def reconfigure(self, after_failures: int, cooldown_seconds: float, keep: Callable[[str], bool]) -> None:
+        """A config reload: new thresholds from now on; the state of the routes `keep` names
+        (those the new config still has) stays, the rest is forgotten."""
+        self._after = after_failures
+        self._cooldown = cooldown_seconds
+        self._state = {key: state for key, state in self._state.items() if keep(key)}
 
     def snapshot(self) -> dict[str, dict[str, float]]:
         now = time.monotonic()

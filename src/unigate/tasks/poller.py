@@ -45,13 +45,20 @@ class Poller:
     ) -> None:
         self.service = service
         self.store = service.store
-        self.providers = providers
+        self.use(providers)
         self.config = config
         self.batch = batch
         self.owner = f"{os.getpid()}-{os.urandom(4).hex()}"
         self._loop = Periodic("task-poller", self._step, 0.25)
         self._idle_delay = 0.25
         self.polls = 0  # upstream poll calls made (observability, tests)
+
+    def use(self, providers: dict[str, Provider]) -> None:
+        """The providers to poll (again on a config reload). A task created after this may
+        come from a newer config (a worker or replica that reloaded first): its provider
+        missing here does not fail it."""
+        self.providers = providers
+        self.providers_since = time.time()
 
     async def start(self) -> None:
         self._loop.start()
@@ -82,8 +89,11 @@ class Poller:
     async def _poll_provider(self, name: str, group: list[Task]) -> None:
         provider = self.providers.get(name)
         states: dict[str, UpstreamTask] = {}
+        gone: set[str] = set()
         if provider is None:
-            log.error("tasks reference provider %s, which is no longer configured", name)
+            gone = {t.id for t in group if t.created_at <= self.providers_since}
+            if gone:
+                log.error("tasks reference provider %s, which is no longer configured", name)
         else:
             try:
                 self.polls += 1
@@ -98,7 +108,7 @@ class Poller:
                     state.error_type = provider.redactor.text(state.error_type)
         for task in group:
             try:
-                await self.advance(task, states.get(task.upstream_id), provider is None)
+                await self.advance(task, states.get(task.upstream_id), task.id in gone)
             except Exception:
                 log.exception("advancing task %s failed", task.id)
 
