@@ -55,13 +55,13 @@ def _model(payload: dict[str, Any]) -> str:
 
 def _stream_flags(payload: dict[str, Any]) -> tuple[bool, bool]:
     stream = payload.get("stream")
-    options = payload.get("stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise _wrong_type("stream_options", "an object")
     if stream is None:
         return False, False
     if not isinstance(stream, bool):
         raise _wrong_type("stream", "a boolean")
+    options = payload.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise _wrong_type("stream_options", "an object")
     return stream, bool(stream and options and options.get("include_usage") is True)
 
 
@@ -70,6 +70,7 @@ _TYPED_FIELDS = (
     ("max_tokens", int, "an integer"),
     ("max_completion_tokens", int, "an integer"),
     ("n", int, "an integer"),
+    ("stream_options", dict, "an object"),  # checked with `stream` too; here also without it
 )
 
 
@@ -84,9 +85,11 @@ def _check_messages(payload: dict[str, Any]) -> None:
     for i, msg in enumerate(messages):
         if type(msg) is not dict:
             raise _wrong_type(f"messages[{i}]", "an object")
-        role = msg.get("role")
-        # type() first: an object or array role is unhashable, so the set lookup would raise.
-        if type(role) is not str or role not in _ROLES:
+        try:
+            bad_role = msg.get("role") not in _ROLES
+        except TypeError:  # an object or array: unhashable (a try costs nothing until it raises)
+            bad_role = True
+        if bad_role:
             raise InvalidRequest(f"Invalid value for 'messages[{i}].role'.", param=f"messages[{i}].role")
         content = msg.get("content")
         if content is not None and type(content) is not str and type(content) is not list:
