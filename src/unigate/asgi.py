@@ -55,14 +55,8 @@ class Request:
         """The query parameters; 400 for one that is not UTF-8 or holds a NUL, which no
         parameter means and PostgreSQL cannot even compare text with."""
         if self._query is None:
-            raw = self.scope.get("query_string", b"").decode("latin-1")
-            try:
-                pairs = parse_qsl(raw, errors="strict") if raw else []
-            except UnicodeDecodeError:
-                raise InvalidRequest("The query string is not UTF-8 text.", code="invalid_query") from None
-            if any("\x00" in name or "\x00" in value for name, value in pairs):
-                raise InvalidRequest("The query string holds a NUL character.", code="invalid_query")
-            self._query = dict(pairs)
+            raw = self.scope.get("query_string", b"")
+            self._query = dict(urlencoded(raw, "query string", keep_blank=False))
         return self._query
 
     async def body(self, limit: int) -> bytes:
@@ -117,6 +111,18 @@ class Request:
         if not isinstance(parsed, dict):
             raise InvalidRequest("The request body must be a JSON object.")
         return raw, parsed
+
+
+def urlencoded(raw: bytes, what: str, keep_blank: bool = True) -> list[tuple[str, str]]:
+    """The pairs of a query string or urlencoded form. 400 for one that is not UTF-8 (not
+    silently replaced by U+FFFD) or holds a NUL."""
+    try:
+        pairs = parse_qsl(raw.decode(), keep_blank_values=keep_blank, errors="strict") if raw else []
+    except UnicodeDecodeError:
+        raise InvalidRequest(f"The {what} is not UTF-8 text.", code="invalid_encoding") from None
+    if any("\x00" in name or "\x00" in value for name, value in pairs):
+        raise InvalidRequest(f"The {what} holds a NUL character.", code="invalid_encoding")
+    return pairs
 
 
 class ClientDisconnected(Exception):

@@ -54,6 +54,20 @@ def _targets() -> list[tuple[Target, list[FieldCase]]]:
     ]
 
 
+# PicWish's urlencoded form: text that is not UTF-8 is refused, never replaced by U+FFFD (an
+# image URL changed that way would be fetched).
+URLENCODED = {
+    "urlencoded_bad_percent_escape": b"image_url=https%3A%2F%2Fe.com%2F%FF.png&type=person",
+    "urlencoded_raw_latin1": b"image_url=https%3A%2F%2Fe.com%2Fa.png&type=caf\xe9",
+    "urlencoded_nul": b"image_url=https%3A%2F%2Fe.com%2Fa.png&type=%00",
+}
+
+
+def _urlencoded_cases(target: Target) -> list[Case]:
+    ctype = "application/x-www-form-urlencoded"
+    return [Case(name, target, lambda b=body: b, ctype) for name, body in URLENCODED.items()]
+
+
 def _lookup_cases() -> list[Case]:
     out = []
     for family, style, path in LOOKUPS:
@@ -81,6 +95,7 @@ def all_cases() -> list[Case]:
                 required="image_url",
             )
             cases += field_cases(as_json, picwish_json_cases())
+            cases += _urlencoded_cases(as_json)
         if target.path == "/suno/upload/audio":
             as_json = replace(
                 target, body={"url": "https://example.com/a.wav"}, files={}, form=False, required="url"

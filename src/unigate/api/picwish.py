@@ -14,13 +14,12 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import Any
-from urllib.parse import parse_qsl
 
 import orjson
 
 from unigate.api import fields
 from unigate.api.task_family import TaskFamily, send_raw
-from unigate.asgi import Request
+from unigate.asgi import Request, urlencoded
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
@@ -231,8 +230,7 @@ class PicWishAPI:
         if content_type == b"application/json":
             return (await request.json_object(self.max_json))[1]
         if content_type == b"application/x-www-form-urlencoded":
-            raw = await request.body(self.max_json)
-            return dict(parse_qsl(raw.decode("utf-8", errors="replace"), keep_blank_values=True))
+            return dict(urlencoded(await request.body(self.max_json), "form"))
         raise InvalidRequest(
             "Send the task as multipart/form-data (an 'image_file' upload or an 'image_url').",
             code="invalid_content_type",
