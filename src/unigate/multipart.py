@@ -213,12 +213,10 @@ class _Builder:
     def _headers_done(self) -> None:
         _, disposition = parse_options_header(self._headers.get(b"content-disposition", b""))
         raw_name = disposition.get(b"name")
-        self._name = raw_name.decode("utf-8", "replace") if raw_name is not None else ""
+        self._name = _utf8(raw_name, "name") if raw_name is not None else ""
         if raw_name is not None and b"filename" in disposition:
             content_type = self._headers.get(b"content-type", b"application/octet-stream").decode("latin-1")
-            filename = (
-                disposition[b"filename"].decode("utf-8", "replace").replace("\\", "/").rsplit("/", 1)[-1]
-            )
+            filename = _utf8(disposition[b"filename"], "file name").replace("\\", "/").rsplit("/", 1)[-1]
             spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - the form owns it
             self._upload = UploadedFile(self._name, filename, content_type, spool)
 
@@ -257,3 +255,12 @@ class _Builder:
             ) from None
         self.form.fields.setdefault(key, []).append(value)
         self.form.parts.append((self._name, value))
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    """A part's name or file name; not UTF-8 is a 400 rather than U+FFFD in what is stored."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        message = f"A multipart part's {what} is not UTF-8 text."
+        raise InvalidRequest(message, code="invalid_multipart") from None

@@ -210,4 +210,8 @@ def form_attacks(target: Target) -> list[Case]:
         junk: FilePart = (f"{name}.bin", "application/octet-stream", b"\x00junk" * 40)
         swapped = [(k, junk if k == name else v) for k, v in parts]
         cases.append(case(f"{name}_not_media", lambda p=swapped: encode_form(p)))
+        # A latin-1 file name: refused, never stored with U+FFFD in it (music keeps names).
+        sent_name = f'filename="{target.files[name][0]}"'.encode()
+        latin1 = encode_form(parts).replace(sent_name, b'filename="caf\xe9.wav"')
+        cases.append(case(f"{name}_name_not_utf8", lambda b=latin1: b))
     return cases
