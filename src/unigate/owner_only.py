@@ -25,13 +25,15 @@ def restrict_umask() -> None:
     os.umask(UMASK)
 
 
-def private_dir(path: Path) -> None:
+def private_dir(path: Path, warn: bool = True) -> None:
     """`path` as a directory, created 0700 (parents as `mkdir -p` makes them); an existing one
-    open to others is warned about."""
+    open to others is warned about (unless `warn` is False: the caller checks it is usable
+    first, so an unusable one gets only its error)."""
     try:
         path.mkdir(mode=DIR_MODE, parents=True)
     except FileExistsError:
-        warn_if_open(path)
+        if warn:
+            warn_if_open(path)
         return
     path.chmod(DIR_MODE)  # mkdir's mode is filtered by the umask; the mode is meant exactly
 

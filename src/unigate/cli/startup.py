@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from unigate.cli.launch import bind
 from unigate.logs import check_level
-from unigate.owner_only import private_dir
+from unigate.owner_only import private_dir, warn_if_open
 from unigate.settings import Settings
 
 if TYPE_CHECKING:
@@ -87,15 +87,18 @@ def check_data_dir(data_dir: Path) -> None:
     try:
         # Owner-only (0700), the media directory inside too: they hold the database, the
         # admin key and webhook secrets. An existing wider one gets a warning (owner_only.py).
-        private_dir(data_dir)
-        private_dir(data_dir / "media")
+        private_dir(data_dir, warn=False)
     except OSError as exc:
         raise StartupError(f"cannot create the data directory {data_dir}: {exc.strerror}; {fix}") from exc
     try:
         with tempfile.TemporaryFile(dir=data_dir):
             pass
+        private_dir(data_dir / "media", warn=False)
     except OSError as exc:
         raise StartupError(f"cannot write to the data directory {data_dir}: {exc.strerror}; {fix}") from exc
+    # Only a usable directory is worth a warning about who else can read it.
+    warn_if_open(data_dir)
+    warn_if_open(data_dir / "media")
 
 
 def shown_url(url: str) -> str:
