@@ -182,7 +182,7 @@ def stored(
     the gateway process): backend -> "store-value" -> (status, problem)."""
     results = {}
     for backend, gateway in gateways.items():
-        again = lambda g=gateway, k=keys[backend]: _store_all(g, k, {"nul": ODD_TEXT["nul"]})  # noqa: E731
+        again = lambda g=gateway, k=keys[backend]: _store_all(g, k, ODD_TEXT)  # noqa: E731
         with run.span(f"odd text stored ({backend})", again):
             results[backend] = _store_all(gateway, keys[backend], ODD_TEXT)
         run.stored[backend] = Counter(
