@@ -101,7 +101,7 @@ class Run:
         return list(found)
 
     def recheck(self, port: int, pid: int | None, suspects: list[str], each: float = 0.3) -> HealthProbe:
-        """Run each suspect again, twice and for at least `each` seconds, under a fresh probe
+        """Run each suspect again, once and for at least `each` seconds, under a fresh probe
         of the gateway at `port`. A stall a request causes comes back when the request does;
         one from other load on the machine (a shared 2-core box) does not, so only the fresh
         probe's figures are held to the limit."""
@@ -109,7 +109,7 @@ class Run:
         try:
             for what in suspects:
                 started, rounds = time.monotonic(), 0
-                while rounds < 2 or time.monotonic() - started < each:
+                while rounds < 1 or time.monotonic() - started < each:
                     with self.span(what, self.again[what]):
                         self.again[what]()
                     rounds += 1
