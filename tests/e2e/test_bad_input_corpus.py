@@ -217,9 +217,11 @@ def test_lookups_by_odd_ids_on_postgres(pg_gw: GatewayProcess, keys: dict[str, s
     assert not failures, failures
 
 
-def _figures(probe: HealthProbe) -> str:
+def _figures(probe: HealthProbe, run: Run) -> str:
+    slowest = max(probe.slow, key=lambda poll: poll[2], default=None)
+    during = f", during {run.during(slowest[0], slowest[1])[:2]}" if slowest else ""
     return (
-        f"{probe.polls} polls, {probe.failures} failed, worst {probe.worst_own * 1000:.1f} ms "
+        f"{probe.polls} polls, {probe.failures} failed, worst {probe.worst_own * 1000:.1f} ms{during} "
         f"({probe.worst * 1000:.1f} ms wall clock, with what the OS kept them off the CPU)"
     )
 
@@ -236,14 +238,14 @@ def test_zz_figures(
         lines.append(f"odd text on {backend}: " + ", ".join(f"{k} x{v}" for k, v in sorted(counts.items())))
     rechecked: dict[str, HealthProbe] = {}
     for name, probe in run.probes.items():
-        lines.append(f"healthz ({name}): {_figures(probe)}")
+        lines.append(f"healthz ({name}): {_figures(probe, run)}")
         suspects = run.suspects(probe, HEALTHZ_LIMIT)
         if suspects:
             gateway = gateways[name]
             again = rechecked[name] = run.recheck(gateway.port, _pid(gateway), suspects)
             shown = ", ".join(suspects[:4]) + (", ..." if len(suspects) > 4 else "")
             lines.append(f"  over {HEALTHZ_LIMIT * 1000:.0f} ms during {len(suspects)} things ({shown})")
-            lines.append(f"  those run again: {_figures(again)}")
+            lines.append(f"  those run again: {_figures(again, run)}")
     with capsys.disabled():
         print("\nbad-input corpus\n  " + "\n  ".join(lines))
     assert run.probes, "the corpus did not run"
