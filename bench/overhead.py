@@ -1,6 +1,6 @@
 """unigate's own per-request cost, measured in process: no sockets, no upstream, no server.
 
-    .venv/bin/python bench/overhead.py [--requests 20000]
+    .venv/bin/python bench/overhead.py [--requests 20000] [--otel]
 
 Builds the real ASGI app on a fresh SQLite data dir (rate-limited key, usage accounting on),
 replaces the upstream call of the chat route with a canned reply, and drives
@@ -9,7 +9,8 @@ everything the gateway adds to a pass-through (auth, parsing and checks, routing
 limit, reply, accounting), minus the HTTP server and client, which the bare proxy pays too.
 A raw ASGI app that reads the body and answers the same bytes is timed the same way as the
 floor. Deterministic enough (no network, one thread) to compare two versions of the code
-where the wrk benchmark's machine noise hides a 20 µs change.
+where the wrk benchmark's machine noise hides a 20 µs change. Metrics are always on; `--otel`
+turns tracing on, exporting every call's span to an OTLP sink in another process.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import argparse
 import asyncio
 import os
 import secrets
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -161,16 +164,51 @@ async def main(count: int) -> None:
     print(f"raw ASGI floor: {floor:.1f} us/request")
     print(f"unigate (upstream call replaced by a canned reply): {gateway:.1f} us/request")
     print(f"unigate's own cost: {gateway - floor:.1f} us/request")
+    imported = any(name.startswith("opentelemetry") for name in sys.modules)
+    print(f"tracing {'on' if app.gateway.tracing else 'off'}; opentelemetry imported: {imported}")
     await startup.put({"type": "lifespan.shutdown"})
     await lifespan
+
+
+# A collector that accepts and drops OTLP/HTTP exports (--otel), run as its own process so
+# its work is not timed as the gateway's.
+SINK = """
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class Sink(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+HTTPServer(("127.0.0.1", int(sys.argv[1])), Sink).serve_forever()
+"""
+
+
+def _otlp_sink() -> subprocess.Popen[bytes]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sink = subprocess.Popen([sys.executable, "-c", SINK, str(port)])
+    os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{port}"
+    return sink
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--otel", action="store_true", help="tracing on, spans exported to a local sink")
     args = parser.parse_args()
     import uvloop
 
+    sink = _otlp_sink() if args.otel else None
     uvloop.install()
-    asyncio.run(main(args.requests))
+    try:
+        asyncio.run(main(args.requests))
+    finally:
+        if sink is not None:
+            sink.terminate()
     sys.exit(0)

@@ -8,6 +8,8 @@ returned (for a stream: until it ended), the model the client asked for, the rou
 answered (provider/upstream model), the key's id (never the key) and the request id. `-`
 stands for a field a request does not have. A stream that did not end cleanly adds
 `outcome=499` (client left) or `outcome=502` (upstream broke), the status usage records carry.
+With UNIGATE_LOG_FORMAT=json the same record is one JSON object with the fields request_id,
+key_id, method, path, model, route, status, latency_ms and outcome (null when absent).
 
 The request edge (app.py) knows the method, path, status and key; the routed handlers know the
 model and the route and leave them in the request's scope under the keys below (scope is the
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable
+from typing import Any
 from urllib.parse import quote
 
 from unigate.asgi import Message, Request, Send
@@ -28,6 +31,10 @@ ACCESS_LOGGER = "unigate.access"
 MODEL = "unigate.model"
 ROUTE = "unigate.route"
 OUTCOME = "unigate.outcome"
+# For the metrics' labels: the config's name of the model (bounded, unlike what clients
+# send) and the provider that answered.
+MODEL_NAME = "unigate.model_name"
+PROVIDER = "unigate.provider"
 
 # Characters left as they are when a path or model has to be escaped: those of RFC 3986 paths.
 _SAFE = "/:@!$&'()*+,;=-._~"
@@ -101,3 +108,26 @@ def access_line(request: Request, status: int, started: float, key_id: str | Non
         f"key={key_id or '-'} request={request.request_id}"
     )
     return line if outcome is None else f"{line} outcome={outcome}"
+
+
+def access_fields(
+    request: Request, status: int, started: float, key_id: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The access record as (message, fields) for JSON lines."""
+    scope = request.scope
+    model = scope.get(MODEL)
+    path = shown_path(request.path)
+    status = status or 499
+    fields = {
+        "request_id": request.request_id,
+        "key_id": key_id,
+        "method": request.method,
+        "path": path,
+        "model": _bounded(model) if model else None,
+        "route": scope.get(ROUTE),
+        "status": status,
+        "latency_ms": round((time.perf_counter() - started) * 1000.0, 2),
+        "outcome": scope.get(OUTCOME),
+    }
+    return f"{request.method} {path} {status}", fields
+

@@ -8,13 +8,19 @@ rendered here, once, in the endpoint family's shape.
 from __future__ import annotations
 
 import gc
-import itertools
 import logging
-import os
 import time
 from collections.abc import Awaitable
 
-from unigate.access_log import ACCESS_LOGGER, StatusCapture, access_line, shown_path
+from unigate.access_log import (
+    ACCESS_LOGGER,
+    MODEL_NAME,
+    PROVIDER,
+    StatusCapture,
+    access_fields,
+    access_line,
+    shown_path,
+)
 from unigate.api import (
     admin,
     admin_keys,
@@ -30,6 +36,7 @@ from unigate.api import (
     kling,
     media,
     messages,
+    metrics,
     music,
     picwish,
     stability,
@@ -45,16 +52,19 @@ from unigate.auth.authenticate import authenticate
 from unigate.endpoints import Endpoint, EndpointTable
 from unigate.errors import (
     AuthenticationFailed,
+    BudgetExceeded,
     DatabaseUnavailable,
     ErrorStyle,
     GatewayError,
     NotFound,
     PermissionDenied,
+    RateLimited,
     render_error,
 )
 from unigate.gateway import Gateway
 from unigate.limits.service import RateHeaderSend
 from unigate.logs import InfoLines
+from unigate.observability.request_ids import RequestIds
 from unigate.reload import ConfigReloader
 from unigate.settings import Settings
 from unigate.store.db import is_outage
@@ -89,15 +99,17 @@ class GatewayApp:
             *admin_reload.endpoints(self.reloader),
             *admin_usage.endpoints(gateway),  # after admin: its GET /admin/usage replaces that one
             *dashboard.endpoints(),
+            *metrics.endpoints(gateway),
             # The API description walks this same table when first asked for.
             *docs.endpoints(lambda: self.table.endpoints()),
         ]
         self.table = EndpointTable(endpoints)
-        # Request ids: unique, not secret; a per-process random prefix and a counter cost
-        # nothing per request (os.urandom is a syscall).
-        self._id_prefix = os.urandom(4).hex()
-        self._ids = itertools.count(1)
+        # Bound once: a per-request call then skips the attribute and method lookups.
+        self._request_id = RequestIds().for_request  # the client's x-request-id, or a fresh one
         self._access = InfoLines(ACCESS_LOGGER)
+        self._json_access = gateway.settings.log_format == "json"
+        self._metrics = gateway.metrics
+        self._count_request = gateway.metrics.request
         self._requests = gateway.request_log
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
@@ -113,7 +125,7 @@ class GatewayApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         sent = StatusCapture(send)
-        request = Request(scope, receive, sent, f"{self._id_prefix}{next(self._ids):x}")
+        request = Request(scope, receive, sent, self._request_id(scope))
         endpoint, params, allowed = self.table.match(request.method, request.path)
         style: ErrorStyle = endpoint.style if endpoint else self.table.style_for(request.path)
         principal = None
@@ -142,10 +154,12 @@ class GatewayApp:
                     raise PermissionDenied(
                         f"This API key may not use the {endpoint.family} family.", code="family_not_allowed"
                     )
-            elif endpoint.auth == "admin":
-                self._check_admin(request)
+            elif endpoint.auth != "none":
+                self._check_admin(request, endpoint.auth)
             await endpoint.handler(request, principal)
         except GatewayError as err:
+            if isinstance(err, RateLimited | BudgetExceeded):
+                self._count_refusal(err, endpoint)
             await self._send_error(request, err, style)
         except ClientDisconnected:
             pass  # still logged below, as 499 when nothing was sent
@@ -169,17 +183,38 @@ class GatewayApp:
                 await self._send_error(request, GatewayError("Internal server error."), style)
         key_id = principal.key_id if principal else None
         if self._access.enabled():
-            self._access(access_line(request, sent.status, started, key_id))
+            if self._json_access:
+                self._access.record(*access_fields(request, sent.status, started, key_id))
+            else:
+                self._access(access_line(request, sent.status, started, key_id))
+        self._count_request(
+            _family(endpoint),
+            scope.get(MODEL_NAME, ""),
+            scope.get(PROVIDER, ""),
+            sent.status or 499,
+            time.perf_counter() - started,
+        )
         if endpoint is None or endpoint.auth == "key":  # API calls, not the dashboard's own polling
             self._requests.add(request, sent.status, started, key_id)
 
-    def _check_admin(self, request: Request) -> None:
+    def _check_admin(self, request: Request, kind: str = "admin") -> None:
+        """The admin key as a Bearer token; for `kind` "metrics" (GET /metrics) the metrics
+        token too."""
+        gw = self.gateway
+        accepts = gw.is_metrics_token if kind == "metrics" else gw.is_admin_key
         auth = request.header(b"authorization")
         if auth is None:
             raise AuthenticationFailed("Missing admin key.", code="missing_api_key")
         scheme, _, value = auth.decode("latin-1").partition(" ")
-        if scheme.lower() != "bearer" or not self.gateway.is_admin_key(value.strip()):
+        if scheme.lower() != "bearer" or not accepts(value.strip()):
             raise AuthenticationFailed("Invalid admin key.", code="invalid_api_key")
+
+    def _count_refusal(self, err: GatewayError, endpoint: Endpoint | None) -> None:
+        family = _family(endpoint)
+        if isinstance(err, BudgetExceeded):
+            self._metrics.budget_exceeded.inc((family,))
+        else:
+            self._metrics.rate_limited.inc((family, err.code or ""))
 
     async def _send_error(self, request: Request, err: GatewayError, style: ErrorStyle) -> None:
         body = render_error(err, style, request.request_id)
@@ -224,9 +259,19 @@ def app_factory() -> GatewayApp:
     from unigate.logs import configure_logging
 
     settings = Settings.from_env()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     return create_app(settings)
 
 
 async def _nothing() -> None:
     return None
+
+
+# The metrics' family label of endpoints outside the model families, by auth kind.
+_NO_FAMILY = {"key": "api", "admin": "admin", "metrics": "metrics", "none": "public"}
+
+
+def _family(endpoint: Endpoint | None) -> str:
+    if endpoint is None:
+        return "unmatched"
+    return endpoint.family or _NO_FAMILY[endpoint.auth]

@@ -14,7 +14,8 @@ from unigate.auth.principal import Principal
 from unigate.errors import ErrorStyle
 
 Handler = Callable[[Request, Principal | None], Awaitable[None]]
-AuthKind = Literal["key", "admin", "none"]
+# "metrics": the admin key or the metrics token (a scraper need not hold the admin key).
+AuthKind = Literal["key", "admin", "metrics", "none"]
 
 
 @dataclass(frozen=True, slots=True)

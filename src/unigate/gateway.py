@@ -3,6 +3,7 @@ start/stop order. Handlers receive this object; nothing lives in module globals.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -18,6 +19,8 @@ from unigate.auth.cache import KeyCache
 from unigate.config import GatewayConfig, load_config
 from unigate.limits.backend import LocalCounters, counters_path
 from unigate.limits.service import Limits
+from unigate.observability.metrics import Metrics
+from unigate.observability.tracing import Tracing
 from unigate.owner_only import private_dir, write_private
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.registry import build_provider
@@ -61,6 +64,9 @@ class Gateway:
     webhook_sender: WebhookSender
     allow_private_webhooks: bool
     provider_context: ProviderContext  # what providers a config reload adds are built with
+    metrics: Metrics
+    tracing: Tracing | None  # None unless an OTLP endpoint is configured
+    metrics_token_digest: bytes | None  # UNIGATE_METRICS_TOKEN's, for GET /metrics
     started: bool = field(default=False)
 
     @classmethod
@@ -82,16 +88,21 @@ class Gateway:
         )
         providers = {p.name: build_provider(p, context) for p in config.providers}
         admin_key = settings.admin_key or read_or_create_admin_key(settings.data_dir)[0]
-        router = Router(RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds))
+        metrics = Metrics(settings.metrics_dir)
+        endpoint = settings.otel_traces_endpoint
+        tracing = Tracing(endpoint, settings.otel_service_name) if endpoint else None
+        health = RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds)
+        router = Router(health, metrics=metrics)
         task_store = TaskStore(engine)
         usage = UsageRecorder(engine)
         counters = LocalCounters(counters_path(settings.data_dir), shared=settings.workers != 1)
         limits = Limits(counters, usage.spent)
         tasks = TaskService(
-            task_store, GroupCommit(task_store), router, config.tasks, task_shapes(), usage, limits, keys.get
-        )
+            task_store, GroupCommit(task_store), router, config.tasks, task_shapes(), usage, limits, keys.get,
+            metrics=metrics, tracing=tracing,
+        )  # fmt: skip
         outbox = OutboxDeliverer(task_store, keys, sender, config.tasks.webhook_retry_schedule,
-                                 config.tasks.webhook_timeout)  # fmt: skip
+                                 config.tasks.webhook_timeout, metrics=metrics)  # fmt: skip
         return cls(
             settings=settings,
             config=config,
@@ -104,13 +115,16 @@ class Gateway:
             providers=providers,
             catalog=Catalog(config, providers),
             router=router,
-            admin_key_digest=hashlib.sha256(admin_key.encode()).digest(),
+            admin_key_digest=_digest(admin_key),
             tasks=tasks,
             poller=Poller(tasks, providers, config.tasks),
             outbox=outbox,
             webhook_sender=sender,
             allow_private_webhooks=allow_private,
             provider_context=context,
+            metrics=metrics,
+            tracing=tracing,
+            metrics_token_digest=_digest(settings.metrics_token) if settings.metrics_token else None,
         )
 
     def apply(
@@ -126,7 +140,15 @@ class Gateway:
         self.router.health.reconfigure(routing.cooldown_after_failures, routing.cooldown_seconds, keep_health)
 
     def is_admin_key(self, presented: str) -> bool:
-        return hmac.compare_digest(hashlib.sha256(presented.encode()).digest(), self.admin_key_digest)
+        return hmac.compare_digest(_digest(presented), self.admin_key_digest)
+
+    def is_metrics_token(self, presented: str) -> bool:
+        """The admin key or the metrics token (both compared in constant time)."""
+        digest = _digest(presented)
+        token = self.metrics_token_digest
+        return hmac.compare_digest(digest, self.admin_key_digest) | (
+            token is not None and hmac.compare_digest(digest, token)
+        )
 
     async def start(self) -> None:
         if self.settings.migrate_on_start:
@@ -154,6 +176,13 @@ class Gateway:
         for provider in self.providers.values():
             await provider.aclose()
         await self.engine.dispose()
+        self.metrics.close()
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.shutdown)  # exports the spans still queued
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
 
 
 def read_or_create_admin_key(data_dir: Path) -> tuple[str, bool]:

@@ -1,13 +1,23 @@
-"""Logging setup. Log lines never carry keys: handlers log key ids, never headers or bodies."""
+"""Logging setup. Log lines never carry keys: handlers log key ids, never headers or bodies.
+
+Two formats (UNIGATE_LOG_FORMAT): `text`, one line per record as FORMAT says, and `json`,
+one JSON object per line with `ts` (UTC, ISO 8601), `level`, `logger` and `message`, plus a
+record's `fields` (the access line's request_id, key_id, method, ...) and `exception` (a
+traceback) when it has them.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
 import time
+from typing import Any
+
+import orjson
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LEVELS = ("debug", "info", "warning", "error")
+FORMATS = ("text", "json")
 
 
 def check_level(level: str) -> str:
@@ -17,14 +27,48 @@ def check_level(level: str) -> str:
     return level
 
 
-def configure_logging(level: str = "info") -> None:
+def check_format(fmt: str) -> str:
+    """`fmt` if it is one of FORMATS; a ValueError naming them otherwise."""
+    if fmt not in FORMATS:
+        raise ValueError(f"UNIGATE_LOG_FORMAT={fmt!r} is not a log format; use one of {', '.join(FORMATS)}")
+    return fmt
+
+
+class JsonFormatter(logging.Formatter):
+    """A record as one JSON object on one line (newlines in a message or a traceback are
+    escaped inside the JSON string)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "ts": _utc(record.created),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        fields = getattr(record, "fields", None)
+        if fields:
+            data.update(fields)
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            data["stack"] = self.formatStack(record.stack_info)
+        return orjson.dumps(data, default=str).decode()
+
+
+def _utc(created: float) -> str:
+    second = int(created)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)) + f".{int((created - second) * 1000):03d}Z"
+
+
+def configure_logging(level: str = "info", fmt: str = "text") -> None:
     level = check_level(level.lower())
+    fmt = check_format(fmt.lower())
     root = logging.getLogger()
     if any(getattr(h, "_unigate", False) for h in root.handlers):
         return
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(FORMAT))
-    handler._unigate = True  # type: ignore[attr-defined]
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(FORMAT))
+    handler._unigate = fmt  # type: ignore[attr-defined]  # the format InfoLines writes in
     root.addHandler(handler)
     root.setLevel(level.upper())
     # Third-party debug output carries secrets: SQL parameters (key hashes, webhook secrets)
@@ -40,24 +84,50 @@ class InfoLines:
     Through a LogRecord (process and thread lookups, a strftime per line) the line cost ~32 µs
     per request in bench/overhead.py, more than the gateway's own work; written here, ~11 µs.
     When unigate's handler is the only one in the way, the line goes to its stream directly,
-    in the same FORMAT with the timestamp's date part made once per second; any other set-up
-    (handlers or filters added by an embedding application or a test) gets a real LogRecord,
-    so nothing is bypassed.
+    in the handler's format (FORMAT, or one JSON object) with the timestamp's date part made
+    once per second; any other set-up (handlers or filters added by an embedding application
+    or a test) gets a real LogRecord, so nothing is bypassed.
     """
 
-    __slots__ = ("_logger", "_second", "_stamp", "_tail")
+    __slots__ = ("_logger", "_name", "_second", "_stamp", "_tail", "_utc_second", "_utc_stamp")
 
     def __init__(self, name: str) -> None:
         self._logger = logging.getLogger(name)
+        self._name = name
         self._tail = f" INFO {name}: "
         self._second = -1
         self._stamp = ""
+        self._utc_second = -1
+        self._utc_stamp = ""
 
     def enabled(self) -> bool:
         # Asked per line (a cached lookup) so a level changed at run time takes effect.
         return self._logger.isEnabledFor(logging.INFO)
 
+    def _direct(self) -> logging.StreamHandler[Any] | None:
+        """unigate's handler when nothing else is in the way, else None."""
+        logger = self._logger
+        handlers = logging.root.handlers
+        handler = handlers[0] if len(handlers) == 1 else None
+        if (
+            isinstance(handler, logging.StreamHandler)
+            and getattr(handler, "_unigate", False)
+            and handler.level <= logging.INFO
+            and not handler.filters
+            and not logger.handlers
+            and not logger.filters
+            and logger.propagate
+        ):
+            return handler
+        return None
+
+    def _write(self, handler: logging.StreamHandler[Any], text: str) -> None:
+        with handler.lock:  # type: ignore[union-attr]  # always set by Handler.__init__
+            handler.stream.write(text)
+            handler.stream.flush()
+
     def __call__(self, line: str) -> None:
+        # `_direct`'s test written out: this is the text format's per-request path.
         logger = self._logger
         handlers = logging.root.handlers
         handler = handlers[0] if len(handlers) == 1 else None
@@ -80,6 +150,29 @@ class InfoLines:
                 handler.stream.write(text)
                 handler.stream.flush()
             return
+        self._handle(line, None)
+
+    def record(self, message: str, fields: dict[str, Any]) -> None:
+        """A line with structured fields: one JSON object (`message` and `fields` beside
+        the usual keys) from unigate's JSON handler, a record carrying `fields` otherwise."""
+        handler = self._direct()
+        if handler is not None and getattr(handler, "_unigate", None) == "json":
+            now = time.time()
+            second = int(now)
+            if second != self._utc_second:
+                self._utc_second = second
+                self._utc_stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            stamp = f"{self._utc_stamp}.{int((now - second) * 1000):03d}Z"
+            data = {"ts": stamp, "level": "info", "logger": self._name, "message": message, **fields}
+            self._write(handler, orjson.dumps(data).decode() + "\n")
+            return
+        self._handle(message, fields)
+
+    def _handle(self, message: str, fields: dict[str, Any] | None) -> None:
         # Built here rather than by `info()`, which would also walk the stack for the
         # caller's file and line.
-        logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, line, (), None))
+        logger = self._logger
+        record = logger.makeRecord(logger.name, logging.INFO, "", 0, message, (), None)
+        if fields is not None:
+            record.fields = fields
+        logger.handle(record)

@@ -35,6 +35,21 @@ class Settings:
     # Worker processes of this `serve` (UNIGATE_WORKERS, set by `serve --workers`); 0 when
     # unknown. One worker needs no locking around the limit counters it alone uses.
     workers: int = 0
+    # UNIGATE_METRICS_TOKEN: a Bearer token for GET /metrics besides the admin key (a scraper
+    # should not hold the admin key).
+    metrics_token: str | None = None
+    # UNIGATE_LOG_FORMAT: `text` (default) or `json` (one JSON object per line).
+    log_format: str = "text"
+    # OTLP/HTTP traces endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as is, else
+    # OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces); None keeps tracing off and unimported. The
+    # SDK reads its other OTEL_* variables (headers, batch delays) itself.
+    otel_traces_endpoint: str | None = None
+    otel_service_name: str = "unigate"
+
+    @property
+    def metrics_dir(self) -> Path:
+        """Where the workers of one serve keep their metric values (`unigate serve` empties it)."""
+        return self.data_dir / "metrics"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -61,6 +76,10 @@ class Settings:
             data_location_set=bool(env.get("UNIGATE_DATABASE_URL") or env.get("UNIGATE_DATA_DIR")),
             public_url=(env.get("UNIGATE_PUBLIC_URL") or "").rstrip("/") or None,
             workers=int(workers) if (workers := env.get("UNIGATE_WORKERS", "")).isdigit() else 0,
+            metrics_token=env.get("UNIGATE_METRICS_TOKEN") or None,
+            log_format=(env.get("UNIGATE_LOG_FORMAT") or "text").lower(),
+            otel_traces_endpoint=_traces_endpoint(env),
+            otel_service_name=env.get("OTEL_SERVICE_NAME") or "unigate",
         )
 
     def with_overrides(self, **changes: object) -> Settings:
@@ -85,4 +104,18 @@ class Settings:
             env["UNIGATE_PUBLIC_URL"] = self.public_url
         if self.workers:
             env["UNIGATE_WORKERS"] = str(self.workers)
+        if self.metrics_token:
+            env["UNIGATE_METRICS_TOKEN"] = self.metrics_token
+        env["UNIGATE_LOG_FORMAT"] = self.log_format
         return env
+
+
+def _traces_endpoint(env: Mapping[str, str]) -> str | None:
+    """The OTLP/HTTP traces URL as the OpenTelemetry exporter derives it from its variables."""
+    if (env.get("OTEL_SDK_DISABLED") or "").strip().lower() == "true":
+        return None
+    if traces := (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "").strip():
+        return traces
+    if base := (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "").strip():
+        return base.rstrip("/") + "/v1/traces"
+    return None

@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from unigate.access_log import MODEL, OUTCOME, ROUTE
+from unigate.access_log import MODEL, MODEL_NAME, OUTCOME, PROVIDER, ROUTE
 from unigate.asgi import ClientDisconnected, Request
 from unigate.auth.principal import Principal
 from unigate.client_gone import LeaveWatch
@@ -23,6 +23,7 @@ from unigate.routing.catalog import ModelEntry
 from unigate.usage.recorder import UsageRecord
 
 Attempt = Callable[[Target], Awaitable[Reply]]
+_BROKEN = {499: "client_closed"}  # a span's error.type for a stream that did not end cleanly
 
 
 def media_attempt(call: MediaCall) -> Attempt:
@@ -38,6 +39,8 @@ class Serving:
         self.keepalive = gw.config.limits.stream_keepalive
         self.budget_output = gw.config.limits.budget_output_estimate
         self.leave_watch = LeaveWatch()
+        self.metrics = gw.metrics
+        self.tracing = gw.tracing  # None: tracing off
 
     def resolve(self, principal: Principal, model: str) -> ModelEntry:
         entry = self.gw.catalog.resolve(model)
@@ -73,6 +76,7 @@ class Serving:
         scope = request.scope
         scope[MODEL] = model  # for the access line (unigate.access_log), 404s and 403s included
         entry = self.resolve(principal, model)
+        scope[MODEL_NAME] = entry.name  # the metrics' model label: the config's name, bounded
         ticket = await self._admit(principal, entry, payload) if Limits.applies(principal, entry) else None
         spent = (0, 0.0)  # tokens and money the call used, settled against the ticket exactly once
         started = time.perf_counter()
@@ -85,23 +89,41 @@ class Serving:
                 if ticket is not None:
                     err.headers.update((k.decode(), v.decode()) for k, v in ticket.headers)
                 self._account(principal, endpoint, model, entry, None, None, err.status, started)
+                if self.tracing is not None:
+                    error = err.code or "error"
+                    self._trace(request, endpoint, model, None, None, err.status, started, None, error)
                 raise
             except asyncio.CancelledError:
                 if not watch.left(token):
                     raise
                 # The client left mid-call: the upstream request was dropped with the cancellation.
                 self._account(principal, endpoint, model, entry, None, None, 499, started)
+                if self.tracing is not None:
+                    self._trace(request, endpoint, model, None, None, 499, started, None, "client_closed")
                 raise ClientDisconnected from None
             finally:
                 watch.exit(token)
+            # A stream's first upstream event has been read by now (routing peeks it).
+            first = time.perf_counter() if self.tracing is not None and reply.stream is not None else None
             scope[ROUTE] = target.route_key  # "provider/upstream model"
+            scope[PROVIDER] = target.provider.name
             if ticket is not None:
                 reply.headers.extend(ticket.headers)
             shown = present(reply) if present is not None else reply
-            outcome = await send_reply(request, shown, framing, self.keepalive)
+            if reply.stream is None:
+                outcome = await send_reply(request, shown, framing, self.keepalive)
+            else:
+                self.metrics.stream_opened()
+                try:
+                    outcome = await send_reply(request, shown, framing, self.keepalive)
+                finally:
+                    self.metrics.stream_closed()
             if not outcome.complete:
                 scope[OUTCOME] = outcome.status
             spent = self._account(principal, endpoint, model, entry, target, reply, outcome.status, started)
+            if self.tracing is not None:
+                broken = None if outcome.complete else _BROKEN.get(outcome.status, "stream_broken")
+                self._trace(request, endpoint, model, target, reply, outcome.status, started, first, broken)
         finally:
             if ticket is not None and ticket.corrects:
                 await gw.limits.settle(ticket, *spent)
@@ -152,4 +174,38 @@ class Serving:
                 created_at=time.time(),
             )
         )
+        if target is not None:
+            self.metrics.usage(entry.name, target.provider.name, prompt, completion, cost)
         return prompt + completion, cost
+
+    def _trace(
+        self,
+        request: Request,
+        endpoint: str,
+        model: str,
+        target: Target | None,
+        reply: Reply | None,
+        status: int,
+        started: float,
+        first: float | None,
+        error: str | None,
+    ) -> None:
+        """The call's span (tracing on only)."""
+        assert self.tracing is not None
+        usage = reply.usage if reply else None
+        self.tracing.call(
+            operation=endpoint,
+            model=model,
+            protocol=target.provider.protocol if target else "",
+            provider=target.provider.name if target else "",
+            upstream_model=target.upstream_model if target else "",
+            route=target.route_key if target else "",
+            status=status,
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+            started=started,
+            first_chunk=first,
+            error=error,
+            request_id=request.request_id,
+            traceparent=request.header(b"traceparent"),
+        )

@@ -42,6 +42,21 @@ def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
     return sock
 
 
+def _json_logs() -> bool:
+    """With UNIGATE_LOG_FORMAT=json the server's own lines (this process's, and the workers'
+    once the app set up logging) go through unigate's JSON handler instead of the server's
+    text handlers."""
+    from unigate.settings import Settings
+
+    settings = Settings.from_env()
+    if settings.log_format != "json":
+        return False
+    from unigate.logs import configure_logging
+
+    configure_logging(settings.log_level, "json")
+    return True
+
+
 def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None]) -> None:
     import uvicorn
     from uvicorn.supervisors.multiprocess import Multiprocess
@@ -49,6 +64,8 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
     from unigate.cli.supervisor import ReloadingMultiprocess, block_sighup
     from unigate.server_guard import GuardedHttpToolsProtocol
 
+    # None: uvicorn installs no handlers of its own; its loggers reach unigate's.
+    logging: dict[str, Any] = {"log_config": None} if _json_logs() else {}
     config = uvicorn.Config(
         APP,
         factory=True,
@@ -65,6 +82,7 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
         # Said outright: the app's __call__ returns the request coroutine instead of being one,
         # which uvicorn's auto-detection would take for ASGI 2.
         interface="asgi3",
+        **logging,
     )
     # Bound and listening here, before the app starts: connections made from now on wait in
     # the backlog and are served once the workers are up.
@@ -91,6 +109,8 @@ def _run_granian(host: str, port: int, workers: int, announce: Callable[[], None
     from granian.constants import HTTPModes, Interfaces, Loops
     from granian.log import LogLevels
 
+    json_format = {"()": "unigate.logs.JsonFormatter"}
+    logging = {"formatters": {"generic": json_format, "access": json_format}} if _json_logs() else None
     server = Granian(
         APP,
         factory=True,
@@ -102,6 +122,7 @@ def _run_granian(host: str, port: int, workers: int, announce: Callable[[], None
         websockets=False,
         loop=Loops.uvloop,
         log_level=LogLevels.warning,
+        log_dictconfig=logging,
     )
     # Granian binds its shared socket before it runs the startup hooks and spawns workers.
     server.on_startup(announce)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -78,7 +79,7 @@ def _prepare(config: Path | None, host: str, port: int, server: str) -> Settings
     check_public_url(settings)
     from unigate.logs import configure_logging
 
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     check_database_url(settings.database_url)
     check_port(host, port)
     check_data_dir(settings.data_dir)
@@ -86,6 +87,8 @@ def _prepare(config: Path | None, host: str, port: int, server: str) -> Settings
     # The workers' shared limit counters start from the database's figures, not from what
     # a previous server's in-flight calls had reserved.
     SharedTable.remove(counters_path(settings.data_dir))
+    # Metrics start from zero with each serve: its workers write their files from here on.
+    shutil.rmtree(settings.metrics_dir, ignore_errors=True)
 
     async def nothing(_engine: object) -> None:
         return None

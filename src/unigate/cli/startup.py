@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from unigate.cli.launch import bind
-from unigate.logs import check_level
+from unigate.logs import check_format, check_level
 from unigate.owner_only import private_dir, warn_if_open
 from unigate.settings import Settings
 
@@ -45,8 +45,10 @@ def debug_wanted() -> bool:
 
 
 def check_log_level(settings: Settings) -> None:
+    """UNIGATE_LOG_LEVEL and UNIGATE_LOG_FORMAT."""
     try:
         check_level(settings.log_level)
+        check_format(settings.log_format)
     except ValueError as exc:
         raise StartupError(str(exc)) from None
 

@@ -150,6 +150,15 @@ def _admin() -> list[Operation]:
             {"200": json_response("The models.", _list(ref("ModelRoutes")))},
         ),
         Operation(
+            "GET",
+            "/metrics",
+            "metrics",
+            "Prometheus metrics",
+            ADMIN,
+            {"200": response("The Prometheus text format, all workers merged.", {"text/plain": string()})},
+            description="The admin key, or UNIGATE_METRICS_TOKEN, as Bearer.",
+        ),
+        Operation(
             "POST",
             "/admin/reload",
             "reloadConfig",

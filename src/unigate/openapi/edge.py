@@ -64,6 +64,12 @@ def security_schemes() -> dict[str, Schema]:
             "description": "The admin key (`UNIGATE_ADMIN_KEY`, or the one printed at first start) as "
             "`Authorization: Bearer <admin key>`.",
         },
+        "metricsBearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The metrics token (`UNIGATE_METRICS_TOKEN`) as `Authorization: Bearer <token>`: "
+            "GET /metrics only.",
+        },
     }
 
 
@@ -82,6 +88,8 @@ def security(ep: Endpoint, extra: tuple[str, ...] = ()) -> list[dict[str, list[s
         return []
     if ep.auth == "admin":
         return [{"adminBearer": []}]
+    if ep.auth == "metrics":
+        return [{"adminBearer": []}, {"metricsBearer": []}]
     names = ("bearer", *_STYLE_AUTH.get(ep.style, ()), *extra)
     return [{name: []} for name in dict.fromkeys(names)]
 
@@ -219,6 +227,8 @@ def error_responses(ep: Endpoint, schema: Schema, has_body: bool) -> dict[str, S
             statuses.remove("413")
     elif ep.auth == "admin":
         statuses = ["400", "401", "404", "503"]
+    elif ep.auth == "metrics":
+        statuses = ["401"]
     else:
         statuses = ["404"] if "{" in ep.path else []
     headers = {"x-request-id": response_header("The request's id, as in the access log.", required=True)}

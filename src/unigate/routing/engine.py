@@ -7,12 +7,15 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from unigate.errors import UpstreamFailed, UpstreamRejected
 from unigate.providers.base import Reply, RouteFailed, StreamBroken, Target, Unsupported, scrubbed
 from unigate.routing.catalog import ModelEntry, Route
 from unigate.routing.health import RouteHealth
+
+if TYPE_CHECKING:
+    from unigate.observability.metrics import Metrics
 
 log = logging.getLogger("unigate.routing")
 
@@ -20,9 +23,12 @@ T = TypeVar("T")
 
 
 class Router:
-    def __init__(self, health: RouteHealth, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, health: RouteHealth, rng: random.Random | None = None, metrics: Metrics | None = None
+    ) -> None:
         self.health = health
         self._rng = rng or random.Random()
+        self.metrics = metrics  # upstream errors, fallbacks and cooldowns by route
 
     def plan(self, entry: ModelEntry, model: str) -> list[Target]:
         if len(entry.routes) == 1:
@@ -87,7 +93,11 @@ class Router:
                 last = failure
                 # Said before the cooldown line the health check may add, so they read in order.
                 _log_failure(targets, i, failure)
-                self.health.failure(target.route_key)
+                cooled = self.health.failure(target.route_key)
+                if self.metrics is not None:
+                    self.metrics.upstream_failed(target.route_key, failure.status, i + 1 < len(targets))
+                    if cooled:
+                        self.metrics.cooldowns.inc((target.route_key,))
                 continue
             self.health.success(target.route_key)
             return reply, target

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from unigate.background import Periodic
 from unigate.store.keys import KeyStore
@@ -20,6 +21,9 @@ from unigate.tasks.outbox_store import Delivery
 from unigate.tasks.store import TaskStore
 from unigate.webhooks.sender import WebhookSender, backoff_schedule
 from unigate.webhooks.signing import headers as signed_headers
+
+if TYPE_CHECKING:
+    from unigate.observability.metrics import Metrics
 
 log = logging.getLogger("unigate.webhooks")
 
@@ -35,7 +39,9 @@ class OutboxDeliverer:
         schedule: Sequence[float],
         timeout: float,
         concurrency: int = 16,
+        metrics: Metrics | None = None,
     ) -> None:
+        self.metrics = metrics  # attempts by outcome
         self.store = store
         self.keys = keys
         self.sender = sender
@@ -79,15 +85,18 @@ class OutboxDeliverer:
                 log.warning(
                     "webhook %s for task %s abandoned: its key no longer exists", event.id, event.task_id
                 )
+                self._count("abandoned")
                 await self.store.give_up(event.id, attempts, "owner key no longer exists")
                 return
             result = await self.sender.deliver(
                 event.url, event.payload, signed_headers(secret, event.id, event.payload), self.timeout
             )
             if result.ok:
+                self._count("delivered")
                 await self.store.delivered(event.id)
                 return
             if result.gone:
+                self._count("gone")
                 # 410 is the receiver's "stop": no retry, and no later event of this task.
                 skipped = await self.store.hook_gone(event.id, event.task_id, attempts, result.error)
                 log.warning(
@@ -99,6 +108,7 @@ class OutboxDeliverer:
                 )
                 return
             delay = None if result.permanent else backoff_schedule(attempts, self.schedule)
+            self._count("failed" if delay is not None else "abandoned")
             if delay is None:
                 log.warning(
                     "webhook %s for task %s abandoned after %d attempt(s): %s",
@@ -123,3 +133,7 @@ class OutboxDeliverer:
                 datetime.fromtimestamp(due, UTC).isoformat(timespec="seconds"),
             )
             await self.store.retry_later(event.id, attempts, due, result.error)
+
+    def _count(self, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.webhooks.inc((outcome,))

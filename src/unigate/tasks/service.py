@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -26,6 +26,10 @@ from unigate.tasks.outbox_store import OutboxEvent
 from unigate.tasks.store import NewTask, TaskStore, row_task
 from unigate.usage.recorder import UsageRecord, UsageRecorder
 from unigate.webhooks.signing import new_message_id
+
+if TYPE_CHECKING:
+    from unigate.observability.metrics import Metrics
+    from unigate.observability.tracing import Tracing
 
 Renderer = Callable[[Task], dict[str, Any]]
 _RENDER_CACHE = 2048  # records (a few KB each)
@@ -62,7 +66,12 @@ class TaskService:
         usage: UsageRecorder | None = None,
         limits: Limits | None = None,
         keys: Callable[[str], Awaitable[Principal | None]] | None = None,
+        *,
+        metrics: Metrics | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
+        self.metrics = metrics  # submits, task prices and refunds
+        self.tracing = tracing  # a span per submit when tracing is on
         self.usage = usage
         self.limits = limits
         self.keys = keys  # a key's record by id, for refunds to its budget
@@ -212,7 +221,7 @@ class TaskService:
             else:
                 result, target = await self.router.run(route, job.model, invoke)
         except GatewayError as err:
-            self._account(principal, job, None, err.status, 0.0, started)
+            self._account(principal, job, None, err.status, 0.0, started, err.code or "error")
             raise
         self._account(principal, job, target, 200, price, started)
         now = time.time()
@@ -260,9 +269,26 @@ class TaskService:
         status: int,
         cost: float,
         started: float,
+        error: str | None = None,
     ) -> None:
         """A submit in the usage records, by family and action (`/admin/usage`), off the
-        request path like every other call; a later refund shows in the task's ledger."""
+        request path like every other call; a later refund shows in the task's ledger.
+        Also in the metrics, and a span when tracing is on."""
+        provider = target.provider.name if target else ""
+        if self.metrics is not None:
+            self.metrics.task_submitted(job.family, job.model, provider, status, cost)
+        if self.tracing is not None:
+            self.tracing.task_submit(
+                family=job.family,
+                action=job.action,
+                model=job.model,
+                protocol=target.provider.protocol if target else "",
+                provider=provider,
+                upstream_model=target.upstream_model if target else "",
+                status=status,
+                started=started,
+                error=error,
+            )
         if self.usage is None:
             return
         self.usage.record(
@@ -286,6 +312,8 @@ class TaskService:
         with the failure): in the usage records and in the live budget counter."""
         if task.price <= 0:
             return
+        if self.metrics is not None:
+            self.metrics.refunds.inc((task.model, task.provider), task.price)
         if self.usage is not None:
             self.usage.refund(task.key_id, f"{task.family}.{task.action}"[:60], task.model, task.provider,
                               task.price)  # fmt: skip

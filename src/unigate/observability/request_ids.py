@@ -1,0 +1,34 @@
+"""Request ids: the client's `x-request-id` when it sends a usable one, else a fresh id.
+
+A client's id ties the gateway's access line, error bodies and spans to its own logs, so it
+is kept as sent when it is 1-128 visible ASCII characters; anything else (empty, longer,
+spaces, control or non-ASCII characters, which could forge or break a log line) is replaced,
+not cleaned, so an id in the log is always one the client sent or one the gateway made.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+
+from unigate.asgi import Scope
+
+MAX_LENGTH = 128
+_USABLE = re.compile(rb"[\x21-\x7e]{1,%d}" % MAX_LENGTH)
+
+
+class RequestIds:
+    def __init__(self) -> None:
+        # Unique, not secret: a per-process random prefix and a counter cost nothing per
+        # request (os.urandom is a syscall).
+        self._prefix = os.urandom(4).hex()
+        self._ids = itertools.count(1)
+
+    def for_request(self, scope: Scope) -> str:
+        for name, value in scope["headers"]:
+            if name == b"x-request-id":
+                if _USABLE.fullmatch(value):
+                    return value.decode("ascii")  # type: ignore[no-any-return]
+                break
+        return f"{self._prefix}{next(self._ids):x}"

@@ -1,0 +1,147 @@
+"""The pieces of observability on their own: value files read back by prometheus_client's
+multiprocess collector (several writers, growth past the first map, the series cap, live
+gauges of dead processes), request ids, JSON log records, the OTLP settings, and tracing
+left unimported when off."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from unigate.logs import JsonFormatter
+from unigate.observability.metrics import MAX_SERIES, Metrics
+from unigate.observability.request_ids import RequestIds
+from unigate.observability.scrape import render
+from unigate.settings import Settings
+
+
+def _samples(directory: Path) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    body, _ = render(directory, [("music", "SUCCESS", 2)])
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(body.decode())
+        for s in family.samples
+    }
+
+
+def test_values_of_several_writers_merge(tmp_path: Path) -> None:
+    one, two = Metrics(tmp_path), Metrics(tmp_path)
+    one.request("text", "m", "p", 200, 0.02)
+    two.request("text", "m", "p", 200, 3.0)
+    two.request("text", "m", "", 429, 0.001)
+    one.usage("m", "p", 10, 5, 0.25)
+    two.usage("m", "p", 1, 2, 0.5)
+    one.upstream_failed("p/m", 502, fell_back=True)
+    two.upstream_failed("p/m", 504, fell_back=False)
+    one.stream_opened()
+    two.stream_opened()
+    got = _samples(tmp_path)
+    labels = frozenset({"family": "text", "model": "m", "provider": "p", "status": "200"}.items())
+    assert got[("unigate_requests_total", labels)] == 2
+    assert got[("unigate_request_duration_seconds_count", labels)] == 2
+    assert got[("unigate_request_duration_seconds_sum", labels)] == 3.02
+    bucket = {"family": "text", "model": "m", "provider": "p", "status": "200"}
+    assert got[("unigate_request_duration_seconds_bucket", frozenset({**bucket, "le": "0.025"}.items()))] == 1
+    assert got[("unigate_request_duration_seconds_bucket", frozenset({**bucket, "le": "5.0"}.items()))] == 2
+    assert (
+        got[("unigate_tokens_total", frozenset({"model": "m", "provider": "p", "type": "input"}.items()))]
+        == 11
+    )
+    assert got[("unigate_cost_total", frozenset({"model": "m", "provider": "p"}.items()))] == 0.75
+    assert got[("unigate_upstream_errors_total", frozenset({"route": "p/m", "kind": "timeout"}.items()))] == 1
+    assert got[("unigate_fallbacks_total", frozenset({"route": "p/m"}.items()))] == 1
+    assert got[("unigate_active_streams", frozenset())] == 2
+    assert got[("unigate_tasks", frozenset({"family": "music", "status": "SUCCESS"}.items()))] == 2
+    # A stopped writer's counts stay; its live gauge goes.
+    two.close()
+    got = _samples(tmp_path)
+    assert got[("unigate_requests_total", labels)] == 2
+    assert got[("unigate_active_streams", frozenset())] == 1
+    one.close()
+
+
+def test_files_grow_and_series_are_capped(tmp_path: Path) -> None:
+    metrics = Metrics(tmp_path)
+    for i in range(MAX_SERIES + 500):  # ~2,500 entries: the 64 KiB map is outgrown
+        metrics.fallbacks.inc((f"provider-{i}/model",))
+    metrics.fallbacks.inc(("provider-7/model",))
+    got = _samples(tmp_path)
+    assert got[("unigate_fallbacks_total", frozenset({("route", "provider-7/model")}))] == 2
+    assert got[("unigate_fallbacks_total", frozenset({("route", "other")}))] == 500
+    assert sum(1 for name, _ in got if name == "unigate_fallbacks_total") == MAX_SERIES + 1
+    metrics.close()
+    metrics.fallbacks.inc(("late",))  # after close: lands nowhere, raises nothing
+
+
+def test_a_dead_process_live_gauge_is_dropped(tmp_path: Path) -> None:
+    metrics = Metrics(tmp_path)
+    metrics.stream_opened()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    mine = next(tmp_path.glob("gauge_livesum_*.db"))
+    mine_copy = tmp_path / f"gauge_livesum_{dead.stdout.strip()}-deadbeef.db"
+    mine_copy.write_bytes(mine.read_bytes())
+    assert _samples(tmp_path)[("unigate_active_streams", frozenset())] == 1
+    assert not mine_copy.exists()
+    metrics.close()
+
+
+def test_request_ids() -> None:
+    ids = RequestIds()
+
+    def rid(value: bytes | None) -> str:
+        headers = [(b"x-request-id", value)] if value is not None else []
+        return ids.for_request({"headers": [(b"host", b"x"), *headers]})
+
+    assert rid(b"abc-123_XYZ.:/") == "abc-123_XYZ.:/"
+    assert rid(b"y" * 128) == "y" * 128
+    fresh = {rid(v) for v in (None, b"", b"a b", b"tab\there", b"\xc3\xa9", b"x" * 129, b"new\nline")}
+    assert len(fresh) == 7 and all(len(v) < 20 and " " not in v for v in fresh)
+
+
+def test_json_records() -> None:
+    formatter = JsonFormatter()
+    record = logging.LogRecord("unigate.routing", logging.WARNING, "", 0, "two\nlines %s", ("x",), None)
+    record.fields = {"request_id": "r1"}
+    out = formatter.format(record)
+    assert "\n" not in out
+    data = json.loads(out)
+    assert data["message"] == "two\nlines x" and data["level"] == "warning" and data["request_id"] == "r1"
+    assert data["ts"].endswith("Z") and data["logger"] == "unigate.routing"
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        record = logging.LogRecord("unigate", logging.ERROR, "", 0, "failed", (), sys.exc_info())
+    assert "ValueError: boom" in json.loads(formatter.format(record))["exception"]
+
+
+def test_otel_settings() -> None:
+    assert Settings.from_env({}).otel_traces_endpoint is None
+    base = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"}
+    assert Settings.from_env(base).otel_traces_endpoint == "http://collector:4318/v1/traces"
+    assert Settings.from_env(base).otel_service_name == "unigate"
+    traces = {**base, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:1/x", "OTEL_SERVICE_NAME": "gw"}
+    assert (Settings.from_env(traces).otel_traces_endpoint, Settings.from_env(traces).otel_service_name) == (
+        "http://t:1/x",
+        "gw",
+    )
+    assert Settings.from_env({**base, "OTEL_SDK_DISABLED": "true"}).otel_traces_endpoint is None
+
+
+def test_tracing_off_imports_nothing_of_opentelemetry(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from unigate.app import create_app\n"
+        "from unigate.settings import Settings\n"
+        f"app = create_app(Settings.from_env({{'UNIGATE_DATA_DIR': {str(tmp_path)!r}}}))\n"
+        "assert app.gateway.tracing is None\n"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
+    )
+    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert off.stdout.strip() == "[]"
