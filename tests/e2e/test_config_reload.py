@@ -36,6 +36,7 @@ def _config(fake: FakeOpenAI, reloaded: bool = False) -> dict[str, Any]:
     if not reloaded:
         return {"providers": [up], "models": [{"name": "chat-a", "routes": [{"provider": "up"}], **BEFORE}]}
     up = {**up, "headers": {"x-config": "2"}}  # a changed provider: a new object for new requests
+    # pragma: allowlist nextline secret
     added = {"name": "up2", "protocol": "openai", "base_url": fake.base_url, "api_key": "sk-up2"}
     models = [
         {"name": "chat-a", "routes": [{"provider": "up"}], **AFTER},

@@ -22,6 +22,7 @@ from unigate.settings import Settings
 def _config(**changes: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "providers": [
+            # pragma: allowlist nextline secret
             {"name": "up", "protocol": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-1"},
             {"name": "old", "protocol": "openai", "base_url": "http://127.0.0.1:9/v1", "total_timeout": 5},
         ],

@@ -439,7 +439,7 @@ def test_status_classification_against_local_receiver() -> None:
     for path in ("/redirect", "/permanent-redirect"):
         assert not res[path].ok and not res[path].permanent and "redirect" in res[path].error
     assert res["/redirect"].status == 302 and res["/permanent-redirect"].status == 308
-    assert res["/gone"] == DeliveryResult(False, 410, None, "endpoint gone (HTTP 410)", True)
+    assert res["/gone"] == DeliveryResult(False, 410, None, "endpoint gone (HTTP 410)", True, gone=True)
     assert res["/busy"] == DeliveryResult(False, 503, 7.0, "HTTP 503", False)
     assert res["/slow"] == DeliveryResult(False, 429, None, "HTTP 429", False)
     assert res["/broken"] == DeliveryResult(False, 500, None, "HTTP 500", False)

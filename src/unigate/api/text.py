@@ -55,13 +55,13 @@ def _model(payload: dict[str, Any]) -> str:
 
 def _stream_flags(payload: dict[str, Any]) -> tuple[bool, bool]:
     stream = payload.get("stream")
+    options = payload.get("stream_options")
+    if options is not None and type(options) is not dict:  # checked with or without `stream`
+        raise _wrong_type("stream_options", "an object")
     if stream is None:
         return False, False
     if not isinstance(stream, bool):
         raise _wrong_type("stream", "a boolean")
-    options = payload.get("stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise _wrong_type("stream_options", "an object")
     return stream, bool(stream and options and options.get("include_usage") is True)
 
 
@@ -70,7 +70,6 @@ _TYPED_FIELDS = (
     ("max_tokens", int, "an integer"),
     ("max_completion_tokens", int, "an integer"),
     ("n", int, "an integer"),
-    ("stream_options", dict, "an object"),  # checked with `stream` too; here also without it
 )
 
 
