@@ -161,7 +161,7 @@ def create_key(gateway: Unigate, **fields: Any) -> str:
 
 def start_unigate(children: Children, tmp: Path, upstream_port: int, server: str = "uvicorn") -> Target:
     gateway = launch_unigate(children, tmp, unigate_config(upstream_port), server=server)
-    key = create_key(gateway, rpm=100_000_000)  # an rpm limit: the rate limiter is on the measured path
+    key = create_key(gateway, rpm=1_000_000)  # an rpm limit: the rate limiter is on the measured path
     return Target(
         "unigate",
         gateway.port,

@@ -19,7 +19,7 @@ one per-request mapping every handler can reach without changing its signature).
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -43,17 +43,21 @@ _SAFE = "/:@!$&'()*+,;=-._~"
 class StatusCapture:
     """Wraps the server's `send` to remember the status of `http.response.start`: the status
     the client really got, whichever code path sent it. A plain call returning the server's
-    awaitable, so each message costs one comparison and no extra coroutine."""
+    awaitable, so each message costs one comparison and no extra coroutine. `more_headers`,
+    when set, adds headers to whatever response starts (a limited key's `x-ratelimit-*`)."""
 
-    __slots__ = ("send", "status")
+    __slots__ = ("more_headers", "send", "status")
 
     def __init__(self, send: Send) -> None:
         self.send = send
         self.status = 0
+        self.more_headers: Callable[[], list[tuple[bytes, bytes]]] | None = None
 
     def __call__(self, message: Message) -> Awaitable[None]:
         if message["type"] == "http.response.start":
             self.status = message["status"]
+            if self.more_headers is not None:
+                message["headers"] = [*message.get("headers", ()), *self.more_headers()]
         return self.send(message)
 
 

@@ -73,43 +73,49 @@ def test_estimates() -> None:
     assert Prices(2.0, 8.0, 0.01).cost(1_000_000, 500_000) == pytest.approx(6.01)
 
 
+def _admitted(counters: LocalCounters, demands: list[Demand], now: float = 10.0) -> bool:
+    return counters.take_now(demands, now) is None
+
+
 def test_all_or_nothing(tmp_path: Path) -> None:
     counters = LocalCounters(tmp_path / "limits.bin")
     rpm = Demand("key:a:rpm", "rate", 10, 1)
     tpm = Demand("key:a:tpm", "rate", 100, 80)
-    assert counters.take_now([rpm, tpm], 10.0).allowed
+    assert _admitted(counters, [rpm, tpm])
     refused = counters.take_now([rpm, Demand("key:a:tpm", "rate", 100, 30)], 10.0)
-    assert not refused.allowed and refused.refused == 1
+    assert refused is not None and refused.refused == 1 and refused.wait > 0
     # The refused call took nothing from the request counter either: 9 more pass.
     for _ in range(9):
-        assert counters.take_now([rpm], 10.0).allowed
-    assert not counters.take_now([rpm], 10.0).allowed
+        assert _admitted(counters, [rpm])
+    assert not _admitted(counters, [rpm])
+    assert counters.ahead("key:a:rpm") == 0.0  # read at the real time: long since back to full
+    assert counters.ahead("key:unknown:rpm") == 0.0
 
 
 def test_budget_needs_a_seed_then_rolls_over(tmp_path: Path) -> None:
     counters = LocalCounters(tmp_path / "limits.bin")
     today = Demand("key:b:budget", "budget", 1.0, 0.4, period=7)
     first = counters.take_now([today], 0.0)
-    assert not first.allowed and first.unseeded == [0]
+    assert first is not None and first.unseeded == [0]
     import asyncio
 
     asyncio.run(counters.seed("key:b:budget", 7, 0.5))
-    assert counters.take_now([today], 0.0).allowed  # 0.9 spent
-    assert not counters.take_now([today], 0.0).allowed
+    assert _admitted(counters, [today], 0.0)  # 0.9 spent
+    assert not _admitted(counters, [today], 0.0)
     counters.adjust_now([Demand("key:b:budget", "budget", 1.0, -0.4, period=7)], 0.0)
-    assert counters.take_now([today], 0.0).allowed
+    assert _admitted(counters, [today], 0.0)
     # The next day starts empty without asking the database.
     tomorrow = Demand("key:b:budget", "budget", 1.0, 0.9, period=8)
-    assert counters.take_now([tomorrow], 0.0).allowed
+    assert _admitted(counters, [tomorrow], 0.0)
     # A settlement for yesterday no longer changes today's figure.
     counters.adjust_now([Demand("key:b:budget", "budget", 1.0, -0.9, period=7)], 0.0)
-    assert not counters.take_now([Demand("key:b:budget", "budget", 1.0, 0.2, period=8)], 0.0).allowed
+    assert not _admitted(counters, [Demand("key:b:budget", "budget", 1.0, 0.2, period=8)], 0.0)
 
 
 def _hammer(path: str, n: int, out: multiprocessing.Queue[int]) -> None:
     counters = LocalCounters(Path(path), shared=True)
-    allowed = sum(counters.take_now([Demand("key:c:rpm", "rate", 50, 1)], 100.0).allowed for _ in range(n))
-    out.put(allowed)
+    demand = [Demand("key:c:rpm", "rate", 50, 1)]
+    out.put(sum(_admitted(counters, demand, 100.0) for _ in range(n)))
 
 
 def test_processes_share_one_limit(tmp_path: Path) -> None:

@@ -86,8 +86,6 @@ class Serving:
             try:
                 reply, target = await gw.router.run(entry, model, attempt)
             except GatewayError as err:
-                if ticket is not None:
-                    err.headers.update((k.decode(), v.decode()) for k, v in ticket.headers)
                 self._account(principal, endpoint, model, entry, None, None, err.status, started)
                 if self.tracing is not None:
                     error = err.code or "error"
@@ -107,8 +105,6 @@ class Serving:
             first = time.perf_counter() if self.tracing is not None and reply.stream is not None else None
             scope[ROUTE] = target.route_key  # "provider/upstream model"
             scope[PROVIDER] = target.provider.name
-            if ticket is not None:
-                reply.headers.extend(ticket.headers)
             shown = present(reply) if present is not None else reply
             if reply.stream is None:
                 outcome = await send_reply(request, shown, framing, self.keepalive)
@@ -125,10 +121,10 @@ class Serving:
                 broken = None if outcome.complete else _BROKEN.get(outcome.status, "stream_broken")
                 self._trace(request, endpoint, model, target, reply, outcome.status, started, first, broken)
         finally:
-            if ticket is not None and ticket.corrects:
+            if ticket is not None:
                 await gw.limits.settle(ticket, *spent)
 
-    async def _admit(self, principal: Principal, entry: ModelEntry, payload: Any) -> Ticket:
+    async def _admit(self, principal: Principal, entry: ModelEntry, payload: Any) -> Ticket | None:
         """Reserve the call's share of the key's and model's limits: its prompt counted
         locally plus its output cap as tokens, and what that would cost."""
         limits = self.gw.limits

@@ -37,20 +37,18 @@ class Demand:
 
 
 @dataclass(slots=True)
-class Decision:
-    allowed: bool
-    refused: int = -1  # index of the first demand that did not fit
-    # Per demand: a rate counter's seconds ahead of now after the decision (-1 for budgets),
-    # for the x-ratelimit-* headers.
-    aheads: list[float] = field(default_factory=list)
-    wait: float = 0.0  # when refused by a rate: seconds until the call would pass (inf: never)
+class Refusal:
+    """Why `take` admitted nothing."""
+
+    refused: int = -1  # index of the first demand that did not fit (-1: see `unseeded`)
+    wait: float = 0.0  # refused by a rate: seconds until the call would pass (inf: never)
     unseeded: list[int] = field(default_factory=list)  # budgets whose spend is not loaded yet
 
 
 class Counters(Protocol):
-    async def take(self, demands: Sequence[Demand]) -> Decision:
-        """Admit all demands or none. A budget counter not yet seeded for its period is
-        reported in `unseeded` (and nothing is taken) so the caller can load its spend."""
+    async def take(self, demands: Sequence[Demand]) -> Refusal | None:
+        """Admit all demands (None) or none (why not). A budget counter not yet seeded for its
+        period is reported in `unseeded` so the caller can load its spend and try again."""
         ...
 
     async def adjust(self, changes: Sequence[Demand]) -> None:
@@ -83,30 +81,28 @@ class LocalCounters:
     def __init__(self, path: Path, shared: bool = True) -> None:
         self.table = SharedTable(path, locking=shared)
 
-    async def take(self, demands: Sequence[Demand]) -> Decision:
+    async def take(self, demands: Sequence[Demand]) -> Refusal | None:
         return self.take_now(demands, time.time())
 
-    def take_now(self, demands: Sequence[Demand], now: float) -> Decision:
+    def take_now(self, demands: Sequence[Demand], now: float) -> Refusal | None:
         table = self.table
-        with table.locked():
-            aheads: list[float] = []
+        locking = table.locking  # tested here, not in a call: this runs on every limited request
+        if locking:
+            table.lock()
+        try:
             writes: list[tuple[int, float, float, int, int]] = []
             unseeded: list[int] = []
             for i, demand in enumerate(demands):
                 off = table.offset(demand.name)
                 if off < 0:
-                    aheads.append(-1.0)
                     continue
                 a, b, period, flags = table.read(off)
                 if demand.kind == "rate":
                     new_tat, wait = rate_take(a, demand.limit, demand.amount, now)
                     if wait:
-                        aheads.append(rate_ahead(a, now))
-                        return Decision(False, i, aheads, wait)
-                    aheads.append(new_tat - now)
+                        return Refusal(i, wait)
                     writes.append((off, new_tat, b, period, flags))
                     continue
-                aheads.append(-1.0)
                 if not flags & _SEEDED or period > demand.period:
                     unseeded.append(i)
                     continue
@@ -115,20 +111,23 @@ class LocalCounters:
                     a, period = 0.0, demand.period
                 spent, ok = budget_take(a, demand.limit, demand.amount)
                 if not ok:
-                    return Decision(False, i, aheads)
+                    return Refusal(i)
                 writes.append((off, spent, b, period, flags | _SEEDED))
             if unseeded:
-                return Decision(False, -1, aheads, 0.0, unseeded)
+                return Refusal(-1, 0.0, unseeded)
             for off, a, b, period, flags in writes:
                 table.write(off, a, b, period, flags)
-        return Decision(True, -1, aheads)
+            return None
+        finally:
+            if locking:
+                table.unlock()
 
     async def adjust(self, changes: Sequence[Demand]) -> None:
         self.adjust_now(changes, time.time())
 
     def adjust_now(self, changes: Sequence[Demand], now: float) -> None:
         table = self.table
-        with table.locked():
+        with table.locked():  # not per request: corrections and seeds only
             for change in changes:
                 off = table.offset(change.name)
                 if off < 0:
@@ -152,10 +151,14 @@ class LocalCounters:
 
     def ahead(self, name: str) -> float:
         table = self.table
-        with table.locked():
-            off = table.offset(name)
-            tat = table.read(off)[0] if off >= 0 else 0.0
-        return rate_ahead(tat, time.time())
+        # Only reads, so no lock: a slot, once claimed, never moves; a counter with no slot
+        # yet has taken nothing.
+        off = table.offset(name, claim=False)
+        if off < 0:
+            return 0.0
+        # One aligned 8-byte read: at worst a header shows the value a concurrent admission
+        # just replaced.
+        return rate_ahead(table.read(off)[0], time.time())
 
     def close(self) -> None:
         self.table.close()

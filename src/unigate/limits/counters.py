@@ -63,8 +63,10 @@ def budget_take(spent: float, limit: float, amount: float) -> tuple[float, bool]
 
 def format_reset(seconds: float) -> bytes:
     """OpenAI's duration format for `x-ratelimit-reset-*`: `6m0s`, `1.2s`, `20ms`."""
+    if seconds < 0.0005:
+        return b"0ms"  # a counter back to full (or nearly): the common case of a busy key
     if seconds < 1:
-        return b"%dms" % int(seconds * 1000 + 0.5) if seconds > 0 else b"0ms"
+        return b"%dms" % int(seconds * 1000 + 0.5)
     if seconds < 10:
         return b"%.3gs" % seconds
     if seconds < 60:

@@ -23,13 +23,14 @@ import datetime as dt
 import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
+from typing import NoReturn
 
-from unigate.asgi import Message, Send
 from unigate.auth.principal import Principal
 from unigate.errors import BudgetExceeded, RateLimited
-from unigate.limits.backend import Counters, Decision, Demand
-from unigate.limits.counters import format_reset, rate_remaining
+from unigate.limits.backend import Counters, Demand, Refusal
+from unigate.limits.counters import WINDOW, format_reset
 from unigate.routing.catalog import ModelEntry
 
 SpendLoader = Callable[[str, float], Awaitable[float]]  # (key id, period start) -> spent
@@ -50,14 +51,12 @@ def period_of(kind: str, now: float) -> tuple[int, float]:
 
 @dataclass(slots=True)
 class Ticket:
-    """What one admitted call reserved, to be settled exactly once."""
+    """What one admitted call reserved and must settle exactly once: its token and budget
+    demands (requests per minute need no settling)."""
 
     demands: list[Demand]
     tokens: float
     cost: float
-    headers: list[Header] = field(default_factory=list)
-    # Whether settling can change anything: only token counters and budgets are corrected.
-    corrects: bool = False
     settled: bool = False
 
 
@@ -65,6 +64,7 @@ class Limits:
     def __init__(self, counters: Counters, load_spend: SpendLoader) -> None:
         self.counters = counters
         self._load_spend = load_spend
+        self._key_names: dict[str, tuple[str, str, str]] = {}
 
     @staticmethod
     def applies(principal: Principal, entry: ModelEntry | None) -> bool:
@@ -79,28 +79,27 @@ class Limits:
 
     async def admit(
         self, principal: Principal, entry: ModelEntry | None, tokens: float = 0.0, cost: float = 0.0
-    ) -> Ticket:
+    ) -> Ticket | None:
         """Take the call's share of every limit that applies, or raise 429 (`RateLimited`,
-        with an honest Retry-After) / `BudgetExceeded` (no retry helps)."""
+        with an honest Retry-After) / `BudgetExceeded` (no retry helps). Returns what must be
+        settled when the call ends, or None when nothing needs settling."""
         demands, corrects = self._demands(principal, entry, tokens, cost)
-        decision = await self.counters.take(demands)
-        if decision.unseeded:
+        refusal = await self.counters.take(demands)
+        if refusal is not None and refusal.unseeded:
             _, start = period_of(principal.budget_period, time.time())
             spent = await self._load_spend(principal.key_id, start)
-            for i in decision.unseeded:
+            for i in refusal.unseeded:
                 await self.counters.seed(demands[i].name, demands[i].period, spent)
-            decision = await self.counters.take(demands)
-        if not decision.allowed:
-            self._refuse(principal, demands, decision)
-        return Ticket(demands, tokens, cost, self._headers(demands, decision), corrects)
+            refusal = await self.counters.take(demands)
+        if refusal is not None:
+            self._refuse(principal, demands, refusal)
+        return Ticket(demands, tokens, cost) if corrects else None
 
     async def settle(self, ticket: Ticket | None, tokens: float = 0.0, cost: float = 0.0) -> None:
         """Replace the ticket's estimates by what the call used. Once: later calls are no-ops."""
         if ticket is None or ticket.settled:
             return
         ticket.settled = True
-        if not ticket.corrects:
-            return
         changes = []
         for d in ticket.demands:
             if d.name.endswith(":tpm") and tokens != ticket.tokens:
@@ -119,17 +118,17 @@ class Limits:
         name = f"key:{principal.key_id}:budget"
         await self.counters.adjust([Demand(name, "budget", principal.budget, -amount, period)])
 
-    @staticmethod
     def _demands(
+        self,
         principal: Principal, entry: ModelEntry | None, tokens: float, cost: float
     ) -> tuple[list[Demand], bool]:
-        key = principal.key_id
+        rpm, tpm, budget = self._names(principal.key_id)
         out: list[Demand] = []
         corrects = False
         if principal.rpm:
-            out.append(Demand(f"key:{key}:rpm", "rate", principal.rpm, 1))
+            out.append(Demand(rpm, "rate", principal.rpm, 1))
         if principal.tpm:
-            out.append(Demand(f"key:{key}:tpm", "rate", principal.tpm, tokens))
+            out.append(Demand(tpm, "rate", principal.tpm, tokens))
             corrects = True
         if entry is not None:
             if entry.rpm:
@@ -139,12 +138,13 @@ class Limits:
                 corrects = True
         if principal.budget is not None:
             period, _ = period_of(principal.budget_period, time.time())
-            out.append(Demand(f"key:{key}:budget", "budget", principal.budget, cost, period))
+            out.append(Demand(budget, "budget", principal.budget, cost, period))
             corrects = True
         return out, corrects
 
-    def _refuse(self, principal: Principal, demands: list[Demand], decision: Decision) -> None:
-        d = demands[decision.refused]
+    @staticmethod
+    def _refuse(principal: Principal, demands: list[Demand], refusal: Refusal) -> NoReturn:
+        d = demands[refusal.refused]
         if d.kind == "budget":
             raise BudgetExceeded(
                 f"This API key's {_period_word(principal.budget_period)}budget of {principal.budget:g} "
@@ -152,77 +152,56 @@ class Limits:
             )
         what = "tokens" if d.name.endswith(":tpm") else "requests"
         whose = "this key" if d.name.startswith("key:") else f"the model '{d.name.split(':', 2)[1]}'"
-        headers = {k.decode(): v.decode() for k, v in self._headers(demands, decision)}
-        if math.isinf(decision.wait):
+        if math.isinf(refusal.wait):
             raise RateLimited(
                 f"This request's estimated {int(d.amount)} tokens exceed the limit of {d.limit:g} "
                 f"{what} per minute for {whose}.",
                 code="request_too_large",
-                headers=headers,
             )
-        headers["retry-after"] = str(max(1, math.ceil(decision.wait)))
         raise RateLimited(
             f"Rate limit of {d.limit:g} {what} per minute reached for {whose}; "
-            f"retry after {decision.wait:.2f}s.",
-            headers=headers,
+            f"retry after {refusal.wait:.2f}s.",
+            headers={"retry-after": str(max(1, math.ceil(refusal.wait)))},
         )
 
-    @staticmethod
-    def _headers(demands: list[Demand], decision: Decision) -> list[Header]:
-        """The key's figures (a model's limits are not the key's to show)."""
+    def headers(self, principal: Principal) -> list[Header]:
+        """The key's `x-ratelimit-*` figures as they stand (after this call's admission)."""
+        rpm, tpm, _ = self._names(principal.key_id)
         out: list[Header] = []
-        for d, ahead in zip(demands, decision.aheads, strict=False):
-            if ahead >= 0 and d.name.startswith("key:"):
-                out += rate_headers(_TOKENS if d.name.endswith(":tpm") else _REQUESTS, d.limit, ahead)
+        if principal.rpm:
+            out += rate_headers(_REQUESTS, principal.rpm, self.counters.ahead(rpm))
+        if principal.tpm:
+            out += rate_headers(_TOKENS, principal.tpm, self.counters.ahead(tpm))
         return out
 
-    def peek_headers(self, principal: Principal) -> list[Header]:
-        """The key's current figures, for responses that take nothing (fetches, lists)."""
-        out: list[Header] = []
-        key = principal.key_id
-        if principal.rpm:
-            out += rate_headers(_REQUESTS, principal.rpm, self.counters.ahead(f"key:{key}:rpm"))
-        if principal.tpm:
-            out += rate_headers(_TOKENS, principal.tpm, self.counters.ahead(f"key:{key}:tpm"))
-        return out
+    def headers_for(self, principal: Principal) -> Callable[[], list[Header]]:
+        """`headers` for one key, to call when its response starts (whichever response)."""
+        return partial(self.headers, principal)
+
+    def _names(self, key_id: str) -> tuple[str, str, str]:
+        """A key's counter names (built once per key, not per request)."""
+        names = self._key_names.get(key_id)
+        if names is None:
+            if len(self._key_names) >= 100_000:
+                self._key_names.clear()
+            names = (f"key:{key_id}:rpm", f"key:{key_id}:tpm", f"key:{key_id}:budget")
+            self._key_names[key_id] = names
+        return names
 
 
 _REQUESTS = (b"x-ratelimit-limit-requests", b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-requests")
 _TOKENS = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-ratelimit-reset-tokens")
 
 
-def rate_headers(names: tuple[bytes, bytes, bytes], limit: float, ahead: float) -> list[Header]:
+def rate_headers(names: tuple[bytes, bytes, bytes], limit: int, ahead: float) -> list[Header]:
+    # Plain arithmetic inline: this runs on every response of a limited key.
+    remaining = int((WINDOW - ahead) * limit / WINDOW + 1e-9)
     return [
         (names[0], b"%d" % limit),
-        (names[1], b"%d" % rate_remaining(limit, ahead)),
+        (names[1], b"%d" % remaining if remaining > 0 else b"0"),
         (names[2], format_reset(ahead)),
     ]
 
 
 def _period_word(kind: str) -> str:
     return {"daily": "daily ", "monthly": "monthly "}.get(kind, "")
-
-
-class RateHeaderSend:
-    """Wraps a limited key's `send` so every response carries the key's `x-ratelimit-*`
-    figures: calls that took from the limits already carry them (admission's view); any
-    other response (a fetch, a list, an early 4xx) gets the counters' current view."""
-
-    __slots__ = ("limits", "principal", "send")
-
-    def __init__(self, send: Send, limits: Limits, principal: Principal) -> None:
-        self.send = send
-        self.limits = limits
-        self.principal = principal
-
-    def __call__(self, message: Message) -> Awaitable[None]:
-        if message["type"] == "http.response.start":
-            headers = list(message.get("headers", ()))
-            if not any(k in _LIMIT_NAMES for k, _ in headers):
-                headers.extend(self.limits.peek_headers(self.principal))
-                message = {**message, "headers": headers}
-        return self.send(message)
-
-
-_LIMIT_NAMES = frozenset({b"x-ratelimit-limit-requests", b"x-ratelimit-limit-tokens"})
-

@@ -56,7 +56,8 @@ class SharedTable:
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._map = mmap.mmap(self._fd, size)
-        # Built once: a `with` on a reusable object costs no allocation per request.
+        self.locking = locking  # False: one process only, nothing to lock
+        # Built once: a `with` on a reusable object costs no allocation.
         self._lock: AbstractContextManager[object] = _Locked(self._fd) if locking else nullcontext(self)
         self._index: dict[str, int] = {}  # name -> slot offset, once found
         self._full_logged = False
@@ -66,12 +67,23 @@ class SharedTable:
         """Forget every counter (a new `serve` starts from its database's figures)."""
         path.unlink(missing_ok=True)
 
+    def lock(self) -> None:
+        """Take the lock (nothing to do for a lone process); the hot path's form of `locked`,
+        with no context-manager frames."""
+        if self.locking:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def unlock(self) -> None:
+        if self.locking:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
     def locked(self) -> AbstractContextManager[object]:
         """Exclusive access across processes (or nothing to do for a lone process)."""
         return self._lock
 
-    def offset(self, name: str) -> int:
-        """The slot of `name` (claimed if new), or -1 when the table is full. Call locked."""
+    def offset(self, name: str, claim: bool = True) -> int:
+        """The slot of `name` (claimed if new; call locked then), or -1 when the table is full
+        or, with `claim=False`, when `name` has no slot yet."""
         found = self._index.get(name)
         if found is not None:
             return found
@@ -83,6 +95,8 @@ class SharedTable:
             if held == digest:
                 break
             if held == EMPTY:
+                if not claim:
+                    return -1
                 _SLOT.pack_into(self._map, off, digest, 0.0, 0.0, 0, 0)
                 break
         else:

@@ -22,14 +22,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.access_log import MODEL, OUTCOME, ROUTE, shown_path
-from unigate.asgi import Request
+from unigate.asgi import Request, Scope
 from unigate.background import Periodic
 from unigate.store.schema import request_log
 
 log = logging.getLogger("unigate.requests")
 
-# (created_at, request_id, method, path, status, seconds, model, route, key_id, outcome)
-Entry = tuple[float, str, str, str, int, float, Any, Any, str | None, Any]
+# (scope, request id, method, path, status, perf_counter at start and at end, key id): the
+# model, route and outcome are read from the scope when the batch is written, not on the
+# request path. The scope, not the request: that would keep its server objects alive too.
+Entry = tuple[Scope, str, str, str, int, float, float, str | None]
 COLUMNS = (
     "created_at", "request_id", "method", "path", "status", "latency_ms", "model", "route", "key_id",
     "outcome",
@@ -58,12 +60,11 @@ class RequestLog:
         self._loop = Periodic("request-log", self._step, interval)
 
     def add(self, request: Request, status: int, started: float, key_id: str | None) -> None:
-        """Called once per finished request at the edge: read a few fields, append, return."""
-        scope = request.scope
+        """Called once per finished request at the edge: one small tuple appended, nothing
+        read or formatted (the deque keeps at most `per_flush` requests alive)."""
         self._pending.append(
-            (time.time(), request.request_id, request.method, request.path, status,
-             time.perf_counter() - started, scope.get(MODEL), scope.get(ROUTE), key_id,
-             scope.get(OUTCOME))
+            (request.scope, request.request_id, request.method, request.path, status, started,
+             time.perf_counter(), key_id)
         )  # fmt: skip
 
     async def start(self) -> None:
@@ -85,7 +86,8 @@ class RequestLog:
             return 0
         entries = list(self._pending)
         self._pending.clear()
-        rows = [_row(e) for e in entries]
+        wall = time.time() - time.perf_counter()  # perf_counter instants to wall-clock time
+        rows = [_row(e, wall) for e in entries]
         try:
             async with self._engine.begin() as conn:
                 await conn.exec_driver_sql(self._insert_sql, rows)
@@ -142,17 +144,18 @@ class RequestLog:
         ]
 
 
-def _row(e: Entry) -> tuple[Any, ...]:
+def _row(e: Entry, wall: float) -> tuple[Any, ...]:
     """An entry as a table row: the path as the access log shows it (media names are
     capabilities), text cut to the column sizes, latency in milliseconds."""
-    created, request_id, method, path, status, seconds, model, route, key_id, outcome = e
+    scope, request_id, method, path, status, started, ended, key_id = e
+    model, route, outcome = scope.get(MODEL), scope.get(ROUTE), scope.get(OUTCOME)
     return (
-        created,
+        ended + wall,
         request_id[: _LIMITS["request_id"]],
         method[: _LIMITS["method"]],
         shown_path(path)[: _LIMITS["path"]],
         status or 499,  # the client left before any response, as the access log says
-        seconds * 1000.0,
+        (ended - started) * 1000.0,
         str(model or "")[: _LIMITS["model"]],
         str(route or "")[: _LIMITS["route"]],
         (key_id or "")[: _LIMITS["key_id"]],
