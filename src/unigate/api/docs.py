@@ -9,12 +9,18 @@ import asyncio
 import hashlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.errors import NotFound
-from unigate.openapi.builder import OpenAPIDocument
+
+if TYPE_CHECKING:
+    from unigate.openapi.builder import OpenAPIDocument
+
+if TYPE_CHECKING:
+    from unigate.openapi.builder import OpenAPIDocument
 
 WEB = Path(__file__).resolve().parent.parent / "web"
 SWAGGER = WEB / "vendor" / "swagger-ui-dist"
@@ -38,8 +44,19 @@ _IMMUTABLE = (b"cache-control", b"public, max-age=31536000, immutable")
 
 class DocsAPI:
     def __init__(self, endpoints: Callable[[], Iterable[Endpoint]]) -> None:
-        self.document = OpenAPIDocument(endpoints)
+        self._endpoints = endpoints
+        self._document: OpenAPIDocument | None = None
         self._page: bytes | None = None
+
+    @property
+    def document(self) -> OpenAPIDocument:
+        # Imported on first use: the schema modules (~3,000 lines) cost every worker memory
+        # for a document most of them never serve.
+        if self._document is None:
+            from unigate.openapi.builder import OpenAPIDocument
+
+            self._document = OpenAPIDocument(self._endpoints)
+        return self._document
 
     async def openapi(self, request: Request, _: Principal | None) -> None:
         await send_body(
