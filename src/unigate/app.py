@@ -241,11 +241,6 @@ class GatewayApp:
                 # never scanned again; request garbage is still collected normally.
                 gc.collect()
                 gc.freeze()
-                # Request garbage is freed by reference counting (cycles are rare), so the
-                # cycle collector's default of a young-generation pass every 700 allocations
-                # was mostly wasted work: 10,000 took 4,270 -> 4,977 chat relays/s (bench/run.sh
-                # load, one worker).
-                gc.set_threshold(10_000, 10, 10)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.reloader.stop()
