@@ -161,7 +161,8 @@ def create_key(gateway: Unigate, **fields: Any) -> str:
 
 def start_unigate(children: Children, tmp: Path, upstream_port: int, server: str = "uvicorn") -> Target:
     gateway = launch_unigate(children, tmp, unigate_config(upstream_port), server=server)
-    key = create_key(gateway, rpm=1_000_000)  # an rpm limit: the rate limiter is on the measured path
+    # Requests and tokens per minute and a budget: every limit is on the measured path.
+    key = create_key(gateway, rpm=1_000_000, tpm=1_000_000_000, budget=1e9)
     return Target(
         "unigate",
         gateway.port,
