@@ -118,3 +118,18 @@ _DRIVER_OUTAGES = frozenset(
         "TooManyConnectionsError",
     }
 )
+
+
+def insert_sql(paramstyle: str, table: str, columns: tuple[str, ...]) -> str:
+    """A driver-level INSERT for `executemany` (`exec_driver_sql`): batches written off the
+    request path skip SQLAlchemy's per-row processing, which ran on the event loop."""
+    if paramstyle == "qmark":
+        marks = ["?"] * len(columns)
+    elif paramstyle == "numeric_dollar":
+        marks = [f"${i}" for i in range(1, len(columns) + 1)]
+    elif paramstyle in ("format", "pyformat"):
+        marks = ["%s"] * len(columns)
+    else:
+        raise ValueError(f"unsupported DBAPI paramstyle {paramstyle}")
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})"
+

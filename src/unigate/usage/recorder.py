@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.background import Periodic
+from unigate.store.db import insert_sql
 from unigate.store.schema import usage_records
 
 log = logging.getLogger("unigate.usage")
@@ -56,7 +57,9 @@ class UsageRecorder:
         # bucket -> [requests, prompt tokens, completion tokens, latency ms (sum), cost, first seen]
         self._buckets: dict[_BucketKey, list[float]] = {}
         self._loop = Periodic("usage-flush", self._flush_step, interval)
-        self._insert_sql = _insert_sql(engine.dialect.paramstyle)
+        # Rows are buckets; the per-request `request_id` column stays empty for them.
+        columns = ("request_id", *UsageRecord._fields, "requests")
+        self._insert_sql = insert_sql(engine.dialect.paramstyle, usage_records.name, columns)
         self.dropped = 0
 
     def record(self, rec: UsageRecord) -> None:
@@ -144,18 +147,3 @@ class UsageRecorder:
         async with self._engine.connect() as conn:
             value = (await conn.execute(query)).scalar()
         return float(value or 0.0)
-
-
-def _insert_sql(paramstyle: str) -> str:
-    """A driver-level INSERT: no per-row SQLAlchemy processing on the event loop."""
-    # Rows are buckets; the per-request `request_id` column stays empty for them.
-    cols = ["request_id", *UsageRecord._fields, "requests"]
-    if paramstyle == "qmark":
-        marks = ["?"] * len(cols)
-    elif paramstyle == "numeric_dollar":
-        marks = [f"${i}" for i in range(1, len(cols) + 1)]
-    elif paramstyle in ("format", "pyformat"):
-        marks = ["%s"] * len(cols)
-    else:
-        raise ValueError(f"unsupported DBAPI paramstyle {paramstyle}")
-    return f"INSERT INTO {usage_records.name} ({', '.join(cols)}) VALUES ({', '.join(marks)})"

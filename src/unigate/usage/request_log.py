@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from unigate.access_log import MODEL, OUTCOME, ROUTE, shown_path
 from unigate.asgi import Request, Scope
 from unigate.background import Periodic
+from unigate.store.db import insert_sql
 from unigate.store.schema import request_log
 
 log = logging.getLogger("unigate.requests")
@@ -161,16 +162,3 @@ def _row(e: Entry, wall: float) -> tuple[Any, ...]:
         (key_id or "")[: _LIMITS["key_id"]],
         outcome if isinstance(outcome, int) else None,
     )
-
-
-def insert_sql(paramstyle: str, table: str, columns: tuple[str, ...]) -> str:
-    """A driver-level INSERT: no per-row SQLAlchemy processing on the event loop."""
-    if paramstyle == "qmark":
-        marks = ["?"] * len(columns)
-    elif paramstyle == "numeric_dollar":
-        marks = [f"${i}" for i in range(1, len(columns) + 1)]
-    elif paramstyle in ("format", "pyformat"):
-        marks = ["%s"] * len(columns)
-    else:
-        raise ValueError(f"unsupported DBAPI paramstyle {paramstyle}")
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})"
