@@ -55,6 +55,22 @@ class Pinned:
     target: Target
 
 
+@dataclass(slots=True)
+class _Order:
+    """One submit as `TaskService.submit` was given it, for the steps that carry it out."""
+
+    principal: Principal
+    job: TaskSubmission
+    route: ModelEntry | Pinned
+    price: float
+    notify_hook: str
+    public_base: str
+    clip_count: int
+    stored_fields: dict[str, Any] | None
+    external_id: str
+    claim: Claim | None
+
+
 class TaskService:
     def __init__(
         self,
@@ -146,11 +162,12 @@ class TaskService:
             if found.task_id is not None:
                 return await self._repeat(principal, job, found.task_id)
             claim = found.claim
+        order = _Order(principal, job, route, price, notify_hook, public_base, clip_count, stored_fields,
+                       external_id, claim)  # fmt: skip
         try:
             if precheck is not None:
                 await precheck()
-            return await self._admitted(principal, job, route, price, notify_hook, public_base, clip_count,
-                                        stored_fields, external_id, claim)  # fmt: skip
+            return await self._admitted(order)
         except BaseException:
             if claim is not None and not claim.queued:
                 await self.idempotency.release(claim)
@@ -162,45 +179,24 @@ class TaskService:
             raise reused()  # deleted meanwhile (a delete frees its keys), or not this request's
         return as_submitted(task)
 
-    async def _admitted(
-        self,
-        principal: Principal,
-        job: TaskSubmission,
-        route: ModelEntry | Pinned,
-        price: float,
-        notify_hook: str,
-        public_base: str,
-        clip_count: int,
-        stored_fields: dict[str, Any] | None,
-        external_id: str,
-        claim: Claim | None,
-    ) -> Task:
-        entry = route if isinstance(route, ModelEntry) else None
+    async def _admitted(self, order: _Order) -> Task:
+        """The submit within the key's and model's limits: admitted before the upstream call,
+        its reservation given back if the submit fails."""
+        entry = order.route if isinstance(order.route, ModelEntry) else None
         ticket = None
-        if self.limits is not None and Limits.applies(principal, entry):
-            ticket = await self.limits.admit(principal, entry, 0, price)
+        if self.limits is not None and Limits.applies(order.principal, entry):
+            ticket = await self.limits.admit(order.principal, entry, 0, order.price)
         try:
-            task = await self._submit(principal, job, route, price, notify_hook, public_base, clip_count,
-                                      stored_fields, external_id, claim)  # fmt: skip
+            return await self._submit(order)
         except BaseException:
             if self.limits is not None:
                 await self.limits.settle(ticket, 0, 0.0)
             raise
-        return task
 
-    async def _submit(
-        self,
-        principal: Principal,
-        job: TaskSubmission,
-        route: ModelEntry | Pinned,
-        price: float,
-        notify_hook: str,
-        public_base: str,
-        clip_count: int,
-        stored_fields: dict[str, Any] | None,
-        external_id: str,
-        claim: Claim | None,
-    ) -> Task:
+    async def _submit(self, order: _Order) -> Task:
+        principal, job, route, price, clip_count = (
+            order.principal, order.job, order.route, order.price, order.clip_count
+        )  # fmt: skip
 
         async def invoke(target: Target) -> SubmitResult:
             upstream_job = TaskSubmission(
@@ -241,24 +237,23 @@ class TaskService:
             # reports the job running (or says when it started).
             start_time=int(now),
             finish_time=0,
-            notify_hook=notify_hook,
-            request=job.fields if stored_fields is None else stored_fields,
+            notify_hook=order.notify_hook,
+            request=job.fields if order.stored_fields is None else order.stored_fields,
             result={},
-            public_base=public_base,
+            public_base=order.public_base,
             price=price,
             next_poll_at=now + self.config.poll_interval,
             deadline_at=now + self.config.deadline_seconds,
             created_at=now,
             updated_at=now,
             clip_ids=[str(uuid.uuid4()) for _ in range(clip_count)],
-            external_id=external_id,
+            external_id=order.external_id,
         )
         upstream_clips: list[str | None] = [*result.clip_ids, *([None] * (clip_count - len(result.clip_ids)))]
-        if claim is not None:
-            claim.queued = True  # the commit records the key with the task, or fails with it
-        await self.writer.insert(
-            NewTask(task, list(zip(task.clip_ids, upstream_clips, strict=False)), self.event(task), claim)
-        )
+        if order.claim is not None:
+            order.claim.queued = True  # the commit records the key with the task, or fails with it
+        clip_map = list(zip(task.clip_ids, upstream_clips, strict=False))
+        await self.writer.insert(NewTask(task, clip_map, self.event(task), order.claim))
         return task
 
     def _account(
