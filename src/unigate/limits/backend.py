@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from unigate.limits.counters import budget_take, rate_adjust, rate_ahead, rate_take
-from unigate.limits.shared_table import SharedTable
+from unigate.limits.shared_table import MemoryTable, SharedTable
 
 Kind = Literal["rate", "budget"]
 
@@ -76,10 +76,10 @@ def counters_path(data_dir: Path) -> Path:
 
 class LocalCounters:
     """Counters for the workers of one `unigate serve` (see `SharedTable`). `shared=False`
-    (a single worker process) skips the file lock: one event loop thread is atomic enough."""
+    (a single worker process) keeps them in memory: one event loop thread is atomic enough."""
 
     def __init__(self, path: Path, shared: bool = True) -> None:
-        self.table = SharedTable(path, locking=shared)
+        self.table: SharedTable | MemoryTable = SharedTable(path) if shared else MemoryTable()
 
     async def take(self, demands: Sequence[Demand]) -> Refusal | None:
         return self.take_now(demands, time.time())

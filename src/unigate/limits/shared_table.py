@@ -39,7 +39,9 @@ Slot = tuple[float, float, int, int]
 
 
 class SharedTable:
-    def __init__(self, path: Path, slots: int = 1 << 16, locking: bool = True) -> None:
+    locking = True  # every process that maps the file takes the lock
+
+    def __init__(self, path: Path, slots: int = 1 << 16) -> None:
         self.path = path
         self.slots = slots
         size = _HEADER_SIZE + slots * _SLOT.size
@@ -56,9 +58,8 @@ class SharedTable:
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._map = mmap.mmap(self._fd, size)
-        self.locking = locking  # False: one process only, nothing to lock
         # Built once: a `with` on a reusable object costs no allocation.
-        self._lock: AbstractContextManager[object] = _Locked(self._fd) if locking else nullcontext(self)
+        self._lock = _Locked(self._fd)
         self._index: dict[str, int] = {}  # name -> slot offset, once found
         self._full_logged = False
 
@@ -68,17 +69,14 @@ class SharedTable:
         path.unlink(missing_ok=True)
 
     def lock(self) -> None:
-        """Take the lock (nothing to do for a lone process); the hot path's form of `locked`,
-        with no context-manager frames."""
-        if self.locking:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        """Take the lock: the hot path's form of `locked`, with no context-manager frames."""
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
 
     def unlock(self) -> None:
-        if self.locking:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def locked(self) -> AbstractContextManager[object]:
-        """Exclusive access across processes (or nothing to do for a lone process)."""
+        """Exclusive access across processes."""
         return self._lock
 
     def offset(self, name: str, claim: bool = True) -> int:
@@ -136,4 +134,43 @@ class _Locked:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+
+class MemoryTable:
+    """`SharedTable`'s interface over plain Python objects, for a `serve` of one worker: the
+    same counters without the file, the struct packing or the lock (~2 µs less per limited
+    request)."""
+
+    locking = False
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self._values: list[Slot] = []
+
+    def lock(self) -> None:
+        pass
+
+    def unlock(self) -> None:
+        pass
+
+    def locked(self) -> AbstractContextManager[object]:
+        return nullcontext(self)
+
+    def offset(self, name: str, claim: bool = True) -> int:
+        found = self._index.get(name)
+        if found is None:
+            if not claim:
+                return -1
+            found = self._index[name] = len(self._values)
+            self._values.append((0.0, 0.0, 0, 0))
+        return found
+
+    def read(self, off: int) -> Slot:
+        return self._values[off]
+
+    def write(self, off: int, a: float, b: float, c: int, d: int) -> None:
+        self._values[off] = (a, b, c, d)
+
+    def close(self) -> None:
+        self._values.clear()
 
