@@ -1,0 +1,238 @@
+"""Responses API input items ⇄ OpenAI chat messages.
+
+`normalize_input` turns a request's `input` (a string, or typed items) into the items the
+gateway stores and lists (`GET /v1/responses/{id}/input_items`): every message in the typed
+form with an id. `chat_messages` turns items - a stored conversation followed by the new
+input - into the canonical chat `messages`.
+
+Items a chat completion has no place for are never dropped silently: in the new input they
+raise `Untranslatable` (only an upstream with its own Responses API can take them); in a
+stored conversation, reasoning items are skipped (a chat model cannot read another model's
+reasoning) and anything else is skipped and reported in the dropped-fields header.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from unigate.errors import InvalidRequest
+from unigate.translate.checks import optional_string, wrong_type
+
+Json = dict[str, Any]
+
+_INPUT_ROLES = frozenset({"user", "system", "developer"})
+_ROLES = _INPUT_ROLES | {"assistant"}
+# Item fields the gateway adds or that only the upstream that made them knows; not sent on.
+_LOCAL_FIELDS = ("id", "status")
+
+
+class Untranslatable(InvalidRequest):
+    """A request part only an upstream with its own Responses API can serve. Raised per route
+    (a translated route is skipped; the client gets it when no route could take it)."""
+
+    code = "unsupported_parameter"
+
+
+def item_id(prefix: str) -> str:
+    return prefix + secrets.token_hex(24)
+
+
+def normalize_input(value: Any) -> list[Json]:
+    """The request's `input` as typed items, each with an id."""
+    if isinstance(value, str):
+        return [_message("user", [{"type": "input_text", "text": value}])]
+    if not isinstance(value, list):
+        raise wrong_type("input", "a string or an array of input items")
+    return [_normalized(item, f"input[{i}]") for i, item in enumerate(value)]
+
+
+def _message(role: str, content: list[Json], given_id: Any = None) -> Json:
+    return {
+        "id": given_id if isinstance(given_id, str) and given_id else item_id("msg_"),
+        "type": "message",
+        "role": role,
+        "content": content,
+        "status": "completed",
+    }
+
+
+def _normalized(item: Any, where: str) -> Json:
+    if not isinstance(item, dict):
+        raise wrong_type(where, "an object")
+    kind = item.get("type")
+    if kind is None or kind == "message":
+        role = item.get("role")
+        if not isinstance(role, str) or role not in _ROLES:
+            raise InvalidRequest(
+                f"Invalid value for '{where}.role': expected user, assistant, system or developer.",
+                param=f"{where}.role",
+                code="invalid_value",
+            )
+        content = _content(item.get("content"), role, f"{where}.content")
+        return _message(role, content, item.get("id"))
+    if not isinstance(kind, str):
+        raise wrong_type(f"{where}.type", "a string")
+    if kind == "function_call":
+        for name in ("call_id", "name", "arguments"):
+            if not isinstance(item.get(name), str):
+                raise wrong_type(f"{where}.{name}", "a string")
+        return {"id": item_id("fc_"), "status": "completed", **item}
+    if kind == "function_call_output":
+        if not isinstance(item.get("call_id"), str):
+            raise wrong_type(f"{where}.call_id", "a string")
+        output = item.get("output")
+        if not isinstance(output, str | list):
+            raise wrong_type(f"{where}.output", "a string or an array of content parts")
+        return {"id": item_id("fco_"), "status": "completed", **item}
+    return dict(item)  # reasoning, item references, hosted tools' items: kept as sent
+
+
+def _content(value: Any, role: str, where: str) -> list[Json]:
+    """Message content as typed parts (a plain string becomes one text part)."""
+    text_type = "output_text" if role == "assistant" else "input_text"
+    if isinstance(value, str):
+        part: Json = {"type": text_type, "text": value}
+        if role == "assistant":
+            part["annotations"] = []
+        return [part]
+    if not isinstance(value, list):
+        raise wrong_type(where, "a string or an array of content parts")
+    parts: list[Json] = []
+    for j, part in enumerate(value):
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise wrong_type(f"{where}[{j}]", "a content part object with a `type`")
+        parts.append(part)
+    return parts
+
+
+def for_upstream(items: list[Json]) -> list[Json]:
+    """Stored items as input for an upstream's own Responses API: without the ids and states
+    the gateway gave them, which that upstream never saw."""
+    return [{k: v for k, v in item.items() if k not in _LOCAL_FIELDS} for item in items]
+
+
+# ---------------------------------------------------------------- items -> chat messages
+
+
+def chat_messages(history: list[Json], items: list[Json], skipped: list[str]) -> list[Json]:
+    """Chat messages for a stored conversation (`history`, oldest first) and the new input
+    `items`. Stored items without a chat form are named in `skipped`."""
+    messages: list[Json] = []
+    for i, item in enumerate(history):
+        kind = item.get("type")
+        if kind not in ("message", "function_call", "function_call_output"):
+            if kind != "reasoning" and f"history.{kind}" not in skipped:
+                skipped.append(f"history.{kind}")
+            continue
+        _append(messages, item, f"previous_response_id[{i}]")
+    for i, item in enumerate(items):
+        _append(messages, item, f"input[{i}]")
+    return messages
+
+
+def _append(messages: list[Json], item: Json, where: str) -> None:
+    kind = item.get("type", "message")
+    if kind == "message":
+        _append_message(messages, item, where)
+    elif kind == "function_call":
+        call = {
+            "id": item["call_id"],
+            "type": "function",
+            "function": {"name": item["name"], "arguments": item["arguments"]},
+        }
+        last = messages[-1] if messages else None
+        if last is not None and last["role"] == "assistant":
+            # The text and the (parallel) calls that follow it are one assistant turn.
+            last.setdefault("tool_calls", []).append(call)
+        else:
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    elif kind == "function_call_output":
+        content = _tool_output(item["output"], f"{where}.output")
+        messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": content})
+    elif kind == "reasoning":
+        return  # no place for it in a chat request; the model reasons afresh
+    else:
+        raise Untranslatable(
+            f"Input items of type '{kind}' need an upstream with its own Responses API; this "
+            "model's route translates to chat completions.",
+            param=f"{where}.type",
+        )
+
+
+def _append_message(messages: list[Json], item: Json, where: str) -> None:
+    role = item["role"]
+    parts = item["content"]
+    if role == "assistant":
+        texts: list[str] = []
+        for j, part in enumerate(parts):
+            if part.get("type") in ("output_text", "input_text", "refusal"):
+                text = part.get("text", part.get("refusal"))
+                if not isinstance(text, str):
+                    raise wrong_type(f"{where}.content[{j}].text", "a string")
+                texts.append(text)
+            else:
+                raise Untranslatable(
+                    f"Assistant content of type '{part.get('type')}' has no chat form.",
+                    param=f"{where}.content[{j}].type",
+                )
+        messages.append({"role": "assistant", "content": "".join(texts)})
+        return
+    chat_parts = [_chat_part(part, f"{where}.content[{j}]", role) for j, part in enumerate(parts)]
+    if all(p["type"] == "text" for p in chat_parts):
+        # Plain text is sent as a string: every translator (and upstream) takes that form.
+        messages.append({"role": role, "content": "\n".join(p["text"] for p in chat_parts)})
+    else:
+        messages.append({"role": role, "content": chat_parts})
+
+
+def _chat_part(part: Json, where: str, role: str) -> Json:
+    kind = part.get("type")
+    if kind in ("input_text", "output_text", "text"):
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise wrong_type(f"{where}.text", "a string")
+        return {"type": "text", "text": text}
+    if role != "user":
+        raise InvalidRequest(f"Only text parts are allowed in {role} messages.", param=where)
+    if kind == "input_image":
+        url = optional_string(part.get("image_url"), f"{where}.image_url")
+        if not url:
+            raise Untranslatable(
+                "Images given by `file_id` need an upstream with its own Responses API; send an "
+                "`image_url` (https or data URL) instead.",
+                param=where,
+            )
+        image: Json = {"url": url}
+        detail = optional_string(part.get("detail"), f"{where}.detail")
+        if detail is not None:
+            image["detail"] = detail
+        return {"type": "image_url", "image_url": image}
+    if kind == "input_file":
+        file: Json = {}
+        for name in ("file_data", "file_id", "filename"):
+            value = optional_string(part.get(name), f"{where}.{name}")
+            if value is not None:
+                file[name] = value
+        if "file_data" not in file and "file_id" not in file:
+            raise Untranslatable("Files given by `file_url` have no chat form.", param=where)
+        return {"type": "file", "file": file}
+    if kind == "input_audio":
+        return {"type": "input_audio", "input_audio": part.get("input_audio")}
+    raise Untranslatable(f"Content parts of type '{kind}' have no chat form.", param=f"{where}.type")
+
+
+def _tool_output(output: str | list[Any], where: str) -> str:
+    if isinstance(output, str):
+        return output
+    texts: list[str] = []
+    for j, part in enumerate(output):
+        if not isinstance(part, dict) or part.get("type") not in ("input_text", "output_text"):
+            raise Untranslatable(
+                "Only text parts of a function call output have a chat form.", param=f"{where}[{j}]"
+            )
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise wrong_type(f"{where}[{j}].text", "a string")
+        texts.append(text)
+    return "\n".join(texts)

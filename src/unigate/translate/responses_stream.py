@@ -1,0 +1,259 @@
+"""Streaming translation: OpenAI chat completion chunks in, Responses API events out.
+
+The events are the typed ones the `openai` SDK's stream helpers accumulate: `response.created`
+and `response.in_progress` first, then per output item `response.output_item.added`, its
+content parts and deltas, their `.done` events and `response.output_item.done`, each event
+numbered by `sequence_number`. A text message is closed when a tool call starts; tool calls
+stay open until the upstream finishes, since late argument fragments may still arrive.
+
+The translator never emits the terminal event itself: once the upstream has finished,
+`final()` gives the finished Response object and `terminal()` its event, so the caller can
+store the response before the client learns it is done. A stream that broke gets `failed()`
+(the `response.failed` event) and `error_event()`, an `error` event with a top-level `error`
+object, on which the SDK raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from unigate.translate.anthropic_response import as_object
+from unigate.translate.responses_items import item_id
+from unigate.translate.responses_response import (
+    INCOMPLETE,
+    ResponseFrame,
+    function_call_item,
+    message_item,
+    response_usage,
+    text_part,
+)
+from unigate.translate.sse import CUT_OFF, OpenAIChunkReader
+
+Json = dict[str, Any]
+
+
+@dataclass(slots=True)
+class _Part:
+    kind: str  # output_text | refusal
+    text: str = ""
+
+    def json(self) -> Json:
+        return (
+            text_part(self.text) if self.kind == "output_text" else {"type": "refusal", "refusal": self.text}
+        )
+
+
+@dataclass(slots=True)
+class _Item:
+    index: int  # output_index
+    id: str
+    kind: str  # message | function_call
+    parts: list[_Part] = field(default_factory=list)
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+    done: bool = False
+
+    def json(self, status: str) -> Json:
+        if self.kind == "message":
+            return message_item(self.id, [p.json() for p in self.parts], status)
+        return function_call_item(self.id, self.call_id, self.name, self.arguments, status)
+
+
+class ChatToResponsesStream(OpenAIChunkReader):
+    def __init__(self, frame: ResponseFrame) -> None:
+        super().__init__()
+        self.frame = frame
+        self.seq = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.broken = False
+        self.error_message = CUT_OFF
+        self._started = False
+        self._items: list[_Item] = []
+        self._message: _Item | None = None  # the open message item
+        self._calls: dict[Any, _Item] = {}  # chat tool call index -> its item
+        self._usage: Json | None = None
+        self._finish: str | None = None
+
+    # -- events the caller asks for -----------------------------------------------------
+
+    def start(self) -> bytes:
+        """`response.created` and `response.in_progress` (once)."""
+        if self._started:
+            return b""
+        self._started = True
+        shell = self.frame.response("in_progress", [])
+        return self._event("response.created", {"response": shell}) + self._event(
+            "response.in_progress", {"response": shell}
+        )
+
+    def finish(self) -> bytes:
+        out = self._rest()
+        if not (self._done or self._errored):
+            self.broken = True
+        return out
+
+    @property
+    def status(self) -> str:
+        return "incomplete" if self._finish in INCOMPLETE else "completed"
+
+    def final(self) -> Json:
+        """The finished Response object (after the upstream completed)."""
+        status = self.status
+        output = [item.json(status) for item in self._items]
+        usage = response_usage(self._usage)
+        return self.frame.response(status, output, usage, incomplete=INCOMPLETE.get(self._finish or ""))
+
+    def terminal(self, response: Json) -> bytes:
+        return self._event(f"response.{response['status']}", {"response": response})
+
+    def failed(self) -> tuple[Json, bytes]:
+        """The failed Response object and its `response.failed` event."""
+        output = [item.json("completed" if item.done else "incomplete") for item in self._items]
+        error = {"code": "server_error", "message": self.error_message}
+        usage = response_usage(self._usage) if self._usage else None
+        response = self.frame.response("failed", output, usage, error=error)
+        return response, self.start() + self._event("response.failed", {"response": response})
+
+    def error_event(self, message: str) -> bytes:
+        fields = {
+            "code": "stream_broken",
+            "message": message,
+            "param": None,
+            # A top-level `error` object is what makes the SDK raise instead of yielding.
+            "error": {"type": "upstream_error", "code": "stream_broken", "message": message},
+        }
+        return self._event("error", fields)
+
+    # -- chat chunks in -----------------------------------------------------------------
+
+    def _on_chunk(self, chunk: Json) -> bytes:
+        out = self.start()
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = usage
+            self.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            self.completion_tokens = int(usage.get("completion_tokens") or 0)
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return out
+        choice = choices[0]
+        delta = as_object(choice.get("delta"))
+        for kind, key in (("output_text", "content"), ("refusal", "refusal")):
+            text = delta.get(key)
+            if isinstance(text, str) and text:
+                out += self._text(kind, text)
+        for call in delta.get("tool_calls") or []:
+            if isinstance(call, dict):
+                out += self._tool_call(call)
+        if choice.get("finish_reason"):
+            self._finish = str(choice["finish_reason"])
+        return out
+
+    def _on_done(self) -> bytes:
+        self._done = True
+        out = self.start()
+        status = self.status
+        for item in self._items:
+            out += self._close(item, status)
+        return out
+
+    def _on_error(self, error: Any) -> bytes:
+        self._errored = self.broken = True
+        message = error.get("message") if isinstance(error, dict) else None
+        self.error_message = (
+            message if isinstance(message, str) and message else "The upstream reported an error."
+        )
+        return b""
+
+    # -- items ----------------------------------------------------------------------------
+
+    def _open(self, kind: str, **fields: Any) -> tuple[_Item, bytes]:
+        item = _Item(len(self._items), item_id("msg_" if kind == "message" else "fc_"), kind, **fields)
+        self._items.append(item)
+        added = self._event(
+            "response.output_item.added", {"output_index": item.index, "item": item.json("in_progress")}
+        )
+        return item, added
+
+    def _text(self, kind: str, text: str) -> bytes:
+        out = b""
+        item = self._message
+        if item is None:
+            item, out = self._open("message")
+            self._message = item
+        if not item.parts or item.parts[-1].kind != kind:
+            item.parts.append(_Part(kind))
+            fields = {
+                **self._where(item),
+                "content_index": len(item.parts) - 1,
+                "part": item.parts[-1].json(),
+            }
+            out += self._event("response.content_part.added", fields)
+        part = item.parts[-1]
+        part.text += text
+        fields = {**self._where(item), "content_index": len(item.parts) - 1, "delta": text}
+        if kind == "output_text":
+            return out + self._event("response.output_text.delta", {**fields, "logprobs": []})
+        return out + self._event("response.refusal.delta", fields)
+
+    def _tool_call(self, call: Json) -> bytes:
+        out = b""
+        index = call.get("index", 0)
+        fn = as_object(call.get("function"))
+        item = self._calls.get(index)
+        if item is None:
+            if self._message is not None:  # the text before a call is finished
+                out += self._close(self._message, "completed")
+                self._message = None
+            call_id = call.get("id") if isinstance(call.get("id"), str) else item_id("call_")
+            item, added = self._open("function_call", call_id=call_id, name=str(fn.get("name") or ""))
+            self._calls[index] = item
+            out += added
+        elif not item.name and isinstance(fn.get("name"), str):
+            item.name = fn["name"]
+        arguments = fn.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            item.arguments += arguments
+            out += self._event(
+                "response.function_call_arguments.delta", {**self._where(item), "delta": arguments}
+            )
+        return out
+
+    def _close(self, item: _Item, status: str) -> bytes:
+        if item.done:
+            return b""
+        item.done = True
+        out = b""
+        where = self._where(item)
+        if item.kind == "message":
+            for i, part in enumerate(item.parts):
+                if part.kind == "output_text":
+                    fields = {**where, "content_index": i, "text": part.text, "logprobs": []}
+                    out += self._event("response.output_text.done", fields)
+                else:
+                    out += self._event(
+                        "response.refusal.done", {**where, "content_index": i, "refusal": part.text}
+                    )
+                out += self._event(
+                    "response.content_part.done", {**where, "content_index": i, "part": part.json()}
+                )
+        else:
+            fields = {**where, "name": item.name, "arguments": item.arguments}
+            out += self._event("response.function_call_arguments.done", fields)
+        return out + self._event(
+            "response.output_item.done", {"output_index": item.index, "item": item.json(status)}
+        )
+
+    @staticmethod
+    def _where(item: _Item) -> Json:
+        return {"item_id": item.id, "output_index": item.index}
+
+    def _event(self, kind: str, fields: Json) -> bytes:
+        data = orjson.dumps({"type": kind, "sequence_number": self.seq, **fields})
+        self.seq += 1
+        return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
