@@ -59,6 +59,25 @@ class ProviderConfig(_Strict):
     client_key: str | None = None
     max_connections: int = Field(default=100, ge=1, le=100_000)
     keepalive: float = Field(default=15.0, gt=0)  # seconds an idle connection is kept
+    # `openai`/`azure` only: `native` says the upstream serves the Responses API (`/responses`)
+    # itself, so /v1/responses is relayed to it; `translate` goes through chat completions.
+    responses: Literal["native", "translate"] = "translate"
+
+    @model_validator(mode="after")
+    def _check_responses(self) -> ProviderConfig:
+        if "responses" in self.model_fields_set and self.protocol not in ("openai", "azure"):
+            raise ValueError(
+                f"responses: only `openai` and `azure` providers take it (a {self.protocol!r} "
+                "upstream's Responses calls are always translated)"
+            )
+        if self.responses == "native" and self.protocol == "azure" and "/deployments/" in self.base_url:
+            # Azure serves /responses only on its v1 surface, the deployment named in `model`.
+            raise ValueError(
+                "responses: native on azure needs base_url https://{resource}.openai.azure.com/openai/v1 "
+                "(where Azure serves the Responses API; the route's model names the deployment), "
+                "not a deployment URL"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_egress(self) -> ProviderConfig:

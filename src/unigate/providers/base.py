@@ -218,7 +218,8 @@ class Provider:
     protocol: ClassVar[str] = ""
     capabilities: ClassVar[frozenset[str]] = frozenset()
     # Client formats this upstream speaks itself: such calls are relayed without translation.
-    native_formats: ClassVar[frozenset[str]] = frozenset()
+    # An adapter may widen it per instance from its config (openai's `responses: native`).
+    native_formats: frozenset[str] = frozenset()
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         self.config = config

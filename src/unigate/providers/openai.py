@@ -2,7 +2,8 @@
 
 Pass-through: the client's body is forwarded untouched unless the model id must be mapped
 or the usage chunk must be requested for accounting; the upstream's body and SSE events are
-relayed as received. Only events that mention `usage` are parsed.
+relayed as received. Only events that mention `usage` are parsed. With `responses: native`,
+Responses API calls are relayed too (openai_responses.py).
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ from typing import Any
 import orjson
 
 from unigate.config import ProviderConfig
-from unigate.errors import UpstreamRejected
 from unigate.providers.base import (
     MediaCall,
     Provider,
     ProviderContext,
     Reply,
-    RouteFailed,
     SubmitResult,
     Target,
     TaskRef,
@@ -40,6 +39,8 @@ from unigate.providers.http import (
     split_events,
     sse_events,
 )
+from unigate.providers.openai_errors import raise_for_status
+from unigate.providers.openai_responses import RESPONSES_FORMAT, Query, ResponsesRelay, request_body
 from unigate.providers.openai_videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
 from unigate.usage.recorder import Usage
@@ -67,6 +68,9 @@ class OpenAIProvider(Provider):
         headers = upstream_headers({"Content-Type": "application/json"}, config.headers, credentials)
         self.http = UpstreamHTTP(config.base_url or DEFAULT_BASE_URL, headers, config)
         self.videos = OpenAIVideos(self.http, [config.api_key, *config.headers.values()])
+        self.responses = ResponsesRelay(self.http, self.redactor)
+        if config.responses == "native":  # the upstream serves /responses itself
+            self.native_formats = frozenset({RESPONSES_FORMAT})
 
     def credentials(self, api_key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {api_key}"}
@@ -95,6 +99,42 @@ class OpenAIProvider(Provider):
         if ref.action in VIDEO_ACTIONS:
             await self.videos.delete(ref, timeouts)
 
+    # The Responses API, on an upstream configured `responses: native` (openai_responses.py).
+    def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Coroutine[Any, Any, Reply]:
+        return self.responses_create(payload, target, stream)
+
+    async def responses_create(
+        self, payload: dict[str, Any], target: Target, stream: bool, raw: bytes | None = None
+    ) -> Reply:
+        """`POST /responses`, the body forwarded with only the model id mapped: `raw` (the
+        client's bytes, when `payload` is their unchanged parse) is kept byte for byte."""
+        if RESPONSES_FORMAT not in self.native_formats:
+            return await super().native(payload, target, stream)
+        body = request_body(payload, target.upstream_model, raw)
+        return await self.responses.create(body, target.timeouts, stream)
+
+    # Lookups of a response this upstream holds (`upstream_id` is its own id): the upstream's
+    # status and bytes, or a stream for `GET ?stream=true`; errors raised ready to render.
+    def responses_get(
+        self, upstream_id: str, query: Query = (), timeouts: Timeouts | None = None
+    ) -> Coroutine[Any, Any, Reply]:
+        return self.responses.lookup("GET", upstream_id, "", timeouts or self.timeouts(), query)
+
+    def responses_delete(
+        self, upstream_id: str, timeouts: Timeouts | None = None
+    ) -> Coroutine[Any, Any, Reply]:
+        return self.responses.lookup("DELETE", upstream_id, "", timeouts or self.timeouts())
+
+    def responses_cancel(
+        self, upstream_id: str, timeouts: Timeouts | None = None
+    ) -> Coroutine[Any, Any, Reply]:
+        return self.responses.lookup("POST", upstream_id, "/cancel", timeouts or self.timeouts())
+
+    def responses_input_items(
+        self, upstream_id: str, query: Query = (), timeouts: Timeouts | None = None
+    ) -> Coroutine[Any, Any, Reply]:
+        return self.responses.lookup("GET", upstream_id, "/input_items", timeouts or self.timeouts(), query)
+
     # The relay coroutine itself, not a wrapper awaiting it: one frame less per resumption.
     def chat(self, call: TextCall, target: Target) -> Coroutine[Any, Any, Reply]:
         return self._relay(call, target)
@@ -120,7 +160,7 @@ class OpenAIProvider(Provider):
                 body = orjson.dumps({**call.payload, "model": target.upstream_model})
             resp = await self.http.post(path, body, target.timeouts)
         if resp.status >= 400:
-            await _raise_for_status(resp)
+            await raise_for_status(resp)
         content_type = resp.headers.get("Content-Type", "application/octet-stream").encode("latin-1")
         if call.op == "audio.speech":
             return Reply(
@@ -135,7 +175,7 @@ class OpenAIProvider(Provider):
             _PATHS[call.op], body, target.timeouts, replay=True
         )  # text: a repeat is harmless
         if resp.status >= 400:
-            await _raise_for_status(resp)
+            await raise_for_status(resp)
         content_type = resp.headers.get("Content-Type", "application/json").encode("latin-1")
         if call.stream:
             reply = Reply(status=resp.status, content_type=content_type, close=resp.close)
@@ -155,44 +195,6 @@ def _upstream_body(call: TextCall, upstream_model: str, inject_usage: bool) -> b
         options = payload.get("stream_options")
         payload["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
     return orjson.dumps(payload)
-
-
-async def _raise_for_status(resp: Response) -> None:
-    status = resp.status
-    try:
-        data = await read_all(resp, "error response")
-    finally:
-        resp.release()
-    if status == 429:
-        raise RouteFailed("The upstream is rate limiting requests.", 429, resp.headers.get("Retry-After"))
-    if status >= 500:
-        raise RouteFailed(f"The upstream failed with HTTP {status}.")
-    if status in (401, 403):
-        # The gateway's own upstream credentials were refused: not the client's fault, and
-        # the upstream's message may quote part of that credential, so it is never relayed.
-        raise RouteFailed("The upstream refused the gateway's credentials.")
-    if status == 408:
-        raise RouteFailed("The upstream timed out.", 504)
-    raise UpstreamRejected(status, _error_message(data), data if _is_openai_error(data) else None)
-
-
-def _is_openai_error(data: bytes) -> bool:
-    try:
-        parsed = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(parsed, dict) and isinstance(parsed.get("error"), dict)
-
-
-def _error_message(data: bytes) -> str:
-    try:
-        parsed = orjson.loads(data)
-        err = parsed.get("error") if isinstance(parsed, dict) else None
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return str(err["message"])
-    except orjson.JSONDecodeError:
-        pass
-    return "The upstream rejected the request."
 
 
 def _usage_from(obj: Any, usage: Usage) -> bool:
