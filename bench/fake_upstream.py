@@ -37,10 +37,43 @@ _STREAM_EVENTS = (
 )
 STREAM_REPLY = "".join(f"data: {event}\n\n" for event in _STREAM_EVENTS)
 
+# The same answer from an upstream that serves the Responses API (`responses: native`): typed
+# events with sequence numbers, usage on `response.completed`, no [DONE].
+RESPONSES_PATH = "/responses/v1/responses"
+_RESP = (
+    '{"id":"resp_bench","object":"response","created_at":1700000000,"status":"%s","model":"gpt-4o-mini",'
+    '"output":%s,"usage":%s}'
+)
+_MSG = '{"id":"msg_bench","type":"message","status":"%s","role":"assistant","content":%s}'
+_PART = '{"type":"output_text","annotations":[],"logprobs":[],"text":"%s"}'
+_AT = '"item_id":"msg_bench","output_index":0,"content_index":0'
+_DONE_ITEM = _MSG % ("completed", "[" + _PART % "Hello!" + "]")
+_USAGE = (
+    '{"input_tokens":9,"input_tokens_details":{"cached_tokens":0},"output_tokens":2,'
+    '"output_tokens_details":{"reasoning_tokens":0},"total_tokens":11}'
+)
+_RESPONSES_EVENTS = (
+    ("response.created", '"response":' + _RESP % ("in_progress", "[]", "null")),
+    ("response.in_progress", '"response":' + _RESP % ("in_progress", "[]", "null")),
+    ("response.output_item.added", '"output_index":0,"item":' + _MSG % ("in_progress", "[]")),
+    ("response.content_part.added", _AT + ',"part":' + _PART % ""),
+    ("response.output_text.delta", _AT + ',"delta":"Hello","logprobs":[]'),
+    ("response.output_text.delta", _AT + ',"delta":"!","logprobs":[]'),
+    ("response.output_text.done", _AT + ',"text":"Hello!","logprobs":[]'),
+    ("response.content_part.done", _AT + ',"part":' + _PART % "Hello!"),
+    ("response.output_item.done", '"output_index":0,"item":' + _DONE_ITEM),
+    ("response.completed", '"response":' + _RESP % ("completed", f"[{_DONE_ITEM}]", _USAGE)),
+)
+RESPONSES_REPLY = "".join(
+    f'event: {kind}\ndata: {{"type":"{kind}","sequence_number":{n},{fields}}}\n\n'
+    for n, (kind, fields) in enumerate(_RESPONSES_EVENTS)
+)
+
 # path -> (content type, body)
 ROUTES: dict[str, tuple[str, str]] = {
     CHAT_PATH: ("application/json", CHAT_REPLY),
     STREAM_PATH: ("text/event-stream", STREAM_REPLY),
+    RESPONSES_PATH: ("text/event-stream", RESPONSES_REPLY),
 }
 
 

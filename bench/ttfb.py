@@ -107,17 +107,24 @@ def build_request(port: int, path: str, body: bytes, key: str) -> bytes:
 
 
 def measure_ttfb(
-    port: int, path: str, body: bytes, key: str, count: int, warmup: int, last: bytes = b"data: [DONE]"
+    port: int,
+    path: str,
+    body: bytes,
+    key: str,
+    count: int,
+    warmup: int,
+    last: bytes = b"data: [DONE]",
+    window: int = 400,
 ) -> list[Sample]:
     """`count` sequential streaming requests after `warmup` unrecorded ones; each answer must
-    be a 200 whose body contains `last` (the stream's final event)."""
+    be a 200 whose body contains `last` (the stream's final event) in its last `window` bytes."""
     raw = build_request(port, path, body, key)
     conn = _Connection(port)
     samples: list[Sample] = []
     try:
         for i in range(warmup + count):
             sample, status, data = conn.exchange(raw)
-            if status != 200 or last not in data[-400:]:
+            if status != 200 or last not in data[-window:]:
                 raise BenchError(
                     f"streaming request to 127.0.0.1:{port}{path} gave HTTP {status}: {data[:300]!r}"
                 )

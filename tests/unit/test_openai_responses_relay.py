@@ -27,7 +27,15 @@ from unigate.providers.base import (
     Unsupported,
 )
 from unigate.providers.openai import OpenAIProvider
-from unigate.providers.openai_responses import RESPONSES_FORMAT, body_usage, request_body
+from unigate.providers.openai_responses import (
+    RESPONSES_FORMAT,
+    _ends,
+    _read_endings,
+    body_usage,
+    request_body,
+)
+from unigate.providers.redact import Redactor
+from unigate.usage.recorder import Usage
 
 SECRET = "sk-upstream-secret-0123456789"
 TIMEOUTS = Timeouts(connect=2.0, read=5.0, total=10.0)
@@ -334,3 +342,26 @@ def test_azure_v1_surface_with_query(tmp_path: Path) -> None:
     assert create.headers["api-key"] == SECRET and "authorization" not in create.headers
     assert create.body["model"] == UPSTREAM  # on Azure's v1 surface: the deployment's name
     assert items.path.endswith("/input_items") and items.query == "limit=2&api-version=preview"
+
+
+def test_stream_endings_read_and_error_events_scrubbed() -> None:
+    redactor = Redactor([SECRET])
+    created = b'event: response.created\ndata: {"type":"response.created","response":{"error":null}}\n\n'
+    delta = b'data: {"type":"response.output_text.delta","delta":"\\"type\\":\\"error\\""}\n\n'
+    assert not _ends(created) and not _ends(delta)  # `"error":null` and quoted text are no ending
+    error = orjson.dumps({"type": "error", "code": "server_error", "message": f"bad key {SECRET}"})
+    usage = Usage()
+    run, final = _read_endings(created + b"event: error\ndata: " + error + b"\n\n", usage, redactor)
+    assert final and SECRET.encode() not in run and run.startswith(created)
+    failed = orjson.dumps(
+        {
+            "type": "response.failed",
+            "response": {
+                "error": {"message": f"Bearer {SECRET}"},
+                "usage": {"input_tokens": 4, "output_tokens": 1},
+            },
+        }
+    )
+    run, final = _read_endings(b"data: " + failed + b"\r\n\r\n", usage, redactor)
+    assert final and SECRET.encode() not in run and run.endswith(b"\r\n\r\n")
+    assert (usage.prompt_tokens, usage.completion_tokens) == (4, 1)

@@ -38,7 +38,7 @@ Query = Mapping[str, str] | Sequence[tuple[str, str]]
 _MODEL_KEY = re.compile(rb'"model"\s*:')
 _MODEL_VALUE = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.)*")')
 # Quoted type names: inside a JSON string a quote is escaped, so model text never matches them.
-_ENDINGS = (b'"response.completed"', b'"response.incomplete"', b'"response.failed"', b'"error"')
+_ENDING = re.compile(rb'"response\.(?:completed|incomplete|failed)"|"type"\s*:\s*"error"')
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _DELTA = b'.delta"'  # the end of a `*.delta` type name: one per streamed piece of output
 
@@ -101,7 +101,7 @@ async def relay_events(resp: Response, usage: Usage, redactor: Redactor) -> Asyn
             if not reported:
                 deltas += run.count(_DELTA)
                 usage.completion_tokens = deltas
-            if any(mark in run for mark in _ENDINGS):
+            if _ends(run):
                 run, final = _read_endings(run, usage, redactor)
                 ended = ended or final
                 reported = reported or final
@@ -112,17 +112,21 @@ async def relay_events(resp: Response, usage: Usage, redactor: Redactor) -> Asyn
         raise StreamBroken("The upstream stream ended before completion.")
 
 
+def _ends(data: bytes) -> bool:
+    """Whether `data` may hold a final or error event (most runs are deltas: one scan)."""
+    return _ENDING.search(data) is not None
+
+
 def _read_endings(run: bytes, usage: Usage, redactor: Redactor) -> tuple[bytes, bool]:
     """The run with its error events scrubbed, and whether it held a final event (whose
-    usage, if any, is recorded)."""
+    usage, if any, is recorded). Only the events that may be one are parsed."""
     out = []
     final = False
     for event in split_events(run):
-        data = event_data(event)
         kind = ""
-        if any(mark in data for mark in _ENDINGS):
+        if _ends(event):
             try:
-                parsed = orjson.loads(data)
+                parsed = orjson.loads(event_data(event))
             except orjson.JSONDecodeError:
                 parsed = None
             if isinstance(parsed, dict) and isinstance(parsed.get("type"), str):
