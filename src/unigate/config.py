@@ -185,6 +185,12 @@ class MediaConfig(_Strict):
     lip_sync_model: str = "lip-sync"  # /ent/v2/lip-sync (Vidu's lip sync takes no model)
 
 
+class ResponsesConfig(_Strict):
+    """The Responses API's stored responses (`POST /v1/responses` with `store`, the default)."""
+
+    retention_days: float = Field(default=30.0, ge=0, allow_inf_nan=False)  # 0: kept until deleted
+
+
 class GatewayConfig(_Strict):
     providers: list[ProviderConfig] = Field(default_factory=list)
     models: list[ModelConfig] = Field(default_factory=list)
@@ -194,6 +200,7 @@ class GatewayConfig(_Strict):
     music: MusicConfig = Field(default_factory=MusicConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)
+    responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     # The gateway's base URL as clients reach it (`https://gw.example.com`), for links to the
     # files it serves; unset, the address the server is bound to (never the Host header).
     public_url: str | None = None

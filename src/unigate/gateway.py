@@ -24,6 +24,8 @@ from unigate.observability.tracing import Tracing
 from unigate.owner_only import private_dir, write_private
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.registry import build_provider
+from unigate.responses.retention import Retention
+from unigate.responses.store import ResponseStore
 from unigate.routing.catalog import Catalog
 from unigate.routing.engine import Router
 from unigate.routing.health import RouteHealth
@@ -67,6 +69,8 @@ class Gateway:
     metrics: Metrics
     tracing: Tracing | None  # None unless an OTLP endpoint is configured
     metrics_token_digest: bytes | None  # UNIGATE_METRICS_TOKEN's, for GET /metrics
+    responses: ResponseStore  # the Responses API's stored responses
+    response_retention: Retention
     started: bool = field(default=False)
 
     @classmethod
@@ -103,7 +107,8 @@ class Gateway:
         )  # fmt: skip
         outbox = OutboxDeliverer(task_store, keys, sender, config.tasks.webhook_retry_schedule,
                                  config.tasks.webhook_timeout, metrics=metrics)  # fmt: skip
-        return cls(
+        responses = ResponseStore(engine)
+        gateway = cls(
             settings=settings,
             config=config,
             engine=engine,
@@ -125,7 +130,11 @@ class Gateway:
             metrics=metrics,
             tracing=tracing,
             metrics_token_digest=_digest(settings.metrics_token) if settings.metrics_token else None,
+            responses=responses,
+            # Read at each purge, so a config reload applies it.
+            response_retention=Retention(responses, lambda: gateway.config.responses.retention_days),
         )
+        return gateway
 
     def apply(
         self, config: GatewayConfig, providers: dict[str, Provider], keep_health: Callable[[str], bool]
@@ -161,6 +170,7 @@ class Gateway:
         await self.tasks.writer.start()
         await self.outbox.start()
         await self.poller.start()
+        await self.response_retention.start()
         self.started = True
 
     async def stop(self) -> None:
@@ -168,6 +178,7 @@ class Gateway:
         # background transaction is still giving back.
         await self.usage.stop()
         await self.request_log.stop()
+        await self.response_retention.stop()
         await self.poller.stop()
         await self.outbox.stop()
         await self.tasks.writer.stop()

@@ -51,7 +51,7 @@ WATCH_SECONDS = 0.5
 SETTLE_SECONDS = 1.0
 # Read once at start (handlers, poller, webhook sender, links): applied at the next start.
 RESTART_ONLY = ("limits", "tasks", "public_url", "sandbox.music_seconds", "sandbox.task_seconds")
-APPLIED = ("routing", "music", "media", "sandbox.enabled")
+APPLIED = ("routing", "music", "media", "sandbox.enabled", "responses")
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ from unigate.routing.catalog import ModelEntry
 from unigate.usage.recorder import UsageRecord
 
 Attempt = Callable[[Target], Awaitable[Reply]]
+# Async last step before a reply is sent (the Responses API stores its answer there first).
+Finish = Callable[[Reply, Target], Awaitable[Reply]]
 _BROKEN = {499: "client_closed"}  # a span's error.type for a stream that did not end cleanly
 
 
@@ -67,10 +69,12 @@ class Serving:
         present: Callable[[Reply], Reply] | None = None,
         framing: Framing = OPENAI_FRAMING,
         payload: Any = None,
+        finish: Finish | None = None,
     ) -> None:
         """Route one call for `model` within the key's and model's limits, send what the
         chosen route answers, account for it. `payload` is the parsed request when it holds
-        text whose tokens count against tokens-per-minute limits and budgets."""
+        text whose tokens count against tokens-per-minute limits and budgets; `finish`, if
+        given, is awaited with the presented reply and the route before anything is sent."""
         assert principal is not None
         gw = self.gw
         scope = request.scope
@@ -106,6 +110,15 @@ class Serving:
             scope[ROUTE] = target.route_key  # "provider/upstream model"
             scope[PROVIDER] = target.provider.name
             shown = present(reply) if present is not None else reply
+            if finish is not None:
+                try:
+                    shown = await finish(shown, target)
+                except BaseException:
+                    # The upstream answered, so its tokens are spent even though nothing is sent.
+                    spent = self._account(principal, endpoint, model, entry, target, reply, 500, started)
+                    if reply.close is not None:
+                        reply.close()
+                    raise
             if reply.stream is None:
                 outcome = await send_reply(request, shown, framing, self.keepalive)
             else:

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from unigate.api.output_family import chat_outputs, require
-from unigate.api.serve import Serving
+from unigate.api.serve import Finish, Serving
 from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
@@ -147,9 +147,11 @@ class TextAPI:
         present: Callable[[Reply], Reply] | None = None,
         framing: Framing = OPENAI_FRAMING,
         native: Callable[[Target], Awaitable[Reply] | None] | None = None,
+        finish: Finish | None = None,
     ) -> Awaitable[None]:
         """Route `call`, then send the reply; `present` turns the OpenAI-format reply into
-        another client format (after routing, so fallback still happens before any byte)."""
+        another client format (after routing, so fallback still happens before any byte);
+        `finish` is `Serving.run`'s last step before sending."""
         invoke = _INVOKE[call.op]
 
         def attempt(target: Target) -> Awaitable[Reply]:
@@ -158,7 +160,9 @@ class TextAPI:
             return direct if direct is not None else invoke(target.provider)(call, target)
 
         serving = self.serving
-        return serving.run(request, principal, call.model, call.op, attempt, present, framing, call.payload)
+        return serving.run(
+            request, principal, call.model, call.op, attempt, present, framing, call.payload, finish
+        )
 
     async def list_models(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None

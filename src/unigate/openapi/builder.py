@@ -27,6 +27,7 @@ from unigate.openapi import (
     keys,
     music,
     reports,
+    responses,
     text,
     video,
     video_vendors,
@@ -36,7 +37,9 @@ from unigate.openapi.schema import Operation, Schema
 log = logging.getLogger("unigate")
 
 VERSION = "1.0.0"  # the version of this API description (info.version)
-_FAMILIES = (text, anthropic, gemini, music, audio, images, video, video_vendors, jobs, keys, admin, reports)
+_FAMILIES = (
+    text, responses, anthropic, gemini, music, audio, images, video, video_vendors, jobs, keys, admin, reports
+)  # fmt: skip
 _TAGS = (
     ("text", "Chat, completions, embeddings and models in OpenAI's and Anthropic's formats."),
     ("gemini", "The Gemini API's format (v1beta and v1)."),

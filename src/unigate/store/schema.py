@@ -175,3 +175,39 @@ idempotency_keys = sa.Table(
     sa.Index("ix_idempotency_created", "created_at"),
     sa.Index("ix_idempotency_task", "task_id"),
 )
+
+# --- the Responses API's stored responses (api/responses.py, responses/store.py) ---
+
+# One row per stored response: the Response object as answered and the input items it was
+# given, so `previous_response_id` rebuilds a conversation from rows alone (walking
+# `previous_id`). Written before the call's final answer is sent.
+responses = sa.Table(
+    "responses",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),  # resp_…, or a native upstream's own id
+    sa.Column("key_id", sa.String(40), nullable=False),  # owner
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("provider", sa.String(100), nullable=False),  # the provider that answered
+    sa.Column("native", sa.Boolean, nullable=False),  # answered by that upstream's own Responses API
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("previous_id", sa.String(64), nullable=True),
+    sa.Column("background", sa.Boolean, nullable=False),
+    sa.Column("request", sa.Text, nullable=False),  # background: the create request to run; else ""
+    sa.Column("body", sa.Text, nullable=False),  # JSON: the Response object
+    sa.Column("input", sa.Text, nullable=False),  # JSON: the input items, with ids
+    sa.Column("lease_owner", sa.String(64), nullable=True),  # background: the worker running it
+    sa.Column("lease_until", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Index("ix_responses_created", "created_at"),  # the retention purge
+    sa.Index("ix_responses_due", "status", "lease_until"),  # background work to pick up
+)
+
+# A background response's stream events, replayed by `GET /v1/responses/{id}?stream=true`.
+response_events = sa.Table(
+    "response_events",
+    metadata,
+    sa.Column("response_id", sa.String(64), primary_key=True),
+    sa.Column("sequence_number", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("data", sa.Text, nullable=False),  # the whole SSE event (event: and data: lines)
+)

@@ -1,0 +1,240 @@
+"""One `POST /v1/responses` call on its way through `TextAPI.serve`: which route takes it
+(the upstream's own Responses API, or chat completions through the canonical form), and the
+last step before the answer goes out, where the response is stored.
+
+Storing comes first: a body is sent only after its row is committed, and a stream's terminal
+event (`response.completed`, `.incomplete` or `.failed`) only after the row is, so a client
+that saw the answer can continue the conversation at once, on any gateway process sharing
+the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any
+
+import orjson
+
+from unigate.providers.base import Reply, StreamBroken, Target, TextCall, Unsupported
+from unigate.providers.openai import OpenAIProvider
+from unigate.relay import Framing
+from unigate.responses.store import ResponseStore, StoredResponse
+from unigate.translate.responses_items import Untranslatable, for_upstream
+from unigate.translate.responses_request import ResponsesRequest
+from unigate.translate.responses_response import ResponseFrame, chat_to_response
+from unigate.translate.responses_stream import ChatToResponsesStream
+
+log = logging.getLogger("unigate.responses")
+
+Json = dict[str, Any]
+# The client format of an upstream that serves the Responses API itself (`responses: native`).
+NATIVE_FORMAT = "openai-responses"
+DROPPED_HEADER = b"x-unigate-dropped-fields"
+KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: the SDK's parser skips it
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_TERMINAL_MARKS = (b'"response.completed"', b'"response.incomplete"', b'"response.failed"')
+_SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
+_NOT_STORED = "The gateway could not store the response, so it was not completed."
+
+
+class ResponseCall:
+    def __init__(
+        self,
+        store: ResponseStore,
+        request: ResponsesRequest,
+        key_id: str,
+        chain: list[StoredResponse],
+        raw: bytes | None = None,
+    ) -> None:
+        self.store = store
+        self.request = request
+        self.raw = raw  # the client's bytes, relayed as they are to a native route
+        self.key_id = key_id
+        self.chain = chain  # the stored conversation it continues, oldest first
+        self.history = [item for r in chain for item in (*r.input, *r.output)]
+        self.frame = ResponseFrame.for_request(request)
+        self.canonical: Json | None = None
+        self.blocked: Untranslatable | None = None
+        try:
+            self.canonical = request.canonical(self.history)
+        except Untranslatable as exc:
+            self.blocked = exc  # only a native route can take it
+        self.provider = ""
+        self.translator: ChatToResponsesStream | None = None
+        self.last_sequence = -1  # of a native stream's events
+        self.framing = Framing(self._error_event, KEEPALIVE)
+
+    def text_call(self) -> TextCall:
+        req = self.request
+        if self.canonical is None:
+            # Only a native route can answer; the Responses request still counts for limits.
+            return TextCall("chat", b"", req.payload, req.model, req.stream, req.stream)
+        body = orjson.dumps(self.canonical)
+        return TextCall("chat", body, self.canonical, req.model, req.stream, req.stream)
+
+    # -- routing ------------------------------------------------------------------------
+
+    def route(self, target: Target) -> Awaitable[Reply] | None:
+        """A native route gets the Responses request itself; a translated one (None: the
+        provider's `chat`) is skipped when the request has what chat completions cannot take."""
+        provider = target.provider
+        if NATIVE_FORMAT in provider.native_formats:
+            payload = self._native_payload(target)
+            if isinstance(provider, OpenAIProvider):
+                raw = self.raw if payload is self.request.payload else None
+                return provider.responses_create(payload, target, self.request.stream, raw)
+            return provider.native(payload, target, self.request.stream)
+        if self.blocked is not None:
+            blocked = self.blocked
+            raise Unsupported(blocked.message, code=blocked.code, param=blocked.param)
+        return None
+
+    def _native_payload(self, target: Target) -> Json:
+        """The client's request, unless it continues a conversation that upstream does not hold
+        (answered elsewhere or translated): then the whole conversation is sent instead."""
+        payload = self.request.payload
+        head = self.chain[-1] if self.chain else None
+        if head is None or (head.native and head.provider == target.provider.name):
+            return payload
+        rebuilt = {k: v for k, v in payload.items() if k != "previous_response_id"}
+        rebuilt["input"] = for_upstream(self.history) + for_upstream(self.request.input_items)
+        return rebuilt
+
+    # -- the last step before sending -----------------------------------------------------
+
+    async def finish(self, reply: Reply, target: Target) -> Reply:
+        self.provider = target.provider.name
+        native = reply.wire == NATIVE_FORMAT
+        headers = list(reply.headers)
+        dropped = [] if native else self.request.dropped_for(target.provider.protocol)
+        if dropped:
+            headers.append((DROPPED_HEADER, ", ".join(dropped).encode()))
+        if reply.stream is not None:
+            events = self._native_events(reply.stream) if native else self._translated_events(reply.stream)
+            return Reply(
+                reply.status,
+                b"text/event-stream",
+                stream=events,
+                usage=reply.usage,
+                headers=headers,
+                close=reply.close,
+            )
+        if native:
+            answered = _json_object(reply.body)
+            if answered is not None and reply.status < 400:
+                await self._save(answered, native=True)
+            return Reply(reply.status, reply.content_type, reply.body, usage=reply.usage, headers=headers)
+        response = chat_to_response(_json_object(reply.body), self.frame)
+        await self._save(response, native=False)
+        return Reply(
+            reply.status, b"application/json", orjson.dumps(response), usage=reply.usage, headers=headers
+        )
+
+    async def _translated_events(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        translator = self.translator = ChatToResponsesStream(self.frame)
+        try:
+            async for run in chunks:
+                out = translator.feed(run)
+                if out:
+                    yield out
+        except StreamBroken as exc:
+            translator.broken = True
+            translator.error_message = str(exc)
+        tail = translator.finish()
+        if tail:
+            yield tail
+        if translator.broken:
+            response, event = translator.failed()
+            try:
+                await self._save(response, native=False)
+            except Exception:  # failing anyway: the client still learns why
+                log.exception("could not store failed response %s", response["id"])
+            yield event
+            raise StreamBroken(translator.error_message)  # the relay adds the `error` event
+        response = translator.final()
+        try:
+            await self._save(response, native=False)
+        except Exception:
+            log.exception("could not store response %s", response["id"])
+            raise StreamBroken(_NOT_STORED) from None
+        yield translator.terminal(response)
+
+    async def _native_events(self, runs: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        async for run in runs:
+            self._note_sequence(run)
+            if any(mark in run for mark in _TERMINAL_MARKS):
+                response = _terminal_response(run)
+                if response is not None:
+                    try:
+                        await self._save(response, native=True)
+                    except Exception:
+                        log.exception("could not store response %s", response.get("id"))
+                        raise StreamBroken(_NOT_STORED) from None
+            yield run
+
+    def _note_sequence(self, run: bytes) -> None:
+        found = _SEQUENCE.findall(run)
+        if found:
+            self.last_sequence = int(found[-1])
+
+    async def _save(self, response: Json, native: bool) -> None:
+        req = self.request
+        if not req.store:
+            return
+        record = StoredResponse(
+            id=str(response.get("id") or self.frame.id),
+            key_id=self.key_id,
+            model=req.model,
+            provider=self.provider,
+            native=native,
+            status=str(response.get("status") or "completed"),
+            previous_id=req.previous_response_id,
+            body=response,
+            input=req.input_items,
+        )
+        # Shielded: a client leaving mid-write must not cancel a database transaction.
+        await asyncio.shield(self.store.insert(record))
+
+    def _error_event(self, message: str) -> bytes:
+        if self.translator is not None:
+            return self.translator.error_event(message)
+        self.last_sequence += 1
+        fields = {
+            "type": "error",
+            "sequence_number": self.last_sequence,
+            "code": "stream_broken",
+            "message": message,
+            "param": None,
+            "error": {"type": "upstream_error", "code": "stream_broken", "message": message},
+        }
+        return b"event: error\ndata: " + orjson.dumps(fields) + b"\n\n"
+
+
+def _json_object(body: bytes) -> Json | None:
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _terminal_response(run: bytes) -> Json | None:
+    """The Response object of a native stream's terminal event in `run`, if it has one."""
+    for event in run.split(b"\n\n"):
+        for line in event.split(b"\n"):
+            if not line.startswith(b"data:"):
+                continue
+            try:
+                obj = orjson.loads(line[5:])
+            except orjson.JSONDecodeError:
+                continue
+            if (
+                isinstance(obj, dict)
+                and obj.get("type") in _TERMINAL
+                and isinstance(obj.get("response"), dict)
+            ):
+                return dict(obj["response"])
+    return None

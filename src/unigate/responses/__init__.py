@@ -1,0 +1,1 @@
+"""The Responses API's state: stored responses and their retention."""
