@@ -76,11 +76,12 @@ class GatewayApp:
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
         self.reloader = ConfigReloader(gateway)  # SIGHUP and POST /admin/reload
+        self.responses = responses.ResponsesAPI(gateway)  # owns the background-response runner
         endpoints: list[Endpoint] = [
             *health.endpoints(gateway),
             *text.endpoints(gateway),
             *messages.endpoints(gateway),
-            *responses.endpoints(gateway),
+            *self.responses.endpoints(),
             *gemini.endpoints(gateway),
             *music.endpoints(gateway),
             *audio.endpoints(gateway),
@@ -234,6 +235,7 @@ class GatewayApp:
                 try:
                     await self.gateway.start()
                     await self.reloader.start()
+                    await self.responses.runner.start()
                 except Exception as exc:
                     log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
@@ -246,6 +248,7 @@ class GatewayApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.reloader.stop()
+                await self.responses.runner.stop()
                 await self.gateway.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

@@ -65,9 +65,10 @@ class ProviderConfig(_Strict):
 
     @model_validator(mode="after")
     def _check_responses(self) -> ProviderConfig:
-        if "responses" in self.model_fields_set and self.protocol not in ("openai", "azure"):
+        if self.responses == "native" and self.protocol not in ("openai", "azure"):
+            # `translate` is accepted everywhere: a dumped default config writes it for every provider.
             raise ValueError(
-                f"responses: only `openai` and `azure` providers take it (a {self.protocol!r} "
+                f"responses: native is for `openai` and `azure` providers only (a {self.protocol!r} "
                 "upstream's Responses calls are always translated)"
             )
         if self.responses == "native" and self.protocol == "azure" and "/deployments/" in self.base_url:

@@ -72,6 +72,13 @@ async def send_reply(
     watcher = asyncio.ensure_future(_watch(request.receive, send, framing.keepalive, keepalive, idle))
     try:
         await asyncio.wait((pump, watcher), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        # This call itself was cancelled (a background response's cancel, a shutdown): the
+        # pump is its own task, so it must be stopped here or it would read upstream on.
+        pump.cancel()
+        if reply.close is not None:
+            reply.close()
+        raise
     finally:
         watcher.cancel()
     if not pump.done():

@@ -92,8 +92,11 @@ def test_responses_key(tmp_path: Path) -> None:
     assert plain.providers[0].responses == "translate"
     native = load_config(_config(tmp_path, "{name: a, protocol: azure, responses: native}"), {})
     assert native.providers[0].responses == "native"
-    with pytest.raises(ConfigError, match=r"providers\[0\]: responses: only `openai` and `azure`"):
-        load_config(_config(tmp_path, "{name: a, protocol: anthropic, responses: translate}"), {})
+    with pytest.raises(ConfigError, match=r"providers\[0\]: responses: native is for `openai` and `azure`"):
+        load_config(_config(tmp_path, "{name: a, protocol: anthropic, responses: native}"), {})
+    # A dumped default config writes `translate` for every provider: that must load.
+    translated = load_config(_config(tmp_path, "{name: a, protocol: anthropic, responses: translate}"), {})
+    assert translated.providers[0].responses == "translate"
     with pytest.raises(ConfigError, match=r"providers\[0\]\.responses: Input should be 'native' or"):
         load_config(_config(tmp_path, "{name: a, protocol: openai, responses: natively}"), {})
     deployment = "https://r.openai.azure.com/openai/deployments/d?api-version=2024-10-21"

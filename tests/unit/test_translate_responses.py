@@ -148,6 +148,12 @@ def test_unhonoured_fields_are_listed() -> None:
         ({"model": "m", "input": "x", "max_output_tokens": 0}, "max_output_tokens"),
         ({"model": "m", "input": "x", "text": {"format": {"type": "xml"}}}, "text.format.type"),
         ({"model": "m", "input": "x", "reasoning": {"effort": "huge"}}, "reasoning.effort"),
+        ({"model": "m", "input": "x", "reasoning": {"effort": {}}}, "reasoning.effort"),  # once a 500
+        ({"model": "m", "input": "x", "reasoning": {"effort": ["low"]}}, "reasoning.effort"),
+        (
+            {"model": "m", "input": "x", "tool_choice": {"type": "allowed_tools", "mode": {}, "tools": []}},
+            "tool_choice.mode",
+        ),
         ({"model": "m", "input": "x", "metadata": {"k": 1}}, "metadata.k"),
         ({"model": "m", "input": "x", "tools": [{"type": "function"}]}, "tools[0].name"),
     ],

@@ -1,5 +1,6 @@
 """The OpenAI Responses API: `POST /v1/responses` on every upstream, and the stored
-responses (`GET`/`DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`).
+responses (`GET`/`DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`,
+`POST /v1/responses/{id}/cancel` for background ones, `responses_background`).
 
 A create is routed like a chat completion (`TextAPI.serve`: limits, fallback, usage, metrics):
 to an upstream that serves the Responses API itself (`responses: native`) the request is
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from unigate.api.responses_call import ResponseCall
+from unigate.api.responses_background import BackgroundRunner, replay
+from unigate.api.responses_call import MAX_ID, ResponseCall, load_conversation
 from unigate.api.text import TextAPI
 from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
@@ -24,11 +26,11 @@ from unigate.providers.base import Reply
 from unigate.providers.openai import OpenAIProvider
 from unigate.relay import send_reply
 from unigate.responses.store import StoredResponse
-from unigate.translate.responses_request import parse_request
+from unigate.translate.responses_request import ResponsesRequest, parse_request
+from unigate.translate.responses_response import ResponseFrame
+from unigate.translate.responses_stream import queued_events
 
 Json = dict[str, Any]
-_PENDING = frozenset({"queued", "in_progress"})
-_MAX_ID = 64
 
 
 class ResponsesAPI:
@@ -37,42 +39,81 @@ class ResponsesAPI:
         self.text = TextAPI(gw)
         self.store = gw.responses
         self.limit = gw.config.limits.max_json_body
+        self.runner = BackgroundRunner(gw, self.text)
+
+    @property
+    def keepalive(self) -> float:
+        return self.gw.config.limits.stream_keepalive
 
     async def create(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
         raw, payload = await request.json_object(self.limit)
         req = parse_request(payload)
-        if req.background:
-            raise InvalidRequest(
-                "Background responses are not available yet; send the request without `background`.",
-                param="background",
-                code="unsupported_parameter",
-            )
         chain: list[StoredResponse] = []
         if req.previous_response_id is not None:  # the only database read on this path
-            chain = await self._conversation(req.previous_response_id, principal.key_id)
+            chain = await load_conversation(self.store, req.previous_response_id, principal.key_id)
+        if req.background:
+            await self._background(request, principal, req, payload)
+            return
         call = ResponseCall(self.store, req, principal.key_id, chain, raw)
         await self.text.serve(
             request, principal, call.text_call(), None, call.framing, call.route, call.finish
         )
 
-    async def _conversation(self, previous: str, key_id: str) -> list[StoredResponse]:
-        chain = await self.store.chain(previous, key_id) if len(previous) <= _MAX_ID else []
-        if not chain:
-            raise NotFound(
-                f"Previous response with id '{previous}' not found.",
-                param="previous_response_id",
-                code="previous_response_not_found",
-            )
-        if chain[-1].status in _PENDING:
+    async def _background(
+        self, request: Request, principal: Principal, req: ResponsesRequest, payload: Json
+    ) -> None:
+        """Accept a background response: stored as `queued` with its first events and this
+        worker's lease, answered at once (or streamed from the stored events), then run."""
+        if not req.store:
             raise InvalidRequest(
-                f"Previous response with id '{previous}' is still {chain[-1].status}; wait for it to finish.",
-                param="previous_response_id",
+                "Background responses need `store`: a response that is not stored cannot be fetched.",
+                param="store",
+                code="invalid_value",
             )
-        return chain
+        self.text.serving.resolve(principal, req.model)  # an unknown or forbidden model: now
+        accepted = ResponseFrame.for_request(req).response("queued", [])
+        record = StoredResponse(
+            id=accepted["id"],
+            key_id=principal.key_id,
+            model=req.model,
+            provider="",
+            native=False,
+            status="queued",
+            previous_id=req.previous_response_id,
+            body=accepted,
+            input=req.input_items,
+            background=True,
+        )
+        await self.store.insert(record, payload, self.runner.lease(), queued_events(accepted))
+        self.runner.launch(principal, payload, accepted)
+        if req.stream:
+            await replay(request, self.runner.runs, accepted["id"], -1, self.keepalive)
+        else:
+            await send_json(request.send, 200, accepted)
+
+    async def cancel(self, request: Request, principal: Principal | None) -> None:
+        """Cancel a background response; one that already ended is returned as it is (a second
+        cancel is no error). The worker running it stops at once here, or within a lease
+        renewal on another process."""
+        stored = await self._owned(request, principal)
+        if not stored.background:
+            raise InvalidRequest(
+                "Only background responses can be cancelled.", param="response_id", code="invalid_value"
+            )
+        cancelled = {**stored.body, "status": "cancelled"}
+        if await self.runner.runs.cancel(stored.id, stored.key_id, cancelled):
+            self.runner.stop_local(stored.id)
+            await send_json(request.send, 200, cancelled)
+            return
+        current = await self.store.get(stored.id, stored.key_id)
+        await send_json(request.send, 200, (current or stored).body)
 
     async def retrieve(self, request: Request, principal: Principal | None) -> None:
         stored = await self._owned(request, principal)
+        if stored.background:
+            await self._retrieve_background(request, stored)
+            return
         relay = self._native(stored)
         if relay is not None:
             query = [(k, v) for k, v in request.query.items()]
@@ -80,12 +121,29 @@ class ResponsesAPI:
             return
         await send_json(request.send, 200, stored.body)
 
+    async def _retrieve_background(self, request: Request, stored: StoredResponse) -> None:
+        """`?stream=true` replays its events after `starting_after` (default: all of them),
+        following it while it runs; else its current state."""
+        query = request.query
+        if query.get("stream", "false").lower() != "true":
+            await send_json(request.send, 200, stored.body)
+            return
+        text = query.get("starting_after", "-1")
+        if not text.lstrip("-").isdigit() or int(text) < -1 or len(text) > 9:
+            raise InvalidRequest(
+                "'starting_after' must be an event's sequence number.",
+                param="starting_after",
+                code="invalid_value",
+            )
+        await replay(request, self.runner.runs, stored.id, int(text), self.keepalive)
+
     async def delete(self, request: Request, principal: Principal | None) -> None:
         stored = await self._owned(request, principal)
         relay = self._native(stored)
         if relay is not None:
             await relay.responses_delete(stored.id)  # the upstream's copy goes too
         await self.store.delete(stored.id, stored.key_id)
+        self.runner.stop_local(stored.id)  # a background run of it has nothing left to write to
         await send_json(request.send, 200, {"id": stored.id, "object": "response.deleted", "deleted": True})
 
     async def input_items(self, request: Request, principal: Principal | None) -> None:
@@ -100,7 +158,7 @@ class ResponsesAPI:
     async def _owned(self, request: Request, principal: Principal | None) -> StoredResponse:
         assert principal is not None
         response_id = request.params["response_id"]
-        stored = await self.store.get(response_id, principal.key_id) if len(response_id) <= _MAX_ID else None
+        stored = await self.store.get(response_id, principal.key_id) if len(response_id) <= MAX_ID else None
         if stored is None:
             raise NotFound(f"Response with id '{response_id}' not found.", code="not_found")
         return stored
@@ -111,7 +169,16 @@ class ResponsesAPI:
         return provider if isinstance(provider, OpenAIProvider) else None
 
     async def _relayed(self, request: Request, reply: Reply) -> None:
-        await send_reply(request, reply, keepalive=self.gw.config.limits.stream_keepalive)
+        await send_reply(request, reply, keepalive=self.keepalive)
+
+    def endpoints(self) -> list[Endpoint]:
+        return [
+            Endpoint("POST", "/v1/responses", self.create, family="text"),
+            Endpoint("GET", "/v1/responses/{response_id}", self.retrieve, family="text"),
+            Endpoint("DELETE", "/v1/responses/{response_id}", self.delete, family="text"),
+            Endpoint("GET", "/v1/responses/{response_id}/input_items", self.input_items, family="text"),
+            Endpoint("POST", "/v1/responses/{response_id}/cancel", self.cancel, family="text"),
+        ]
 
 
 def page(items: list[Json], query: dict[str, str]) -> Json:
@@ -136,13 +203,3 @@ def page(items: list[Json], query: dict[str, str]) -> Json:
         "last_id": data[-1].get("id") if data else None,
         "has_more": len(ordered) > len(data),
     }
-
-
-def endpoints(gw: Gateway) -> list[Endpoint]:
-    api = ResponsesAPI(gw)
-    return [
-        Endpoint("POST", "/v1/responses", api.create, family="text"),
-        Endpoint("GET", "/v1/responses/{response_id}", api.retrieve, family="text"),
-        Endpoint("DELETE", "/v1/responses/{response_id}", api.delete, family="text"),
-        Endpoint("GET", "/v1/responses/{response_id}/input_items", api.input_items, family="text"),
-    ]

@@ -18,14 +18,16 @@ from typing import Any
 
 import orjson
 
+from unigate.errors import InvalidRequest, NotFound
 from unigate.providers.base import Reply, StreamBroken, Target, TextCall, Unsupported
 from unigate.providers.openai import OpenAIProvider
 from unigate.relay import Framing
+from unigate.responses.runs import PENDING, BackgroundRuns
 from unigate.responses.store import ResponseStore, StoredResponse
 from unigate.translate.responses_items import Untranslatable, for_upstream
 from unigate.translate.responses_request import ResponsesRequest
 from unigate.translate.responses_response import ResponseFrame, chat_to_response
-from unigate.translate.responses_stream import ChatToResponsesStream
+from unigate.translate.responses_stream import QUEUED_EVENTS, ChatToResponsesStream
 
 log = logging.getLogger("unigate.responses")
 
@@ -36,8 +38,27 @@ DROPPED_HEADER = b"x-unigate-dropped-fields"
 KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: the SDK's parser skips it
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _TERMINAL_MARKS = (b'"response.completed"', b'"response.incomplete"', b'"response.failed"')
+MAX_ID = 64  # the longest response id: a longer one names nothing
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 _NOT_STORED = "The gateway could not store the response, so it was not completed."
+
+
+async def load_conversation(store: ResponseStore, previous: str, key_id: str) -> list[StoredResponse]:
+    """The stored conversation `previous` ends, oldest first: 404 when the key has no such
+    response (another key's is as unknown as a missing one), 400 while it is still running."""
+    chain = await store.chain(previous, key_id) if len(previous) <= MAX_ID else []
+    if not chain:
+        raise NotFound(
+            f"Previous response with id '{previous}' not found.",
+            param="previous_response_id",
+            code="previous_response_not_found",
+        )
+    if chain[-1].status in PENDING:
+        raise InvalidRequest(
+            f"Previous response with id '{previous}' is still {chain[-1].status}; wait for it to finish.",
+            param="previous_response_id",
+        )
+    return chain
 
 
 class ResponseCall:
@@ -48,14 +69,21 @@ class ResponseCall:
         key_id: str,
         chain: list[StoredResponse],
         raw: bytes | None = None,
+        background: tuple[BackgroundRuns, Json] | None = None,
     ) -> None:
+        """`background`: a background response being run (its runs store and the response
+        as accepted): its row is updated rather than inserted, and its events go on from the
+        accepted ones with its id."""
         self.store = store
         self.request = request
         self.raw = raw  # the client's bytes, relayed as they are to a native route
+        self.runs = background[0] if background else None
         self.key_id = key_id
         self.chain = chain  # the stored conversation it continues, oldest first
         self.history = [item for r in chain for item in (*r.input, *r.output)]
         self.frame = ResponseFrame.for_request(request)
+        if background is not None:
+            self.frame.id, self.frame.created_at = background[1]["id"], background[1]["created_at"]
         self.canonical: Json | None = None
         self.blocked: Untranslatable | None = None
         try:
@@ -65,6 +93,7 @@ class ResponseCall:
         self.provider = ""
         self.translator: ChatToResponsesStream | None = None
         self.last_sequence = -1  # of a native stream's events
+        self.next_sequence = QUEUED_EVENTS  # a background run's next event number
         self.framing = Framing(self._error_event, KEEPALIVE)
 
     def text_call(self) -> TextCall:
@@ -96,6 +125,8 @@ class ResponseCall:
         """The client's request, unless it continues a conversation that upstream does not hold
         (answered elsewhere or translated): then the whole conversation is sent instead."""
         payload = self.request.payload
+        if self.runs is not None:  # the gateway runs it in the background, not the upstream
+            payload = {k: v for k, v in payload.items() if k != "background"}
         head = self.chain[-1] if self.chain else None
         if head is None or (head.native and head.provider == target.provider.name):
             return payload
@@ -134,7 +165,7 @@ class ResponseCall:
         )
 
     async def _translated_events(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        translator = self.translator = ChatToResponsesStream(self.frame)
+        translator = self.translator = ChatToResponsesStream(self.frame, queued=self.runs is not None)
         try:
             async for run in chunks:
                 out = translator.feed(run)
@@ -163,7 +194,8 @@ class ResponseCall:
         yield translator.terminal(response)
 
     async def _native_events(self, runs: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        async for run in runs:
+        async for received in runs:
+            run = received if self.runs is None else self._as_background(received)
             self._note_sequence(run)
             if any(mark in run for mark in _TERMINAL_MARKS):
                 response = _terminal_response(run)
@@ -175,6 +207,27 @@ class ResponseCall:
                         raise StreamBroken(_NOT_STORED) from None
             yield run
 
+    def _as_background(self, run: bytes) -> bytes:
+        """A native run's events as events of the background response: numbered on from the
+        accepted ones, under its id (its own `response.created` was sent at acceptance)."""
+        out = b""
+        for event in run.split(b"\n\n"):
+            obj = _event_object(event)
+            if obj is None or obj.get("type") in ("response.created", "response.queued"):
+                continue
+            obj["sequence_number"] = self.next_sequence
+            self.next_sequence += 1
+            if isinstance(obj.get("response"), dict):
+                obj["response"] = {
+                    **obj["response"],
+                    "id": self.frame.id,
+                    "created_at": self.frame.created_at,
+                }
+                obj["response"]["background"] = True
+            kind = str(obj.get("type")).encode()
+            out += b"event: " + kind + b"\ndata: " + orjson.dumps(obj) + b"\n\n"
+        return out
+
     def _note_sequence(self, run: bytes) -> None:
         found = _SEQUENCE.findall(run)
         if found:
@@ -182,6 +235,10 @@ class ResponseCall:
 
     async def _save(self, response: Json, native: bool) -> None:
         req = self.request
+        if self.runs is not None:
+            # A background response's row exists: moved to its final state unless cancelled.
+            await asyncio.shield(self.runs.set_state(self.frame.id, response))
+            return
         if not req.store:
             return
         record = StoredResponse(
@@ -221,20 +278,18 @@ def _json_object(body: bytes) -> Json | None:
     return obj if isinstance(obj, dict) else None
 
 
+def _event_object(event: bytes) -> Json | None:
+    """The JSON object of one SSE event's `data:` line, if it has one."""
+    for line in event.split(b"\n"):
+        if line.startswith(b"data:"):
+            return _json_object(line[5:])
+    return None
+
+
 def _terminal_response(run: bytes) -> Json | None:
     """The Response object of a native stream's terminal event in `run`, if it has one."""
     for event in run.split(b"\n\n"):
-        for line in event.split(b"\n"):
-            if not line.startswith(b"data:"):
-                continue
-            try:
-                obj = orjson.loads(line[5:])
-            except orjson.JSONDecodeError:
-                continue
-            if (
-                isinstance(obj, dict)
-                and obj.get("type") in _TERMINAL
-                and isinstance(obj.get("response"), dict)
-            ):
-                return dict(obj["response"])
+        obj = _event_object(event)
+        if obj is not None and obj.get("type") in _TERMINAL and isinstance(obj.get("response"), dict):
+            return dict(obj["response"])
     return None

@@ -1,5 +1,5 @@
 """The OpenAI Responses API (`api/responses.py`): create on any upstream, and the stored
-responses' retrieve, delete and input items.
+responses' retrieve (a background one's events replayed), delete, cancel and input items.
 
 The request schema types the fields the gateway itself reads (a wrong one is a 400 before any
 route is tried); every other field of OpenAI's API is relayed to a native upstream or, on a
@@ -34,6 +34,7 @@ from unigate.openapi.schema import (
 TAG = "text"
 _EVENTS = (
     "response.created",
+    "response.queued",
     "response.in_progress",
     "response.output_item.added",
     "response.output_item.done",
@@ -70,7 +71,10 @@ def schemas() -> dict[str, Schema]:
                 "previous_response_id": _nullable("string", description="A stored response to continue."),
                 "store": _nullable("boolean", description="Keep the response (default true)."),
                 "stream": _nullable("boolean", description="Answer as typed server-sent events."),
-                "background": _nullable("boolean"),
+                "background": _nullable(
+                    "boolean",
+                    description="Answer `queued` at once and run it on the gateway; poll, stream or cancel it.",
+                ),
                 "max_output_tokens": _nullable("integer", minimum=1),
                 "temperature": _nullable("number"),
                 "top_p": _nullable("number"),
@@ -181,7 +185,41 @@ def operations() -> list[Operation]:
             "(`responses: native`), translated through chat completions for any other.",
         ),
         Operation(
-            "GET", "/v1/responses/{response_id}", "getResponse", "A stored response", TAG, {"200": _stored()}
+            "GET",
+            "/v1/responses/{response_id}",
+            "getResponse",
+            "A stored response",
+            TAG,
+            {
+                "200": response(
+                    "The stored response, or a background one's events.",
+                    {JSON: ref("Response"), SSE: _event()},
+                )
+            },
+            parameters=(
+                query(
+                    "stream",
+                    enum("true", "false"),
+                    "Background responses: replay the events, following it while it runs.",
+                ),
+                query(
+                    "starting_after",
+                    integer(-1, 999_999_999),
+                    "Replay the events after this sequence number.",
+                ),
+            ),
+        ),
+        Operation(
+            "POST",
+            "/v1/responses/{response_id}/cancel",
+            "cancelResponse",
+            "Cancel a background response",
+            TAG,
+            {
+                "200": json_response(
+                    "The response, `cancelled` (or as it ended, if it already had).", ref("Response")
+                )
+            },
         ),
         Operation(
             "DELETE",

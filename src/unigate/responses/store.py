@@ -6,6 +6,7 @@ the database the moment the previous call's answer was sent."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,8 +72,15 @@ class ResponseStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
 
-    async def insert(self, r: StoredResponse, request: Json | None = None) -> None:
-        """Store a response; `request` is a background response's create request."""
+    async def insert(
+        self,
+        r: StoredResponse,
+        request: Json | None = None,
+        lease: tuple[str, float] | None = None,
+        events: Sequence[tuple[int, bytes]] = (),
+    ) -> None:
+        """Store a response. A background one comes with its create request, the lease of the
+        worker that runs it and its first events."""
         values = {
             "id": r.id,
             "key_id": r.key_id,
@@ -85,13 +93,16 @@ class ResponseStore:
             "request": orjson.dumps(request).decode() if request is not None else "",
             "body": orjson.dumps(r.body).decode(),
             "input": orjson.dumps(r.input).decode(),
-            "lease_owner": None,
-            "lease_until": 0.0,
+            "lease_owner": lease[0] if lease else None,
+            "lease_until": lease[1] if lease else 0.0,
             "created_at": r.created_at,
             "updated_at": time.time(),
         }
         async with self.engine.begin() as conn:
             await conn.execute(responses.insert().values(values))
+            if events:
+                rows = [{"response_id": r.id, "sequence_number": n, "data": d.decode()} for n, d in events]
+                await conn.execute(response_events.insert(), rows)
 
     async def get(self, response_id: str, key_id: str) -> StoredResponse | None:
         stmt = responses.select().where(responses.c.id == response_id, responses.c.key_id == key_id)

@@ -213,7 +213,7 @@ def _meaningful(name: str, value: Any) -> bool:
 def _map_reasoning(reasoning: Json, request: ResponsesRequest) -> None:
     effort = reasoning.get("effort")
     if effort is not None:
-        if effort not in _EFFORTS:
+        if not isinstance(effort, str) or effort not in _EFFORTS:
             raise InvalidRequest(
                 f"Invalid value for 'reasoning.effort': expected one of {', '.join(sorted(_EFFORTS))}.",
                 param="reasoning.effort",
@@ -309,6 +309,12 @@ def _tool_choice(choice: Any) -> Any:
         listed = optional_array(choice.get("tools"), "tool_choice.tools")
         names = [_function_name(t, f"tool_choice.tools[{i}]") for i, t in enumerate(listed)]
         mode = choice.get("mode", "auto")
+        if mode not in ("auto", "required"):
+            raise InvalidRequest(
+                "Invalid value for 'tool_choice.mode': expected auto or required.",
+                param="tool_choice.mode",
+                code="invalid_value",
+            )
         spec = {"mode": mode, "tools": [{"type": "function", "function": {"name": n}} for n in names]}
         return {"type": "allowed_tools", "allowed_tools": spec}
     raise Untranslatable(

@@ -33,6 +33,7 @@ from unigate.translate.responses_response import (
 from unigate.translate.sse import CUT_OFF, OpenAIChunkReader
 
 Json = dict[str, Any]
+QUEUED_EVENTS = 2  # `response.created` and `response.queued` of a background response
 
 
 @dataclass(slots=True)
@@ -64,10 +65,14 @@ class _Item:
 
 
 class ChatToResponsesStream(OpenAIChunkReader):
-    def __init__(self, frame: ResponseFrame) -> None:
+    """`queued`: a background response, whose `response.created` and `response.queued`
+    (events 0 and 1) were sent when it was accepted; this stream goes on from there."""
+
+    def __init__(self, frame: ResponseFrame, queued: bool = False) -> None:
         super().__init__()
         self.frame = frame
-        self.seq = 0
+        self.queued = queued
+        self.seq = QUEUED_EVENTS if queued else 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.broken = False
@@ -87,9 +92,8 @@ class ChatToResponsesStream(OpenAIChunkReader):
             return b""
         self._started = True
         shell = self.frame.response("in_progress", [])
-        return self._event("response.created", {"response": shell}) + self._event(
-            "response.in_progress", {"response": shell}
-        )
+        created = b"" if self.queued else self._event("response.created", {"response": shell})
+        return created + self._event("response.in_progress", {"response": shell})
 
     def finish(self) -> bytes:
         out = self._rest()
@@ -257,3 +261,18 @@ class ChatToResponsesStream(OpenAIChunkReader):
         data = orjson.dumps({"type": kind, "sequence_number": self.seq, **fields})
         self.seq += 1
         return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def queued_events(response: Json) -> list[tuple[int, bytes]]:
+    """Events 0 and 1 of a background response, sent when it is accepted."""
+    return [
+        (
+            i,
+            b"event: "
+            + kind.encode()
+            + b"\ndata: "
+            + orjson.dumps({"type": kind, "sequence_number": i, "response": response})
+            + b"\n\n",
+        )
+        for i, kind in enumerate(("response.created", "response.queued"))
+    ]
