@@ -6,7 +6,10 @@ second gateway process sharing the database."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +22,7 @@ from pydantic import BaseModel
 from tests.support.gateway import GatewayProcess
 from tests.support.net import http
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 WEATHER = {
     "type": "function",
     "name": "get_weather",
@@ -234,3 +238,17 @@ def test_a_second_gateway_process_continues_the_conversation(
         assert "turn 2" in two.output_text
     three = client.responses.create(model="sandbox-chat", input="Third turn", previous_response_id=two.id)
     assert "turn 3" in three.output_text
+
+
+def test_the_readme_example(gw: GatewayProcess, client: openai.OpenAI) -> None:
+    section = README.read_text().split("\n## Responses API\n", 1)[1].split("\n## ", 1)[0]
+    [block] = re.findall(r"```python\n(.*?)```", section, re.S)
+    code = block.replace("http://127.0.0.1:8000", gw.base_url).replace('"ugk_..."', repr(client.api_key))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    assert "Ada" in lines[0]  # the second turn saw the first
+    assert lines[1].strip()  # the streamed text
+    assert lines[2] == "queued"
+    assert lines[3].startswith("completed ") and len(lines[3]) > len("completed ")
