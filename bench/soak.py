@@ -8,8 +8,9 @@ mixed: chat (60%), streamed chat (15%), embeddings (10%), speech (5%), images (5
 submits with a `notify_hook` (5%) to a webhook receiver here. After a warm-up (the first fifth,
 at least 30 s) it samples the worker's resident memory and open file descriptors every
 5 s and reports latency per 10 s window. It fails (exit 1) when RSS grew more than 5% after
-the warm-up (the robust trend of all samples, not the last against the first), the descriptor count grew by more than 20, any call got a 5xx or failed, or a
-submitted task's final webhook did not arrive.
+the warm-up (the robust trend of all samples, not the last against the first), the
+descriptor count grew by more than 20, any call got a 5xx or failed, or a submitted task's
+final webhook did not arrive.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def schemas() -> dict[str, Schema]:
                 "stream": _nullable("boolean", description="Answer as typed server-sent events."),
                 "background": _nullable(
                     "boolean",
-                    description="Answer `queued` at once and run it on the gateway; poll, stream or cancel it.",
+                    description="Answer `queued` at once and run it on the gateway; poll, stream, cancel it.",
                 ),
                 "max_output_tokens": _nullable("integer", minimum=1),
                 "temperature": _nullable("number"),
