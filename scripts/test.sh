@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything the test suite needs and run all of it: lint, type check, tests.
-# Installs Debian packages (PostgreSQL server, Tesseract OCR with English data, Chromium) when
-# missing and running as root.
+# Installs Debian packages (PostgreSQL server, Tesseract OCR with English data, Chromium, Redis,
+# nginx) when missing and running as root.
 # Extra arguments go to pytest (e.g. -k routing, -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,9 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
     || need_apt+=(tesseract-ocr tesseract-ocr-eng)
 # The dashboard's browser test drives Debian's chromium through Playwright (no browser download).
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# The scale-out tests: replicas share a Redis and sit behind Debian's nginx.
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+[ -x /usr/sbin/nginx ] || need_apt+=(nginx)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing Debian packages: ${need_apt[*]}"
