@@ -12,6 +12,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -43,6 +44,9 @@ from unigate.usage.request_log import RequestLog
 from unigate.webhooks.fetch import fetch_url
 from unigate.webhooks.sender import WebhookSender
 
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
 log = logging.getLogger("unigate")
 
 
@@ -71,6 +75,7 @@ class Gateway:
     metrics_token_digest: bytes | None  # UNIGATE_METRICS_TOKEN's, for GET /metrics
     responses: ResponseStore  # the Responses API's stored responses
     response_retention: Retention
+    redis: Redis | None  # UNIGATE_REDIS_URL's client (store/redis.py); None on a single node
     started: bool = field(default=False)
 
     @classmethod
@@ -133,6 +138,7 @@ class Gateway:
             responses=responses,
             # Read at each purge, so a config reload applies it.
             response_retention=Retention(responses, lambda: gateway.config.responses.retention_days),
+            redis=_redis(settings.redis_url),
         )
         return gateway
 
@@ -187,9 +193,19 @@ class Gateway:
         for provider in self.providers.values():
             await provider.aclose()
         await self.engine.dispose()
+        if self.redis is not None:
+            await self.redis.aclose()
         self.metrics.close()
         if self.tracing is not None:
             await asyncio.to_thread(self.tracing.shutdown)  # exports the spans still queued
+
+
+def _redis(url: str | None) -> Redis | None:
+    if not url:
+        return None
+    from unigate.store.redis import connect  # imported only when scaled out: a single node never loads it
+
+    return connect(url)
 
 
 def _digest(secret: str) -> bytes:
