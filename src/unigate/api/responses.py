@@ -22,7 +22,7 @@ from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
-from unigate.providers.base import Reply
+from unigate.providers.base import Reply, TextCall
 from unigate.providers.openai import OpenAIProvider
 from unigate.relay import send_reply
 from unigate.responses.store import StoredResponse
@@ -52,26 +52,28 @@ class ResponsesAPI:
         chain: list[StoredResponse] = []
         if req.previous_response_id is not None:  # the only database read on this path
             chain = await load_conversation(self.store, req.previous_response_id, principal.key_id)
-        if req.background:
-            await self._background(request, principal, req, payload)
-            return
         call = ResponseCall(self.store, req, principal.key_id, chain, raw)
+        if req.background:
+            await self._background(request, principal, req, payload, call.text_call())
+            return
         await self.text.serve(
             request, principal, call.text_call(), None, call.framing, call.route, call.finish
         )
 
     async def _background(
-        self, request: Request, principal: Principal, req: ResponsesRequest, payload: Json
+        self, request: Request, principal: Principal, req: ResponsesRequest, payload: Json, call: TextCall
     ) -> None:
-        """Accept a background response: stored as `queued` with its first events and this
-        worker's lease, answered at once (or streamed from the stored events), then run."""
+        """Accept a background response: admitted under the key's limits now (a key over its
+        limit gets its 429 here, not a failed response later), stored as `queued` with its
+        first events and this worker's lease, answered at once (or streamed from the stored
+        events), then run, settling that admission."""
         if not req.store:
             raise InvalidRequest(
                 "Background responses need `store`: a response that is not stored cannot be fetched.",
                 param="store",
                 code="invalid_value",
             )
-        self.text.serving.resolve(principal, req.model)  # an unknown or forbidden model: now
+        admitted = await self.text.serving.admit(principal, req.model, call.payload)
         accepted = ResponseFrame.for_request(req).response("queued", [])
         record = StoredResponse(
             id=accepted["id"],
@@ -85,8 +87,12 @@ class ResponsesAPI:
             input=req.input_items,
             background=True,
         )
-        await self.store.insert(record, payload, self.runner.lease(), queued_events(accepted))
-        self.runner.launch(principal, payload, accepted)
+        try:
+            await self.store.insert(record, payload, self.runner.lease(), queued_events(accepted))
+        except BaseException:
+            await self.gw.limits.settle(admitted.ticket)
+            raise
+        self.runner.launch(principal, payload, accepted, admitted)
         if req.stream:
             await replay(request, self.runner.runs, accepted["id"], -1, self.keepalive)
         else:

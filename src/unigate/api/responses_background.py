@@ -23,6 +23,7 @@ import orjson
 
 from unigate.access_log import ROUTE
 from unigate.api.responses_call import KEEPALIVE, ResponseCall, load_conversation
+from unigate.api.serve import Admitted
 from unigate.api.text import TextAPI
 from unigate.asgi import Message, Request
 from unigate.auth.principal import Principal
@@ -120,9 +121,13 @@ class BackgroundRunner:
     def lease(self) -> tuple[str, float]:
         return self.owner, time.time() + LEASE_SECONDS
 
-    def launch(self, principal: Principal, payload: Json, accepted: Json) -> None:
+    def launch(
+        self, principal: Principal, payload: Json, accepted: Json, admitted: Admitted | None = None
+    ) -> None:
+        """Run an accepted response; `admitted`: its admission under the key's limits, which
+        the run settles (None: a run taken over from a lapsed lease is admitted anew)."""
         rid = str(accepted["id"])
-        task = asyncio.create_task(self._run(principal, payload, accepted), name=f"response {rid}")
+        task = asyncio.create_task(self._run(principal, payload, accepted, admitted), name=f"response {rid}")
         self.tasks[rid] = task
         task.add_done_callback(lambda _: self.tasks.pop(rid, None))
 
@@ -131,9 +136,12 @@ class BackgroundRunner:
         if task is not None:
             task.cancel()
 
-    async def _run(self, principal: Principal, payload: Json, accepted: Json) -> None:
+    async def _run(
+        self, principal: Principal, payload: Json, accepted: Json, admitted: Admitted | None
+    ) -> None:
         rid = str(accepted["id"])
         sink = _Sink(self.runs, rid)
+        unsettled = admitted  # settled by `serve` once it gets it, else here
         try:
             req = parse_request({**payload, "stream": True})  # events are what gets replayed
             chain = []
@@ -143,8 +151,16 @@ class BackgroundRunner:
             if not await self.runs.set_state(rid, {**accepted, "status": "in_progress"}):
                 return  # cancelled before it started
             serve = self.text.serve
+            unsettled = None
             await serve(
-                sink.request(), principal, call.text_call(), None, call.framing, call.route, call.finish
+                sink.request(),
+                principal,
+                call.text_call(),
+                None,
+                call.framing,
+                call.route,
+                call.finish,
+                admitted,
             )
             await sink.flush()
             status = await self.runs.status(rid)
@@ -180,6 +196,9 @@ class BackgroundRunner:
             log.exception("background response %s failed", rid)
             await sink.flush()
             await self._fail(sink, accepted, "server_error", "The gateway failed to run the response.")
+        finally:
+            if unsettled is not None:
+                await self.gw.limits.settle(unsettled.ticket)
 
     async def _fail(self, sink: _Sink, accepted: Json, code: str, message: str) -> None:
         body = {**accepted, "status": "failed", "error": {"code": code, "message": message}}

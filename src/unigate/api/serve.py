@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from unigate.access_log import MODEL, MODEL_NAME, OUTCOME, PROVIDER, ROUTE
@@ -26,6 +27,13 @@ Attempt = Callable[[Target], Awaitable[Reply]]
 # Async last step before a reply is sent (the Responses API stores its answer there first).
 Finish = Callable[[Reply, Target], Awaitable[Reply]]
 _BROKEN = {499: "client_closed"}  # a span's error.type for a stream that did not end cleanly
+
+
+@dataclass(slots=True)
+class Admitted:
+    """A call admitted ahead of `Serving.run` (None: the key and model have no limits)."""
+
+    ticket: Ticket | None
 
 
 def media_attempt(call: MediaCall) -> Attempt:
@@ -70,18 +78,19 @@ class Serving:
         framing: Framing = OPENAI_FRAMING,
         payload: Any = None,
         finish: Finish | None = None,
+        admitted: Admitted | None = None,
     ) -> None:
         """Route one call for `model` within the key's and model's limits, send what the
         chosen route answers, account for it. `payload` is the parsed request when it holds
         text whose tokens count against tokens-per-minute limits and budgets; `finish`, if
-        given, is awaited with the presented reply and the route before anything is sent."""
+        given, is awaited with the presented reply and the route before anything is sent;
+        `admitted`, a call admitted earlier (`admit`), whose ticket this call settles."""
         assert principal is not None
         gw = self.gw
         scope = request.scope
         scope[MODEL] = model  # for the access line (unigate.access_log), 404s and 403s included
-        entry = self.resolve(principal, model)
+        entry, ticket = await self._entry_and_ticket(principal, model, payload, admitted)
         scope[MODEL_NAME] = entry.name  # the metrics' model label: the config's name, bounded
-        ticket = await self._admit(principal, entry, payload) if Limits.applies(principal, entry) else None
         spent = (0, 0.0)  # tokens and money the call used, settled against the ticket exactly once
         started = time.perf_counter()
         watch = self.leave_watch
@@ -136,6 +145,30 @@ class Serving:
         finally:
             if ticket is not None:
                 await gw.limits.settle(ticket, *spent)
+
+    async def _entry_and_ticket(
+        self, principal: Principal, model: str, payload: Any, admitted: Admitted | None
+    ) -> tuple[ModelEntry, Ticket | None]:
+        """The model's entry, and the call's admission: the earlier one, or taken now."""
+        try:
+            entry = self.resolve(principal, model)
+        except GatewayError:
+            if admitted is not None:  # admitted, then the model went away (a config reload)
+                await self.gw.limits.settle(admitted.ticket)
+            raise
+        if admitted is not None:
+            return entry, admitted.ticket
+        if not Limits.applies(principal, entry):
+            return entry, None
+        return entry, await self._admit(principal, entry, payload)
+
+    async def admit(self, principal: Principal, model: str, payload: Any) -> Admitted:
+        """Admit a call now that `run` makes later (a background response: refused at once
+        when over a limit, counted once)."""
+        entry = self.resolve(principal, model)
+        if not Limits.applies(principal, entry):
+            return Admitted(None)
+        return Admitted(await self._admit(principal, entry, payload))
 
     async def _admit(self, principal: Principal, entry: ModelEntry, payload: Any) -> Ticket | None:
         """Reserve the call's share of the key's and model's limits: its prompt counted

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from unigate.api.output_family import chat_outputs, require
-from unigate.api.serve import Finish, Serving
+from unigate.api.serve import Admitted, Finish, Serving
 from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
@@ -148,6 +148,7 @@ class TextAPI:
         framing: Framing = OPENAI_FRAMING,
         native: Callable[[Target], Awaitable[Reply] | None] | None = None,
         finish: Finish | None = None,
+        admitted: Admitted | None = None,
     ) -> Awaitable[None]:
         """Route `call`, then send the reply; `present` turns the OpenAI-format reply into
         another client format (after routing, so fallback still happens before any byte);
@@ -161,7 +162,7 @@ class TextAPI:
 
         serving = self.serving
         return serving.run(
-            request, principal, call.model, call.op, attempt, present, framing, call.payload, finish
+            request, principal, call.model, call.op, attempt, present, framing, call.payload, finish, admitted
         )
 
     async def list_models(self, request: Request, principal: Principal | None) -> None:
