@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.auth.cache import KeyCache
 from unigate.config import GatewayConfig, load_config
-from unigate.limits.backend import LocalCounters, counters_path
+from unigate.limits.backend import Counters, LocalCounters, counters_path
 from unigate.limits.service import Limits
 from unigate.observability.metrics import Metrics
 from unigate.observability.tracing import Tracing
@@ -104,7 +104,15 @@ class Gateway:
         router = Router(health, metrics=metrics)
         task_store = TaskStore(engine)
         usage = UsageRecorder(engine)
-        counters = LocalCounters(counters_path(settings.data_dir), shared=settings.workers != 1)
+        local = LocalCounters(counters_path(settings.data_dir), shared=settings.workers != 1)
+        counters: Counters = local
+        redis = _redis(settings.redis_url)
+        gateway: Gateway  # built below; the closures read its config at each use, so reloads apply
+        if redis is not None:
+            from unigate.limits.redis_counters import RedisCounters  # loaded only when scaled out
+
+            # The local counters become the fallback while Redis is unreachable.
+            counters = RedisCounters(redis, local, metrics, lambda: gateway.config.limits.redis_down)
         limits = Limits(counters, usage.spent)
         tasks = TaskService(
             task_store, GroupCommit(task_store), router, config.tasks, task_shapes(), usage, limits, keys.get,
@@ -138,7 +146,7 @@ class Gateway:
             responses=responses,
             # Read at each purge, so a config reload applies it.
             response_retention=Retention(responses, lambda: gateway.config.responses.retention_days),
-            redis=_redis(settings.redis_url),
+            redis=redis,
         )
         return gateway
 
@@ -194,6 +202,7 @@ class Gateway:
             await provider.aclose()
         await self.engine.dispose()
         if self.redis is not None:
+            await self.limits.counters.flush()  # settlements still queued for Redis
             await self.redis.aclose()
         self.metrics.close()
         if self.tracing is not None:

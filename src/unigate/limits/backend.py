@@ -6,8 +6,8 @@ nothing and two calls racing for the last unit cannot both get it. Settling a ca
 same counters by the difference between what was reserved and what was used.
 
 `LocalCounters` keeps the counters in a `SharedTable` that every worker of one `unigate serve`
-maps, which makes limits exact across workers without any other service. A backend for
-several replicas (Redis) implements the same methods.
+maps, which makes limits exact across workers without any other service. `RedisCounters`
+(redis_counters.py) implements the same methods for several replicas.
 
 These objects are built per request on the hot path, so they are plain slotted dataclasses
 (a frozen one costs four times as much to build).
@@ -34,6 +34,9 @@ class Demand:
     limit: float  # per minute for a rate, per period for a budget
     amount: float  # what the call takes (a settlement's correction: may be negative)
     period: int = 0  # budgets: the period index the amount belongs to
+    # Admitted by a node-local fallback rather than the shared backend (Redis down), so its
+    # settlement goes to the same place.
+    local: bool = False
 
 
 @dataclass(slots=True)
@@ -61,6 +64,10 @@ class Counters(Protocol):
 
     def ahead(self, name: str) -> float:
         """A rate counter's seconds ahead of now, taking nothing (for headers)."""
+        ...
+
+    async def flush(self) -> None:
+        """Send what `adjust` queued (at shutdown)."""
         ...
 
     def close(self) -> None: ...
@@ -139,14 +146,16 @@ class LocalCounters:
                     # A settlement for an older period changes nothing: that period is over.
                     table.write(off, max(0.0, a + change.amount), b, period, flags)
 
-    async def seed(self, name: str, period: int, spent: float) -> None:
+    async def seed(self, name: str, period: int, spent: float, force: bool = False) -> None:
+        """`force`: replace even a seeded figure (a fallback taking over from Redis reloads
+        what every replica spent meanwhile)."""
         table = self.table
         with table.locked():
             off = table.offset(name)
             if off < 0:
                 return
             _, b, held, flags = table.read(off)
-            if held != period or not flags & _SEEDED:
+            if force or held != period or not flags & _SEEDED:
                 table.write(off, spent, b, period, flags | _SEEDED)
 
     def ahead(self, name: str) -> float:
@@ -159,6 +168,9 @@ class LocalCounters:
         # One aligned 8-byte read: at worst a header shows the value a concurrent admission
         # just replaced.
         return rate_ahead(table.read(off)[0], time.time())
+
+    async def flush(self) -> None:
+        pass  # nothing is queued: every change is applied at once
 
     def close(self) -> None:
         self.table.close()

@@ -103,9 +103,9 @@ class Limits:
         changes = []
         for d in ticket.demands:
             if d.name.endswith(":tpm") and tokens != ticket.tokens:
-                changes.append(Demand(d.name, "rate", d.limit, tokens - ticket.tokens))
+                changes.append(Demand(d.name, "rate", d.limit, tokens - ticket.tokens, 0, d.local))
             elif d.kind == "budget" and cost != ticket.cost:
-                changes.append(Demand(d.name, "budget", d.limit, cost - ticket.cost, d.period))
+                changes.append(Demand(d.name, "budget", d.limit, cost - ticket.cost, d.period, d.local))
         if changes:
             await self.counters.adjust(changes)
 

@@ -14,6 +14,8 @@
     unigate_webhook_deliveries_total{outcome}      delivered, failed (retried later), abandoned, gone
     unigate_rate_limited_total{family, code}       429s from the key's or model's rate limits
     unigate_budget_exceeded_total{family}          refusals for a spent budget (429, or 402 on music)
+    unigate_limit_backend_fallbacks_total          switches of the limits from Redis to the local fallback
+    unigate_limit_backend_degraded                 worker processes deciding limits without Redis now
 
 Labels never carry keys or prompts. The model label is the model's name in the config (a glob
 for a glob route, not each id a client sent) and each metric keeps at most MAX_SERIES label
@@ -173,6 +175,13 @@ class Metrics:
         )
         streams = "unigate_active_streams"
         self._streams = _Metric(self._gauges, streams, "Streams being relayed.", (), streams).slot(())
+        self._limit_fallbacks = _Counter(
+            counters, "unigate_limit_backend_fallbacks", "Limits switched from Redis to the fallback."
+        )
+        degraded = "unigate_limit_backend_degraded"
+        self._degraded = _Metric(
+            self._gauges, degraded, "Worker processes deciding limits without Redis.", (), degraded
+        ).slot(())
 
     def request(self, family: str, model: str, provider: str, status: int, seconds: float) -> None:
         """One answered request (the edge, once per request)."""
@@ -232,6 +241,12 @@ class Metrics:
 
     def stream_closed(self) -> None:
         self._gauges.view[self._streams] -= 1.0
+
+    def limit_backend_switched(self, down: bool) -> None:
+        """The limits lost Redis (down) or have it back."""
+        if down:
+            self._limit_fallbacks.inc()
+        self._gauges.view[self._degraded] += 1.0 if down else -1.0
 
     def close(self) -> None:
         """Counters stay on disk (a stopped worker's counts still add up); the live gauge goes."""

@@ -1,0 +1,211 @@
+"""Limits and budgets shared by every worker of every replica, in Redis (`UNIGATE_REDIS_URL`).
+
+    counters = RedisCounters(redis, LocalCounters(...), metrics, lambda: config.limits.redis_down)
+
+An admission is one EVALSHA of `redis_script.TAKE` (EVAL when Redis answers NOSCRIPT, e.g.
+after a restart, which also caches it again): one round trip, atomic across replicas.
+Settlements are queued and sent by a background task in batches (one EVALSHA of `ADJUST` per
+batch), so a request never waits for its correction. `ahead` (for the `x-ratelimit-*`
+headers) does no I/O: it reads this process's view of each rate counter, refreshed by every
+reply, so a response's headers show the counter right after its own admission.
+
+When Redis cannot be reached (`redis_down.py`), each kind of limit follows its configured
+policy: `local` decides on this node's own counters (the same ones a single node uses), or
+`closed` refuses with 503. A background probe notices Redis coming back and the next call
+uses it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import NoScriptError, RedisError
+
+from unigate.limits.backend import Demand, LocalCounters, Refusal
+from unigate.limits.counters import rate_adjust, rate_ahead
+from unigate.limits.redis_down import Outage, RedisDownPolicy
+from unigate.limits.redis_script import (
+    ADJUST,
+    ADJUST_SHA,
+    BUDGET_IDLE,
+    PREFIX,
+    TAKE,
+    TAKE_SHA,
+    script_args,
+)
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from unigate.observability.metrics import Metrics
+
+log = logging.getLogger("unigate.limits")
+
+MAX_PENDING = 10_000  # settlements waiting for Redis; past this, new ones are dropped
+_BATCH = 500  # settlements per ADJUST call
+_VIEW_MAX = 100_000  # rate counters this process remembers for headers
+_UNREACHABLE = (RedisError, OSError, asyncio.TimeoutError)
+
+
+class RedisCounters:
+    def __init__(
+        self,
+        redis: Redis,
+        fallback: LocalCounters,
+        metrics: Metrics | None,
+        policy: Callable[[], RedisDownPolicy],
+    ) -> None:
+        self.redis = redis
+        self.fallback = fallback
+        self.outage = Outage(redis.ping, policy, metrics, self._recovered)
+        self.now: float | None = None  # tests pin the scripts' clock; None: Redis's TIME
+        # Rate counter name -> its arrival time on this process's clock (time.time()):
+        # Redis's value shifted by (local now - Redis now) at the reply.
+        self._view: dict[str, float] = {}
+        self._pending: list[Demand] = []
+        self._dropped = 0
+        self._flusher: asyncio.Task[None] | None = None
+
+    # -- admission ---------------------------------------------------------------------
+
+    async def take(self, demands: Sequence[Demand]) -> Refusal | None:
+        if self.outage.down:
+            return self.outage.take_local(self.fallback, demands)
+        try:
+            reply = await self._run(TAKE_SHA, TAKE, script_args(demands, self.now))
+        except _UNREACHABLE as exc:
+            self.outage.failed(exc)
+            return self.outage.take_local(self.fallback, demands)
+        return self._read_take(demands, reply)
+
+    def _read_take(self, demands: Sequence[Demand], reply: list[bytes]) -> Refusal | None:
+        verdict = reply[0]
+        if verdict == b"ok":
+            shift = time.time() - float(reply[1])
+            for i, d in enumerate(demands):
+                if d.kind == "rate":
+                    self._remember(d.name, float(reply[i + 2]) + shift)
+            return None
+        if verdict == b"rate":
+            i = int(reply[1])
+            self._remember(demands[i].name, float(reply[4]) + time.time() - float(reply[3]))
+            return Refusal(i, float(reply[2]))
+        if verdict == b"budget":
+            return Refusal(int(reply[1]))
+        return Refusal(-1, 0.0, [int(i) for i in reply[2:]])
+
+    def _remember(self, name: str, tat: float) -> None:
+        view = self._view
+        if len(view) >= _VIEW_MAX and name not in view:
+            view.clear()  # bounded: a forgotten counter reads as full until its next call
+        view[name] = tat
+
+    async def seed(self, name: str, period: int, spent: float) -> None:
+        if not self.outage.down:
+            key = f"{PREFIX}{name}:{period}"
+            try:
+                # NX: the first replica to load the spend wins; the others' equal figures (or
+                # older ones, read before the winner's calls were recorded) are not written.
+                await self.redis.set(key, repr(float(spent)), nx=True, ex=BUDGET_IDLE)
+                return
+            except _UNREACHABLE as exc:
+                self.outage.failed(exc)
+        await self.outage.seed_local(self.fallback, name, period, spent)
+
+    # -- settlement ----------------------------------------------------------------------
+
+    async def adjust(self, changes: Sequence[Demand]) -> None:
+        """Queue the changes for Redis (the caller does not wait for them); changes to what a
+        local fallback admitted go to that fallback."""
+        local = [c for c in changes if c.local]
+        if local:
+            self.fallback.adjust_now(local, time.time())
+        remote = [c for c in changes if not c.local] if local else list(changes)
+        if not remote:
+            return
+        now = time.time()
+        view = self._view
+        for c in remote:
+            if c.kind == "rate" and c.name in view:
+                # The headers see the correction at once; the flush's reply confirms it.
+                view[c.name] = rate_adjust(view[c.name], c.limit, c.amount, now)
+        self._queue(remote)
+        if self._flusher is None and not self.outage.down:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
+    def _queue(self, changes: list[Demand]) -> None:
+        room = MAX_PENDING - len(self._pending)
+        if len(changes) > room:
+            if not self._dropped:
+                log.warning("limits: %d settlements wait for Redis; newer ones are dropped", MAX_PENDING)
+            self._dropped += len(changes) - max(room, 0)
+            changes = changes[: max(room, 0)]
+        self._pending += changes
+
+    async def _flush(self) -> None:
+        try:
+            while self._pending and not self.outage.down:
+                batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
+                try:
+                    reply = await self._run(ADJUST_SHA, ADJUST, script_args(batch, self.now))
+                except _UNREACHABLE as exc:
+                    self._requeue(batch)
+                    self.outage.failed(exc)
+                    return
+                self._read_adjust(batch, reply)
+            if self._dropped and not self._pending:
+                log.warning("limits: %d settlements were dropped while Redis was slow or down", self._dropped)
+                self._dropped = 0
+        finally:
+            self._flusher = None
+
+    def _requeue(self, batch: list[Demand]) -> None:
+        """Keep a failed batch's budget changes for when Redis is back (money stays exact if
+        Redis kept its data); rate changes are dropped, the minute they corrected passes."""
+        self._pending[:0] = [c for c in batch if c.kind == "budget"][: MAX_PENDING - len(self._pending)]
+
+    def _read_adjust(self, batch: list[Demand], reply: list[bytes]) -> None:
+        shift = time.time() - float(reply[0])
+        for i, c in enumerate(batch):
+            if c.kind == "rate":
+                self._remember(c.name, float(reply[i + 1]) + shift)
+
+    async def flush(self) -> None:
+        if self._flusher is not None:
+            await self._flusher
+        if self._pending and not self.outage.down:
+            await self._flush()
+
+    async def _recovered(self) -> None:
+        """Redis answers again: send what waited before any new admission, so a budget
+        seeded afresh is not then corrected for calls its seed already counts."""
+        self._view.clear()  # Redis may have restarted empty; the next replies refill it
+        await self._flush()
+
+    # -- headers -------------------------------------------------------------------------
+
+    def ahead(self, name: str) -> float:
+        if self.outage.down:
+            return self.fallback.ahead(name)
+        tat = self._view.get(name)
+        return 0.0 if tat is None else rate_ahead(tat, time.time())
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    async def _run(self, sha: str, source: str, keys_and_args: list[str]) -> Any:
+        numkeys = len(keys_and_args) // 4  # script_args: per demand one key and three args, plus now
+        try:
+            return await self.redis.evalsha(sha, numkeys, *keys_and_args)
+        except NoScriptError:
+            # Not in Redis's script cache (a restart, SCRIPT FLUSH): EVAL runs and caches it.
+            return await self.redis.eval(source, numkeys, *keys_and_args)
+
+    def close(self) -> None:
+        self.outage.close()
+        if self._flusher is not None:
+            self._flusher.cancel()
+        self.fallback.close()

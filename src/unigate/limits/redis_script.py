@@ -1,0 +1,163 @@
+"""The two Lua scripts the Redis limit backend runs, and how their arguments and replies are
+written: `TAKE` admits a call's demands all or nothing, `ADJUST` applies settlements. Each is
+one round trip, atomic in Redis (a script runs alone), so every worker of every replica sees
+one counter.
+
+The arithmetic is `counters.py`'s, line for line, on the same IEEE doubles: Lua 5.1 numbers
+are doubles, arguments are written with `repr` (the shortest string that reads back as the
+same double) and values are stored and returned with `%.17g` (which also reads back exactly),
+so the two backends agree to the last bit. Replies are strings because Redis truncates a Lua
+number to an integer.
+
+Clock: the scripts read Redis's own `TIME`, not the caller's. Every replica then measures
+every counter against one clock, so replicas whose clocks drift apart cannot see a counter as
+further behind than it is (and admit more) or further ahead (and refuse). Redis 5+ replicates
+a script by its writes, which is what makes `TIME` allowed in a writing script. A caller may
+pass its own `now` instead (the tests do, to compare with `counters.py` at a known instant).
+Budget periods stay on the caller's clock: they must match the timestamps of the usage
+records the budgets are seeded from, which the callers write.
+
+Storage: a rate counter is one string key holding its arrival time, expiring when the counter
+is back to full (a missing key and a full counter are the same thing), so idle keys cost
+nothing. A budget counter is one key per (name, period) holding the spend; its existence means
+"seeded". It expires after `BUDGET_IDLE` seconds without a call, after which the next call
+loads the spend from the durable records again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from unigate.limits.backend import Demand
+
+PREFIX = "unigate:limit:"
+BUDGET_IDLE = 3600  # seconds: an idle budget counter is reloaded from the database after this
+
+# Shared by both scripts: the clock, and how numbers go back to Python.
+_COMMON = """
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+else
+  now = tonumber(ARGV[1])
+end
+local WINDOW = 60.0
+local EPS = 1e-9
+local function fmt(x) return string.format('%.17g', x) end
+local function keep_rate(key, tat)
+  if tat > now then
+    redis.call('SET', key, fmt(tat), 'PX', math.ceil((tat - now) * 1000) + 1000)
+  else
+    redis.call('DEL', key)
+  end
+end
+"""
+
+# KEYS: one per demand. ARGV: now ('' = Redis TIME), then per demand: kind ('r' or 'b'),
+# limit, amount. Replies: {'ok', now, value per demand ('' = not written)};
+# {'rate', index, wait, now, held arrival time}; {'budget', index, now};
+# {'unseeded', now, index, ...}. Indexes are 0-based, as Python's.
+TAKE = (
+    _COMMON
+    + """
+local values = {}
+local unseeded = {}
+for i = 1, #KEYS do
+  local kind, limit, amount = ARGV[3 * i - 1], tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  local held = redis.call('GET', KEYS[i])
+  if kind == 'r' then
+    local tat = tonumber(held) or 0.0
+    local interval = WINDOW / limit
+    local base = now
+    if tat > now then base = tat end
+    local new_tat = base + amount * interval
+    if new_tat - now <= WINDOW + EPS then
+      values[i] = new_tat
+    elseif amount * interval > WINDOW + EPS then
+      return {'rate', tostring(i - 1), 'inf', fmt(now), fmt(tat)}
+    else
+      return {'rate', tostring(i - 1), fmt(new_tat - WINDOW - now), fmt(now), fmt(tat)}
+    end
+  elseif held == false then
+    unseeded[#unseeded + 1] = tostring(i - 1)
+  else
+    local spent = tonumber(held)
+    if spent + amount <= limit + 1e-12 then
+      values[i] = spent + amount
+    else
+      return {'budget', tostring(i - 1), fmt(now)}
+    end
+  end
+end
+if #unseeded > 0 then
+  return {'unseeded', fmt(now), unpack(unseeded)}
+end
+local out = {'ok', fmt(now)}
+for i = 1, #KEYS do
+  local v = values[i]
+  if v == nil then
+    out[i + 2] = ''
+  elseif ARGV[3 * i - 1] == 'r' then
+    keep_rate(KEYS[i], v)
+    out[i + 2] = fmt(v)
+  else
+    redis.call('SET', KEYS[i], fmt(v), 'PX', BUDGET_IDLE_MS)
+    out[i + 2] = fmt(v)
+  end
+end
+return out
+""".replace("BUDGET_IDLE_MS", str(BUDGET_IDLE * 1000))
+)
+
+# KEYS: one per change; ARGV as TAKE's. A rate moves by `amount` units, never below now
+# (counters.rate_adjust); a budget moves only if it is seeded (a missing one is loaded from the
+# records, which already hold the call's real cost), never below 0, keeping its expiry.
+# Reply: {now, value per change ('' = untouched)}.
+ADJUST = (
+    _COMMON
+    + """
+local out = {fmt(now)}
+for i = 1, #KEYS do
+  local kind, limit, amount = ARGV[3 * i - 1], tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  local held = redis.call('GET', KEYS[i])
+  if kind == 'r' then
+    local tat = tonumber(held) or 0.0
+    local moved = now
+    if tat > now then moved = tat end
+    moved = moved + amount * (WINDOW / limit)
+    if moved < now then moved = now end
+    keep_rate(KEYS[i], moved)
+    out[i + 1] = fmt(moved)
+  elseif held ~= false then
+    local spent = tonumber(held) + amount
+    if spent < 0 then spent = 0.0 end
+    redis.call('SET', KEYS[i], fmt(spent), 'KEEPTTL')
+    out[i + 1] = fmt(spent)
+  else
+    out[i + 1] = ''
+  end
+end
+return out
+"""
+)
+
+TAKE_SHA = hashlib.sha1(TAKE.encode()).hexdigest()
+ADJUST_SHA = hashlib.sha1(ADJUST.encode()).hexdigest()
+
+
+def redis_key(demand: Demand) -> str:
+    """The Redis key of a demand's counter: a budget has one per period."""
+    if demand.kind == "rate":
+        return PREFIX + demand.name
+    return f"{PREFIX}{demand.name}:{demand.period}"
+
+
+def script_args(demands: Sequence[Demand], now: float | None = None) -> list[str]:
+    """KEYS followed by ARGV for `TAKE` or `ADJUST` (the form EVALSHA takes after numkeys)."""
+    keys = [redis_key(d) for d in demands]
+    args = ["" if now is None else repr(now)]
+    for d in demands:
+        args += ("r" if d.kind == "rate" else "b", repr(float(d.limit)), repr(float(d.amount)))
+    return keys + args
