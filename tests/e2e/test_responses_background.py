@@ -196,3 +196,40 @@ def test_another_process_fetches_and_cancels_it(up: Setup, tmp_path: Path) -> No
             time.sleep(0.05)
     up.slow.slow_seconds = 0.25
     assert up.client.responses.retrieve(accepted.id).status == "cancelled"
+
+
+def test_a_dead_workers_response_is_run_again_by_another_process(up: Setup, tmp_path: Path) -> None:
+    """kill -9 of the process running a background response: another process sharing the
+    database claims it when the lease lapses and runs it to completion."""
+    config = {
+        "sandbox": {"enabled": True},
+        "responses": {"background_lease_seconds": 3},
+        "providers": [{"name": "slow", "protocol": "openai", "base_url": up.slow.base_url, "api_key": "sk-s"}],
+        "models": [{"name": "slow-chat", "routes": [{"provider": "slow", "model": "gpt-slow"}]}],
+    }
+    database = f"sqlite:///{tmp_path / 'shared.db'}"
+    env = {"UNIGATE_DATABASE_URL": database}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = GatewayProcess(tmp_path / "a", config=config, env=env).start()
+    try:
+        key = first.create_key()
+        client = openai.OpenAI(base_url=first.base_url + "/v1", api_key=key, max_retries=0)
+        accepted = client.responses.create(model="slow-chat", input="Survive this", background=True)
+        deadline = time.monotonic() + 10
+        while client.responses.retrieve(accepted.id).status != "in_progress":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        first.kill()
+    killed = time.monotonic()
+    with GatewayProcess(tmp_path / "b", config=config, env=env) as second:
+        there = openai.OpenAI(base_url=second.base_url + "/v1", api_key=key, max_retries=0)
+        while (done := there.responses.retrieve(accepted.id)).status in ("queued", "in_progress"):
+            assert time.monotonic() - killed < 20, "no process took the response over"
+            time.sleep(0.1)
+        took = time.monotonic() - killed
+        print(f"background response completed {took:.1f} s after its worker was killed (lease 3 s)")
+        assert done.status == "completed"
+        assert done.output_text.split() == SLOW_WORDS.split()
+        assert "taken over" in second.log()

@@ -37,9 +37,7 @@ from unigate.translate.responses_stream import QUEUED_EVENTS
 log = logging.getLogger("unigate.responses")
 
 Json = dict[str, Any]
-LEASE_SECONDS = 30.0
-RENEW_SECONDS = 2.0
-PICKUP_EVERY = 5  # renewals between two looks for lapsed leases (10 s)
+RENEW_SECONDS = 2.0  # at most; a third of the lease when that is shorter
 FLUSH_SECONDS = 0.1  # a run's events are written in batches at most this far apart
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 
@@ -103,8 +101,12 @@ class BackgroundRunner:
         self.runs = BackgroundRuns(gw.engine)
         self.owner = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.tasks: dict[str, asyncio.Task[None]] = {}
-        self._renewals = 0
-        self._loop = Periodic("responses-background", self._step, RENEW_SECONDS)
+        self.lease_seconds = gw.config.responses.background_lease_seconds
+        # Lapsed leases are looked for every third of a lease: a dead worker's responses
+        # resume within about 1.3 leases.
+        self._pickup_every = self.lease_seconds / 3
+        self._last_pickup = 0.0
+        self._loop = Periodic("responses-background", self._step, min(RENEW_SECONDS, self._pickup_every))
 
     async def start(self) -> None:
         self._loop.start()
@@ -119,7 +121,7 @@ class BackgroundRunner:
         await self.runs.release(self.owner, [rid for rid, _ in running])
 
     def lease(self) -> tuple[str, float]:
-        return self.owner, time.time() + LEASE_SECONDS
+        return self.owner, time.time() + self.lease_seconds
 
     def launch(
         self, principal: Principal, payload: Json, accepted: Json, admitted: Admitted | None = None
@@ -209,17 +211,18 @@ class BackgroundRunner:
 
     async def _step(self) -> None:
         if self.tasks:
-            gone = await self.runs.renew(self.owner, list(self.tasks), time.time() + LEASE_SECONDS)
+            gone = await self.runs.renew(self.owner, list(self.tasks), time.time() + self.lease_seconds)
             for rid in gone:  # cancelled through another process
                 self.stop_local(rid)
-        self._renewals += 1
-        if self._renewals % PICKUP_EVERY == 1:
+        now = time.monotonic()
+        if now - self._last_pickup >= self._pickup_every:
+            self._last_pickup = now
             for run in await self.runs.due(time.time()):
                 if run.id not in self.tasks:
                     await self._take_over(run)
 
     async def _take_over(self, run: DueRun) -> None:
-        if not await self.runs.claim(run, self.owner, time.time() + LEASE_SECONDS, QUEUED_EVENTS):
+        if not await self.runs.claim(run, self.owner, time.time() + self.lease_seconds, QUEUED_EVENTS):
             return  # another worker was first
         accepted = {**run.body, "status": "queued"}
         principal = await self.gw.keys.get(run.key_id)
