@@ -135,6 +135,14 @@ class RedisDownConfig(_Strict):
     budgets: Literal["local", "closed"] = "closed"
 
 
+class RedisDownConfig(_Strict):
+    """What each kind of limit does while Redis (UNIGATE_REDIS_URL) cannot be reached: `local`
+    decides on this node's own counters, `closed` refuses with 503 (limits/redis_down.py)."""
+
+    rates: Literal["local", "closed"] = "local"
+    budgets: Literal["local", "closed"] = "closed"
+
+
 class LimitsConfig(_Strict):
     max_json_body: int = Field(default=20 * MiB, gt=0)
     max_audio_upload: int = Field(default=25 * MiB, gt=0)
@@ -145,6 +153,7 @@ class LimitsConfig(_Strict):
     # real count when it ends): what concurrent calls may overspend a budget by is what each
     # produces beyond this.
     budget_output_estimate: int = Field(default=1024, ge=0)
+    redis_down: RedisDownConfig = Field(default_factory=RedisDownConfig)
     redis_down: RedisDownConfig = Field(default_factory=RedisDownConfig)
 
 
