@@ -135,14 +135,6 @@ class RedisDownConfig(_Strict):
     budgets: Literal["local", "closed"] = "closed"
 
 
-class RedisDownConfig(_Strict):
-    """What each kind of limit does while Redis (UNIGATE_REDIS_URL) cannot be reached: `local`
-    decides on this node's own counters, `closed` refuses with 503 (limits/redis_down.py)."""
-
-    rates: Literal["local", "closed"] = "local"
-    budgets: Literal["local", "closed"] = "closed"
-
-
 class LimitsConfig(_Strict):
     max_json_body: int = Field(default=20 * MiB, gt=0)
     max_audio_upload: int = Field(default=25 * MiB, gt=0)
@@ -153,7 +145,6 @@ class LimitsConfig(_Strict):
     # real count when it ends): what concurrent calls may overspend a budget by is what each
     # produces beyond this.
     budget_output_estimate: int = Field(default=1024, ge=0)
-    redis_down: RedisDownConfig = Field(default_factory=RedisDownConfig)
     redis_down: RedisDownConfig = Field(default_factory=RedisDownConfig)
 
 
@@ -208,6 +199,9 @@ class ResponsesConfig(_Strict):
     """The Responses API's stored responses (`POST /v1/responses` with `store`, the default)."""
 
     retention_days: float = Field(default=30.0, ge=0, allow_inf_nan=False)  # 0: kept until deleted
+    # A background response's run holds a lease this long, renewed while it runs; one whose
+    # process died is run again by another after it lapses. Read at start.
+    background_lease_seconds: float = Field(default=30.0, ge=3, le=3600)
 
 
 class GatewayConfig(_Strict):
