@@ -1,5 +1,5 @@
-"""`unigate serve`, `unigate keys create|list|revoke`, `unigate usage` and `unigate --version`
-(a stable contract: users' scripts rely on it)."""
+"""`unigate serve`, `unigate keys create|list|revoke`, `unigate usage`, `unigate migrate` and
+`unigate --version` (a stable contract: users' scripts rely on it)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import typer
 
 import unigate
 from unigate.cli.keys import keys_app
+from unigate.cli.migrate import migrate
 from unigate.cli.serve import serve
 from unigate.cli.usage import usage
 
@@ -18,6 +19,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="unigate: a u
 app.add_typer(keys_app, name="keys")
 app.command()(serve)
 app.command()(usage)
+app.command()(migrate)
 
 
 def _version() -> str:

@@ -76,10 +76,27 @@ def _upgrade(conn: sa.Connection) -> None:
     command.upgrade(cfg, "head")
 
 
+# pg_advisory_xact_lock key for schema upgrades (any constant; "unigate" in ASCII).
+MIGRATION_LOCK = 0x756E6967617465
+
+
 async def migrate(engine: AsyncEngine) -> None:
-    """Bring the schema to the newest revision (idempotent, safe on every start)."""
+    """Bring the schema to the newest revision (idempotent, safe on every start).
+
+    On PostgreSQL, replicas starting together on a fresh database all ran the first migration
+    at once and all but one died on a duplicate CREATE TABLE; a transaction-scoped advisory
+    lock makes them take turns, and the later ones find the schema at head."""
     async with engine.begin() as conn:
+        if not is_sqlite(engine):
+            await conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         await conn.run_sync(_upgrade)
+
+
+async def shown_revision(engine: AsyncEngine) -> str:
+    """The schema's current Alembic revision, for `unigate migrate` to report."""
+    async with engine.connect() as conn:
+        row = (await conn.execute(sa.text("SELECT version_num FROM alembic_version"))).first()
+    return str(row[0]) if row else "(none)"
 
 
 async def ping(conn: AsyncConnection) -> None:
