@@ -37,4 +37,5 @@ fi
 echo "== ruff"; .venv/bin/ruff check src tests bench
 echo "== mypy"; .venv/bin/mypy
 echo "== pytest"
-exec .venv/bin/python -m pytest -p no:cacheprovider "$@"
+# The slowest tests are listed at the end, to keep the suite's time in view.
+exec .venv/bin/python -m pytest -p no:cacheprovider --durations=30 "$@"
