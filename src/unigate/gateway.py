@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.auth.cache import KeyCache
+from unigate.cluster.fanout import Fanout
 from unigate.config import GatewayConfig, load_config
 from unigate.limits.backend import Counters, LocalCounters, counters_path
 from unigate.limits.service import Limits
@@ -32,6 +33,7 @@ from unigate.routing.engine import Router
 from unigate.routing.health import RouteHealth
 from unigate.settings import Settings
 from unigate.store import db
+from unigate.store.changes import KEY, ChangeFeed, process_origin
 from unigate.store.keys import KeyStore
 from unigate.tasks.group_commit import GroupCommit
 from unigate.tasks.outbox import OutboxDeliverer
@@ -76,13 +78,17 @@ class Gateway:
     responses: ResponseStore  # the Responses API's stored responses
     response_retention: Retention
     redis: Redis | None  # UNIGATE_REDIS_URL's client (store/redis.py); None on a single node
+    fanout: Fanout  # key changes and config reloads, to and from every other worker and replica
     started: bool = field(default=False)
 
     @classmethod
     def build(cls, settings: Settings, config: GatewayConfig | None = None) -> Gateway:
         config = config or load_config(settings.config_path)
         engine = db.create_engine(settings.database_url)
-        keys = KeyStore(engine)
+        fanout = Fanout(ChangeFeed(engine), process_origin())
+        keys = KeyStore(engine, fanout.origin, announce=fanout.announce)
+        key_cache = KeyCache(keys)
+        fanout.listen(KEY, lambda change: key_cache.invalidate(change.key_hash))
         allow_private = settings.allow_private_webhooks or config.tasks.allow_private_webhooks
         sender = WebhookSender(allow_private)
 
@@ -126,7 +132,7 @@ class Gateway:
             config=config,
             engine=engine,
             keys=keys,
-            key_cache=KeyCache(keys),
+            key_cache=key_cache,
             limits=limits,
             usage=usage,
             request_log=RequestLog(engine),
@@ -144,6 +150,7 @@ class Gateway:
             tracing=tracing,
             metrics_token_digest=_digest(settings.metrics_token) if settings.metrics_token else None,
             responses=responses,
+            fanout=fanout,
             # Read at each purge, so a config reload applies it.
             response_retention=Retention(responses, lambda: gateway.config.responses.retention_days),
             redis=redis,
@@ -178,7 +185,7 @@ class Gateway:
             await db.migrate(self.engine)
         for provider in self.providers.values():
             await provider.start()
-        await self.key_cache.start()
+        await self.fanout.start(self.redis)
         await self.usage.start()
         await self.request_log.start()
         await self.tasks.writer.start()
@@ -196,7 +203,7 @@ class Gateway:
         await self.poller.stop()
         await self.outbox.stop()
         await self.tasks.writer.stop()
-        await self.key_cache.stop()
+        await self.fanout.stop()
         self.tasks.store.close()
         for provider in self.providers.values():
             await provider.aclose()

@@ -13,9 +13,10 @@ objects) it resolved. A provider whose settings are unchanged is reused with its
 one the new file drops or changes is closed once none of its connections is in use, at the
 latest after its longest timeout.
 
-Every worker of a serve applies it: the supervisor passes SIGHUP on to each worker
-(cli/supervisor.py), and a worker that reloaded through the admin API writes a token file in
-the data directory that the others check twice a second.
+SIGHUP reloads every worker of one serve: the supervisor passes it on to each worker
+(cli/supervisor.py). `POST /admin/reload` reloads every worker of every replica sharing the
+database: the worker it reached appends a reload to the change feed and announces it
+(cluster/fanout.py), and each other worker re-reads its own config file within a second.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
@@ -35,17 +36,16 @@ from pydantic import BaseModel
 from unigate.background import Periodic
 from unigate.config import ConfigError, GatewayConfig, load_config
 from unigate.errors import GatewayError, InvalidRequest
-from unigate.owner_only import write_private
 from unigate.providers.base import Provider
 from unigate.providers.registry import build_provider
+from unigate.store import changes
 
 if TYPE_CHECKING:
     from unigate.gateway import Gateway
 
 log = logging.getLogger("unigate.config")
 
-TOKEN_FILE = "config-reload"  # in the data dir: one worker's admin reload, told to the others
-WATCH_SECONDS = 0.5
+WATCH_SECONDS = 0.5  # how often dropped providers are looked at
 # A dropped provider seen idle this long after the swap is closed: a request that resolved it
 # just before may not have taken a connection yet.
 SETTLE_SECONDS = 1.0
@@ -125,7 +125,8 @@ class _Retired:
 
 
 class ConfigReloader:
-    """One per worker: reloads on SIGHUP, on the admin API and on another worker's token."""
+    """One per worker: reloads on SIGHUP, on the admin API, and when another worker or replica
+    was asked to by the admin API (the change feed says so)."""
 
     def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
@@ -134,10 +135,8 @@ class ConfigReloader:
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._mask: set[int | signal.Signals] = set()
-        self._token = gateway.settings.data_dir / TOKEN_FILE
-        self._seen = b""
-        self._seen = self._read_token()  # this worker's config was read after it
         self._watch = Periodic("config-reload", self._step, WATCH_SECONDS)
+        gateway.fanout.listen(changes.CONFIG, self._on_fanout)
 
     async def start(self) -> None:
         self._install_signal()
@@ -153,13 +152,14 @@ class ConfigReloader:
 
     async def reload(self, source: str, announce: bool = False) -> Report:
         """Read the file and apply it, or raise InvalidRequest with its error (the running
-        configuration stays). `announce`: tell the serve's other workers to reload too."""
+        configuration stays). `announce`: tell every other worker of every replica to reload
+        its own file too (only after this one loaded: a broken file is not spread)."""
         async with self._lock:
             report = await self._reload()
             log.info("config reloaded (%s, pid %d): %s", source, os.getpid(), report.summary())
-            if announce:
-                self._announce()
-            return report
+        if announce:
+            await self.gw.fanout.announce_reload()
+        return report
 
     async def _reload(self) -> Report:
         gw = self.gw
@@ -192,32 +192,12 @@ class ConfigReloader:
                 self._retired.append(_Retired(provider, now, now + grace))
         return report
 
-    # -- other workers --
+    # -- other workers and replicas --
 
-    def _announce(self) -> None:
-        token = f"{os.getpid()}-{time.time_ns()}".encode()
-        tmp = self._token.with_name(f".{TOKEN_FILE}.{os.getpid()}")
-        try:
-            write_private(tmp, token.decode())
-            os.replace(tmp, self._token)  # atomic: a reader sees the old token or the new one
-        except OSError as exc:
-            log.error("could not tell the other workers to reload (%s): %s", self._token, exc)
-            return
-        self._seen = token  # no await since the write: this worker's watcher never sees it as new
-
-    def _read_token(self) -> bytes:
-        try:
-            return self._token.read_bytes()
-        except FileNotFoundError:
-            return b""
-        except OSError:
-            return self._seen
+    def _on_fanout(self, change: changes.Change) -> None:
+        self._spawn(self._reload_logged(f"POST /admin/reload at {change.origin}"))
 
     async def _step(self) -> None:
-        token = self._read_token()
-        if token != self._seen:
-            self._seen = token
-            await self._reload_logged("another worker's POST /admin/reload")
         await self._close_retired(force=False)
 
     async def _reload_logged(self, source: str) -> None:
@@ -251,7 +231,10 @@ class ConfigReloader:
         self._loop = None
 
     def _on_sighup(self) -> None:
-        task = asyncio.get_running_loop().create_task(self._reload_logged("SIGHUP"))
+        self._spawn(self._reload_logged("SIGHUP"))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

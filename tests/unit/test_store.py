@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from unigate.auth.cache import KeyCache
 from unigate.auth.keys import hash_key, is_well_formed
 from unigate.store import db
+from unigate.store.changes import ChangeFeed
 from unigate.store.keys import KeyStore
 from unigate.usage import query as usage_query
 from unigate.usage.query import UsageQuery
@@ -57,19 +58,19 @@ def test_key_lifecycle_and_change_feed(database_url: str) -> None:
         assert fetched.models == ("gpt-*",) and fetched.families == ("text",) and fetched.rpm == 5
         assert fetched.webhook_secret.startswith("whsec_")
         assert [p.key_id for p in await store.list_all()] == [rec.key_id]
-        seq0 = await store.latest_change()
+        feed = ChangeFeed(engine)
+        seq0 = await feed.latest()
         cache = KeyCache(store)
-        await cache.start()
         assert await cache.lookup(hash_key(plain)) is not None
         revoked = await store.revoke(rec.key_id)
         assert revoked is not None and revoked.revoked_at is not None
-        seq1, hashes = await store.changes_since(seq0)
-        assert seq1 > seq0 and hashes == [hash_key(plain)]
-        await cache.refresh()
+        found = await feed.since(seq0)
+        assert [(c.kind, c.key_id, c.key_hash) for c in found] == [("key", rec.key_id, hash_key(plain))]
+        assert found[0].seq > seq0
+        cache.invalidate(found[0].key_hash)  # what the fan-out does with it
         again = await cache.lookup(hash_key(plain))
         assert again is not None and again.revoked_at is not None
         assert await store.revoke("key_missing") is None
-        await cache.stop()
         await engine.dispose()
 
     asyncio.run(run())

@@ -1,4 +1,4 @@
-"""Liveness and readiness."""
+"""Liveness and readiness (readiness.py: what each dependency's state does to it)."""
 
 from __future__ import annotations
 
@@ -6,21 +6,18 @@ from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.gateway import Gateway
-from unigate.store.db import ping
+from unigate.readiness import Readiness
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
     async def healthz(request: Request, _: Principal | None) -> None:
         await send_json(request.send, 200, {"status": "ok"})
 
+    readiness = Readiness(gw.engine, gw.redis)
+
     async def readyz(request: Request, _: Principal | None) -> None:
-        try:
-            async with gw.engine.connect() as conn:
-                await ping(conn)
-        except Exception:
-            await send_json(request.send, 503, {"status": "unavailable", "database": "unreachable"})
-            return
-        await send_json(request.send, 200, {"status": "ready", "database": "ok"})
+        status, body = await readiness.report()
+        await send_json(request.send, status, body)
 
     return [
         Endpoint("GET", "/healthz", healthz, auth="none"),

@@ -1,7 +1,8 @@
 """In-process key cache: the request hot path reads keys from here and never waits on the
-database for a known key. Invalidation: immediately on a local revoke, and within
-`poll_interval` for revokes made by other processes (CLI, other workers, other replicas)
-through the `key_events` change feed."""
+database for a known key. Invalidation: at once for a change made by this worker (the admin API
+calls `invalidate`), and for changes made anywhere else (CLI, other workers, other replicas)
+when the change feed says so (cluster/fanout.py calls `invalidate`: within a second through
+Redis, or at its next check of the database)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import logging
 import time
 
 from unigate.auth.principal import Principal
-from unigate.background import Periodic
 from unigate.store.keys import KeyStore
 
 log = logging.getLogger("unigate.auth")
@@ -19,12 +19,13 @@ _MAX_NEGATIVE = 10_000
 
 
 class KeyCache:
-    def __init__(self, store: KeyStore, poll_interval: float = 0.5) -> None:
+    def __init__(self, store: KeyStore) -> None:
         self._store = store
         self._known: dict[str, Principal] = {}
         self._unknown: dict[str, float] = {}  # hash -> time until which a miss is remembered
-        self._seq = 0
-        self._loop = Periodic("key-cache-watch", self._poll, poll_interval)
+        # Bumped by every invalidation: a lookup whose database read overlapped one does not
+        # cache what it read (it may predate the change, and nothing would evict it later).
+        self._generation = 0
 
     def peek(self, key_hash: str) -> Principal | None:
         """Cache-only lookup: the hot path for every known key."""
@@ -37,7 +38,10 @@ class KeyCache:
         now = time.monotonic()
         if self._unknown.get(key_hash, 0.0) > now:
             return None
+        generation = self._generation
         found = await self._store.by_hash(key_hash)
+        if generation != self._generation:
+            return found  # this request's answer; the next lookup reads again
         if found is None:
             if len(self._unknown) >= _MAX_NEGATIVE:
                 self._unknown.clear()
@@ -47,24 +51,11 @@ class KeyCache:
         return found
 
     def invalidate(self, key_hash: str) -> None:
+        self._generation += 1
         self._known.pop(key_hash, None)
         self._unknown.pop(key_hash, None)
 
     def forget_misses(self) -> None:
         """A key was just created here: make sure an earlier miss is not remembered."""
+        self._generation += 1
         self._unknown.clear()
-
-    async def start(self) -> None:
-        self._seq = await self._store.latest_change()
-        self._loop.start()
-
-    async def stop(self) -> None:
-        await self._loop.stop()
-
-    async def refresh(self) -> None:
-        self._seq, hashes = await self._store.changes_since(self._seq)
-        for key_hash in hashes:
-            self.invalidate(key_hash)
-
-    async def _poll(self) -> None:
-        await self.refresh()

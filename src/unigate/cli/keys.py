@@ -20,9 +20,11 @@ from unigate.cli.serve import ConfigOpt, settings_for
 from unigate.cli.startup import StartupError, debug_wanted, report, with_database
 from unigate.config import Family
 from unigate.settings import Settings
+from unigate.store.changes import process_origin
 from unigate.store.keys import KeyStore
 
 if TYPE_CHECKING:
+    from redis.asyncio import Redis
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 keys_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke API keys.")
@@ -57,13 +59,45 @@ def database_url(settings: Settings) -> str:
 
 
 def _with_store(config: Path | None, work: Callable[[KeyStore], Awaitable[T]]) -> T:
+    settings = settings_for(config)
+
     async def run(engine: AsyncEngine) -> T:
-        return await work(KeyStore(engine))
+        if not settings.redis_url:
+            # Running gateways find the change in the database within half a second.
+            return await work(KeyStore(engine, process_origin("cli")))
+        from unigate.store.redis import connect  # only when scaled out
+
+        redis = connect(settings.redis_url)
+        try:
+            return await work(KeyStore(engine, process_origin("cli"), announce=_publisher(redis)))
+        finally:
+            await redis.aclose()
 
     try:
-        return with_database(database_url(settings_for(config)), run)
+        return with_database(database_url(settings), run)
     except StartupError as exc:
         report(exc, debug_wanted())
+
+
+def _publisher(redis: Redis) -> Callable[[int], Awaitable[None]]:
+    """Announces a change to the running gateways through Redis, as the admin API does. When
+    Redis cannot take it the change still stands: the gateways read it from the database."""
+    from unigate.cluster.channel import RedisChannel
+    from unigate.cluster.fanout import SUBSCRIBED_CHECK
+
+    channel, origin = RedisChannel(redis), process_origin("cli")
+
+    async def publish(seq: int) -> None:
+        try:
+            await channel.publish(seq, origin)
+        except Exception as exc:  # RedisError, OSError, TimeoutError
+            print(
+                f"note: could not tell the running gateways through Redis ({type(exc).__name__}: {exc}); "
+                f"they apply the change at their next database check, within {SUBSCRIBED_CHECK:.0f} s",
+                file=sys.stderr,
+            )
+
+    return publish
 
 
 def _spec(
@@ -221,7 +255,8 @@ def _printable(text: str, limit: int = 120) -> str:
 def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The key id (key_...).")], config: ConfigOpt = None
 ) -> None:
-    """Revoke a key; running gateways stop accepting it within a second."""
+    """Revoke a key; running gateways stop accepting it within a second (UNIGATE_REDIS_URL: the
+    same Redis as theirs, to tell them at once)."""
 
     async def work(store: KeyStore) -> Principal | None:
         return await store.revoke(key_id)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import orjson
-import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.auth import keys as keyfmt
 from unigate.auth.principal import Principal
-from unigate.store.schema import api_keys, key_events
+from unigate.store import changes as feed
+from unigate.store.changes import process_origin
+from unigate.store.schema import api_keys
 
 PERIODS = ("daily", "monthly", "total")  # of a key's budget
 
@@ -51,9 +52,23 @@ def _row_to_principal(row: Any) -> Principal:
     )
 
 
+Announce = Callable[[int], Awaitable[None]]  # told the change feed's new seq after a commit
+
+
 class KeyStore:
-    def __init__(self, engine: AsyncEngine) -> None:
+    """Every change to a key also appends to the change feed (store/changes.py) in the same
+    transaction, and is then announced (cluster/fanout.py publishes it to every replica)."""
+
+    def __init__(
+        self, engine: AsyncEngine, origin: str | None = None, announce: Announce | None = None
+    ) -> None:
         self._engine = engine
+        self._origin = origin or process_origin()
+        self._announce = announce
+
+    async def _announced(self, seq: int | None) -> None:
+        if seq is not None and self._announce is not None:
+            await self._announce(seq)
 
     async def create(
         self,
@@ -84,8 +99,12 @@ class KeyStore:
             "created_at": time.time(),
             "webhook_secret": keyfmt.new_webhook_secret(),
         }
+        key_id, key_hash = str(values["id"]), str(values["key_hash"])
         async with self._engine.begin() as conn:
             await conn.execute(api_keys.insert().values(**values))
+            # Announced too: a process that remembered this hash as unknown forgets it.
+            seq = await feed.append(conn, feed.KEY, self._origin, key_id, key_hash)
+        await self._announced(seq)
         return plain, _row_to_principal(_Obj(values))
 
     async def by_hash(self, key_hash: str) -> Principal | None:
@@ -106,13 +125,15 @@ class KeyStore:
     async def revoke(self, key_id: str) -> Principal | None:
         """Mark revoked and append to the change feed in one transaction."""
         now = time.time()
+        seq = None
         async with self._engine.begin() as conn:
             row = (await conn.execute(api_keys.select().where(api_keys.c.id == key_id))).first()
             if row is None:
                 return None
             if row.revoked_at is None:
                 await conn.execute(api_keys.update().where(api_keys.c.id == key_id).values(revoked_at=now))
-                await conn.execute(key_events.insert().values(key_id=key_id, key_hash=row.key_hash, at=now))
+                seq = await feed.append(conn, feed.KEY, self._origin, key_id, row.key_hash)
+        await self._announced(seq)
         return await self.get(key_id)
 
     async def update(self, key_id: str, changes: dict[str, Any]) -> Principal | None:
@@ -122,34 +143,16 @@ class KeyStore:
         for name in ("models", "families"):
             if name in values:
                 values[name] = orjson.dumps(list(values[name])).decode()
-        now = time.time()
+        seq = None
         async with self._engine.begin() as conn:
             row = (await conn.execute(api_keys.select().where(api_keys.c.id == key_id))).first()
             if row is None:
                 return None
             if values:
                 await conn.execute(api_keys.update().where(api_keys.c.id == key_id).values(**values))
-                await conn.execute(key_events.insert().values(key_id=key_id, key_hash=row.key_hash, at=now))
+                seq = await feed.append(conn, feed.KEY, self._origin, key_id, row.key_hash)
+        await self._announced(seq)
         return await self.get(key_id)
-
-    async def changes_since(self, seq: int) -> tuple[int, list[str]]:
-        """Key hashes changed after `seq`, and the newest seq seen."""
-        async with self._engine.connect() as conn:
-            rows = (
-                await conn.execute(
-                    sa.select(key_events.c.seq, key_events.c.key_hash)
-                    .where(key_events.c.seq > seq)
-                    .order_by(key_events.c.seq)
-                )
-            ).all()
-        if not rows:
-            return seq, []
-        return rows[-1].seq, [r.key_hash for r in rows]
-
-    async def latest_change(self) -> int:
-        async with self._engine.connect() as conn:
-            value = (await conn.execute(sa.select(sa.func.max(key_events.c.seq)))).scalar()
-        return int(value or 0)
 
 
 class _Obj:

@@ -25,7 +25,8 @@ api_keys = sa.Table(
     sa.Column("webhook_secret", sa.String(80), nullable=False),
 )
 
-# Append-only feed of key changes; every process polls it to evict cached keys.
+# Append-only change feed (store/changes.py): key changes, whose cached copies every process
+# drops, and config reloads, which every process applies (cluster/fanout.py reads it).
 key_events = sa.Table(
     "key_events",
     metadata,
@@ -33,6 +34,8 @@ key_events = sa.Table(
     sa.Column("key_id", sa.String(40), nullable=False),
     sa.Column("key_hash", sa.String(64), nullable=False),
     sa.Column("at", sa.Float, nullable=False),
+    sa.Column("kind", sa.String(10), nullable=False, server_default="key"),  # key | config
+    sa.Column("origin", sa.String(120), nullable=False, server_default=""),  # the worker that wrote it
 )
 
 usage_records = sa.Table(
