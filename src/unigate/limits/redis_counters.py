@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
 
 from unigate.limits.backend import Demand, LocalCounters, Refusal
@@ -184,6 +185,9 @@ class RedisCounters:
         """Redis answers again: send what waited before any new admission, so a budget
         seeded afresh is not then corrected for calls its seed already counts."""
         self._view.clear()  # Redis may have restarted empty; the next replies refill it
+        # Idle pooled connections predate the outage and are likely dead: drop them rather
+        # than let each fail one call (the ones in use by others are theirs to handle).
+        await self.redis.connection_pool.disconnect(inuse_connections=False)
         await self._flush()
 
     # -- headers -------------------------------------------------------------------------
@@ -197,6 +201,15 @@ class RedisCounters:
     # -- plumbing ------------------------------------------------------------------------
 
     async def _run(self, sha: str, source: str, keys_and_args: list[str]) -> Any:
+        try:
+            return await self._script(sha, source, keys_and_args)
+        except RedisConnectionError:
+            # A pooled connection the server closed (a Redis restart, an idle timeout) fails
+            # once and is dropped by redis-py; one retry on a fresh connection tells a dead
+            # connection from a dead Redis (refused at once when Redis is down).
+            return await self._script(sha, source, keys_and_args)
+
+    async def _script(self, sha: str, source: str, keys_and_args: list[str]) -> Any:
         numkeys = len(keys_and_args) // 4  # script_args: per demand one key and three args, plus now
         try:
             return await self.redis.evalsha(sha, numkeys, *keys_and_args)

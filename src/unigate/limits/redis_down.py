@@ -18,9 +18,9 @@ each call, so a reload applies it):
 One WARNING line when a process switches to its fallback and one INFO line when it is back,
 never a line per request; `unigate_limit_backend_fallbacks_total` counts the switches and
 `unigate_limit_backend_degraded` is the number of worker processes on their fallback now.
-While down, no call waits on Redis: a probe (PING, backoff 0.25 s doubling to 2 s) runs in
+While down, no call waits on Redis: a probe (PING, backoff 0.25 s doubling to 1 s) runs in
 the background and the first call after it succeeds uses Redis again, so limits are global
-again within about two seconds of Redis answering.
+again within about a second of Redis answering.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ log = logging.getLogger("unigate.limits")
 
 RedisDownPolicy = RedisDownConfig
 PROBE_FIRST = 0.25
-PROBE_MAX = 2.0
+PROBE_MAX = 1.0
 
 
 class Outage:
