@@ -1,6 +1,6 @@
 """unigate's own per-request cost, measured in process: no sockets, no upstream, no server.
 
-    .venv/bin/python bench/overhead.py [--requests 20000] [--otel]
+    .venv/bin/python bench/overhead.py [--requests 20000] [--otel] [--responses]
 
 Builds the real ASGI app on a fresh SQLite data dir (rate-limited key, usage accounting on),
 replaces the upstream call of the chat route with a canned reply, and drives
@@ -11,6 +11,8 @@ A raw ASGI app that reads the body and answers the same bytes is timed the same 
 floor. Deterministic enough (no network, one thread) to compare two versions of the code
 where the wrk benchmark's machine noise hides a 20 µs change. Metrics are always on; `--otel`
 turns tracing on, exporting every call's span to an OTLP sink in another process.
+`--responses` also times `POST /v1/responses` on the same route (translated to the canned chat
+reply and back), unstored and stored (the row written before the answer is sent).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ REPLY = (
     b'"usage":{"prompt_tokens":9,"completion_tokens":9,"total_tokens":18}}'
 )
 BODY = orjson.dumps({"model": "bench-chat", "messages": [{"role": "user", "content": "hello"}]})
+RESPONSES_BODY = orjson.dumps({"model": "bench-chat", "input": "hello", "store": False})
+STORED_BODY = orjson.dumps({"model": "bench-chat", "input": "hello"})
 
 
 def _scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
@@ -92,20 +96,20 @@ async def _floor(
     await send({"type": "http.response.body", "body": REPLY})
 
 
-async def _time(app: App, scope: dict[str, Any], count: int) -> float:
+async def _time(app: App, scope: dict[str, Any], count: int, body: bytes = BODY) -> float:
     """Median µs per request over five batches."""
     batches = []
     for _ in range(5):
         start = time.perf_counter()
         for _ in range(count // 5):
-            status, _ = await _call(app, scope, BODY)
+            status, _ = await _call(app, scope, body)
             if status != 200:
                 raise SystemExit(f"HTTP {status}")
         batches.append((time.perf_counter() - start) / (count // 5) * 1e6)
     return statistics.median(batches)
 
 
-async def main(count: int) -> None:
+async def main(count: int, responses: bool = False) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="unigate-overhead-"))
     config = {
         "providers": [
@@ -164,6 +168,13 @@ async def main(count: int) -> None:
     print(f"raw ASGI floor: {floor:.1f} us/request")
     print(f"unigate (upstream call replaced by a canned reply): {gateway:.1f} us/request")
     print(f"unigate's own cost: {gateway - floor:.1f} us/request")
+    if responses:
+        rscope = _scope("POST", "/v1/responses", headers)
+        await _time(app, rscope, 1000, RESPONSES_BODY)  # warm-up
+        unstored = await _time(app, rscope, count, RESPONSES_BODY)
+        stored = await _time(app, rscope, max(count // 10, 500), STORED_BODY)
+        print(f"POST /v1/responses, unstored: {unstored:.1f} us/request ({unstored - gateway:+.1f} vs chat)")
+        print(f"POST /v1/responses, stored: {stored:.1f} us/request ({stored - gateway:+.1f} vs chat)")
     imported = any(name.startswith("opentelemetry") for name in sys.modules)
     print(f"tracing {'on' if app.gateway.tracing else 'off'}; opentelemetry imported: {imported}")
     await startup.put({"type": "lifespan.shutdown"})
@@ -201,13 +212,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--otel", action="store_true", help="tracing on, spans exported to a local sink")
+    parser.add_argument("--responses", action="store_true", help="also time POST /v1/responses")
     args = parser.parse_args()
     import uvloop
 
     sink = _otlp_sink() if args.otel else None
     uvloop.install()
     try:
-        asyncio.run(main(args.requests))
+        asyncio.run(main(args.requests, args.responses))
     finally:
         if sink is not None:
             sink.terminate()
