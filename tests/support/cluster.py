@@ -147,11 +147,20 @@ class GatewayCluster:
         self.redis.start()
 
     # -- admin -------------------------------------------------------------------------------
-    def replica_of(self, result: HTTPResult) -> int:
+    def replica_of(self, response: HTTPResult | Any) -> int:
         """Which replica served a response that came through nginx (its X-Upstream header, the
-        last address nginx tried); -1 if none did."""
-        addr = result.headers.get(UPSTREAM_HEADER.lower(), "").split(",")[-1].strip()
+        last address nginx tried); -1 if none did. Takes an HTTPResult or anything with
+        `.headers` (an httpx response, the openai SDK's raw response)."""
+        addr = str(response.headers.get(UPSTREAM_HEADER.lower(), "")).split(",")[-1].strip()
         return next((i for i, r in enumerate(self.replicas) if addr == f"127.0.0.1:{r.port}"), -1)
+
+    def pids(self, i: int) -> list[int]:
+        """Replica i's processes: its supervisor, then its workers (what a task lease's owner
+        starts with: tasks/poller.py names owners `<pid>-<random>`)."""
+        proc = self.replicas[i].proc
+        if proc is None or proc.poll() is not None:
+            return []
+        return [proc.pid, *_descendants(proc.pid)]
 
     def admin(
         self, method: str, path: str, body: dict[str, Any] | None = None, replica: int | None = None

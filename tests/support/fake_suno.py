@@ -47,6 +47,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from tests.support.fake_tasks import most_in_a_round
 from tests.support.loopback import LoopbackServer
 from tests.support.net import free_port
 
@@ -96,6 +97,7 @@ class FakeTask:
     fetches: int = 0
     manual_stage: int = 0
     served: list[str] = field(default_factory=list)  # the stage shown by each fetch
+    fetched_at: list[float] = field(default_factory=list)  # when each fetch arrived (monotonic)
 
 
 @dataclass
@@ -195,6 +197,12 @@ class FakeSuno(LoopbackServer):
     def clip_ids(self, task_id: str) -> list[str]:
         with self._lock:
             return list(self._tasks[task_id].clip_ids)
+
+    def polls_per_round(self, gap: float) -> dict[str, int]:
+        """The most fetches each task got in one round (fake_tasks.most_in_a_round): 1 when
+        only one poller at a time polls it."""
+        with self._lock:
+            return {t.id: most_in_a_round(t.fetched_at, gap) for t in self._tasks.values() if t.fetched_at}
 
     def in_flight(self) -> int:
         with self._lock:
@@ -309,6 +317,7 @@ class FakeSuno(LoopbackServer):
     def _next_stage(self, task: FakeTask) -> str:
         """Count one more fetch of `task` and the stage it shows (call under the lock)."""
         task.fetches += 1
+        task.fetched_at.append(time.monotonic())
         if task.manual:
             index = task.manual_stage
         elif self.stage_seconds:

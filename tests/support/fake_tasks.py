@@ -90,6 +90,7 @@ class Call:
     fields: dict[str, list[str]] = field(default_factory=dict)  # form fields of a submit
     files: dict[str, list[FileInfo]] = field(default_factory=dict)  # uploaded files of a submit
     note: str = ""  # e.g. why the credentials were refused
+    at: float = field(default_factory=time.monotonic)  # when it arrived
 
     def params(self) -> dict[str, Any]:
         """The submit's parameters: the first value of each form field, then a JSON object's keys."""
@@ -121,6 +122,20 @@ class Job:
     @property
     def stage(self) -> str:
         return self.stages[self.index]
+
+
+def most_in_a_round(times: list[float], gap: float) -> int:
+    """The most polls of one job that fell into one round: polls closer than `gap` seconds to
+    the previous one belong to its round. A poller waits at least the task's poll interval
+    between two polls of it, so with `gap` below that interval two polls in one round mean two
+    pollers polled the job at once."""
+    most = run = 0
+    last = None
+    for at in sorted(times):
+        run = run + 1 if last is not None and at - last < gap else 1
+        most = max(most, run)
+        last = at
+    return most
 
 
 class BodyError(ValueError):
@@ -211,6 +226,15 @@ class FakeTaskUpstream(LoopbackServer):
 
     def downloads(self) -> list[Call]:
         return [c for c in self.calls() if c.kind == "download"]
+
+    def polls_per_round(self, gap: float) -> dict[str, int]:
+        """The most polls each job got in one round (see `most_in_a_round`): 1 when only one
+        poller at a time polls it."""
+        times: dict[str, list[float]] = {}
+        for call in self.polls():
+            if call.job_id is not None:
+                times.setdefault(call.job_id, []).append(call.at)
+        return {job_id: most_in_a_round(at, gap) for job_id, at in times.items()}
 
     @property
     def jobs(self) -> dict[str, Job]:
