@@ -72,7 +72,12 @@ class Readiness:
 
     async def _ping_redis(self) -> None:
         assert self._redis is not None
-        await self._redis.ping()
+        try:
+            await self._redis.ping()
+        except Exception:
+            # A connection pooled before Redis restarted fails once, at its first use; a
+            # second failure is Redis itself.
+            await self._redis.ping()
 
     async def report(self) -> tuple[int, dict[str, Any]]:
         """(HTTP status, body): 200 when the database answers, 503 when it does not."""

@@ -10,13 +10,13 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
+from tests.support.redis import RedisServer, redis_server
 from unigate.cluster import fanout as fanout_module
 from unigate.cluster.fanout import ALONE_CHECK, Fanout
 from unigate.store import changes, db
 from unigate.store.changes import Change, ChangeFeed, process_origin
 from unigate.store.keys import KeyStore
 from unigate.store.redis import connect
-from tests.support.redis import RedisServer, redis_server
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +81,9 @@ def test_a_revocation_reaches_a_subscribed_worker_at_once(database_url: str, red
         await asyncio.sleep(0.1)  # the resubscription's own feed read is done
         _, record = await store.create("k")
         await b.applied(record.key_id, 2)  # creation is announced too (a remembered miss goes)
+        b.keys.clear()
         started = time.monotonic()
         await store.revoke(record.key_id)
-        b.keys.clear()
         at = await b.applied(record.key_id, 2)
         # The database check runs every 5 s while subscribed: this fast, only Redis can have told it.
         assert at - started < 0.3
@@ -101,6 +101,8 @@ def test_a_missed_message_is_caught_by_the_database_check(
         await _until(lambda: b.fanout.subscribed, 5)
         silent = KeyStore(store._engine)  # writes without announcing: the message is "lost"
         _, record = await silent.create("k")
+        await b.applied(record.key_id, 3)
+        b.keys.clear()
         started = time.monotonic()
         await silent.revoke(record.key_id)
         at = await b.applied(record.key_id, 3)
@@ -150,18 +152,20 @@ def test_the_subscriber_reconnects_by_itself(postgres_url: str, redis: RedisServ
             await _until(lambda: not b.fanout.subscribed, 5)
             assert b.fanout.check_interval() == ALONE_CHECK  # the database is the path meanwhile
             _, record = await store.create("while-down")  # its publish fails; logged, not raised
+            await b.applied(record.key_id, 2)
+            b.keys.clear()
             started = time.monotonic()
             await store.revoke(record.key_id)
-            b.keys.clear()
             assert await b.applied(record.key_id, 2) - started <= ALONE_CHECK + 0.3
         finally:
             redis.start()
         await _until(lambda: b.fanout.subscribed, 5)  # backoff at most 2 s
         await asyncio.sleep(0.1)
         _, record = await store.create("after")
+        await b.applied(record.key_id, 2)
+        b.keys.clear()
         started = time.monotonic()
         await store.revoke(record.key_id)
-        b.keys.clear()
         assert await b.applied(record.key_id, 2) - started < 0.3
 
     _run(postgres_url, redis.url, body)

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
 
 CHANNEL = b"unigate:changes"
 # First wait before reconnecting, doubled per failure up to the cap: a Redis that comes back is
-# noticed within the cap, and a down one costs a connection attempt every 2 s per worker.
+# noticed within the cap, and a down one costs a refused connection a second per worker.
 BACKOFF_FIRST = 0.1
-BACKOFF_MAX = 2.0
+BACKOFF_MAX = 1.0
 # One read's wait for a message; the loop goes round so that a stop is noticed.
 READ_SECONDS = 1.0
 PUBLISH_SECONDS = 1.0  # the client's own timeouts are shorter; this bounds the whole call
@@ -45,7 +45,12 @@ class RedisChannel:
         """Raises (RedisError, OSError, TimeoutError) when Redis cannot take it."""
         message = orjson.dumps({"seq": seq, "origin": origin})
         async with asyncio.timeout(PUBLISH_SECONDS):
-            await self._redis.publish(CHANNEL, message)
+            try:
+                await self._redis.publish(CHANNEL, message)
+            except (RedisError, OSError):
+                # A connection pooled before Redis restarted fails at its first use; a second
+                # failure is Redis itself. (A message sent twice costs a receiver one read.)
+                await self._redis.publish(CHANNEL, message)
 
     async def ping(self) -> None:
         async with asyncio.timeout(PUBLISH_SECONDS):

@@ -206,6 +206,9 @@ class Fanout:
                 why,
                 ALONE_CHECK,
             )
+            # The checker may be in a 5-second wait: cut it short so the shorter interval
+            # applies from now on.
+            self._wake_for("database check")
 
     def _wake_for(self, why: str) -> None:
         if not self._wake.is_set():

@@ -167,9 +167,11 @@ def _admin() -> list[Operation]:
             {"200": json_response("Applied; what changed.", ref("ConfigReload"))},
             description=(
                 "Reads the YAML config file again and applies its providers, models (routes, prices, "
-                "limits), routing and defaults to new requests, on every worker within a second; "
-                "requests under way finish as they started. A file that does not load is a 400 "
-                "`invalid_config` with its error, and the running configuration stays."
+                "limits), routing and defaults to new requests; every other worker of every replica "
+                "on the same database re-reads its own copy of the file within a second. Requests "
+                "under way finish as they started. A file that does not load is a 400 "
+                "`invalid_config` with its error, the running configuration stays, and nothing is "
+                "sent to the other workers."
             ),
         ),
         Operation(
@@ -228,7 +230,19 @@ def _media() -> list[Operation]:
 
 
 def _public() -> list[Operation]:
-    ready = obj({"status": string(), "database": string()}, ["status", "database"])
+    ready = obj(
+        {
+            "status": enum("ready", "unavailable"),
+            "database": enum("ok", "unreachable", description="The database (SQLite or PostgreSQL)."),
+            "redis": enum(
+                "ok",
+                "unreachable",
+                "not configured",
+                description="UNIGATE_REDIS_URL's Redis; unreachable does not make the replica unready.",
+            ),
+        },
+        ["status", "database", "redis"],
+    )
     return [
         Operation(
             "GET",
@@ -245,9 +259,17 @@ def _public() -> list[Operation]:
             "Ready (database reachable)",
             HEALTH,
             {
-                "200": json_response("Ready.", ready),
-                "503": json_response("The database is unreachable.", ready),
+                "200": json_response("Ready: the database answers (Redis may not).", ready),
+                "503": json_response(
+                    "The database is unreachable: take this replica out of the pool.", ready
+                ),
             },
+            description=(
+                "Checks the database and Redis separately, each within about a second even when one "
+                "hangs. Only the database decides: without Redis the limits fall back to each "
+                "replica's own counters and changes still reach every replica through the database, "
+                "so a Redis outage must not take every replica out of the pool at once."
+            ),
         ),
         *_media(),
         Operation(
