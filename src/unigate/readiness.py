@@ -3,11 +3,11 @@ within a bounded time, so a probe gets its answer in about a second even when th
 hangs instead of refusing connections.
 
 The database decides readiness: a replica that cannot reach it answers 503 and the load
-balancer stops sending it traffic, until it can again. Redis does not: without it limits fall
-back to each replica's local counters (limits' `redis_down` policy) and changes reach the other
-replicas through the database (cluster/fanout.py), so a Redis outage that took every replica
-out of the pool at once would turn a degraded cluster into a dead one. It shows as
-`"redis": "unreachable"` in a 200 answer.
+balancer stops sending it traffic, until it can again. Redis does not: without it the limits do
+what `limits.redis_down` says on every replica alike (rates on each replica's own counters by
+default), and changes reach the other replicas through the database (cluster/fanout.py), so a
+Redis outage that took every replica out of the pool at once would turn a degraded cluster into
+a dead one. It shows as `"redis": "unreachable"` in a 200 answer.
 
 Each check runs at most once at a time per worker: concurrent probes share the one in flight,
 and a check that hangs is abandoned by the probes (answered as unreachable after
