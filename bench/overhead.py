@@ -1,6 +1,6 @@
 """unigate's own per-request cost, measured in process: no sockets, no upstream, no server.
 
-    .venv/bin/python bench/overhead.py [--requests 20000] [--otel] [--responses]
+    .venv/bin/python bench/overhead.py [--requests 20000] [--otel] [--responses] [--redis] [--all-limits]
 
 Builds the real ASGI app on a fresh SQLite data dir (rate-limited key, usage accounting on),
 replaces the upstream call of the chat route with a canned reply, and drives
@@ -13,6 +13,9 @@ where the wrk benchmark's machine noise hides a 20 µs change. Metrics are alway
 turns tracing on, exporting every call's span to an OTLP sink in another process.
 `--responses` also times `POST /v1/responses` on the same route (translated to the canned chat
 reply and back), unstored and stored (the row written before the answer is sent).
+`--redis` keeps the limits in a throwaway local redis-server (Debian's), as a scaled-out
+gateway does: each limited call then waits one loopback round trip, which this one-coroutine
+loop times in full. `--all-limits` gives the key tpm and a budget too (settlements on the path).
 """
 
 from __future__ import annotations
@@ -109,7 +112,7 @@ async def _time(app: App, scope: dict[str, Any], count: int, body: bytes = BODY)
     return statistics.median(batches)
 
 
-async def main(count: int, responses: bool = False) -> None:
+async def main(count: int, responses: bool = False, all_limits: bool = False) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="unigate-overhead-"))
     config = {
         "providers": [
@@ -158,7 +161,10 @@ async def main(count: int, responses: bool = False) -> None:
 
     provider.chat = canned  # type: ignore[method-assign]
     admin_scope = _scope("POST", "/admin/keys", [(b"authorization", f"Bearer {admin}".encode())])
-    _, data = await _call(app, admin_scope, orjson.dumps({"name": "bench", "rpm": 1_000_000}))
+    limits: dict[str, Any] = {"rpm": 1_000_000}
+    if all_limits:
+        limits.update(tpm=1_000_000_000, budget=1e9)
+    _, data = await _call(app, admin_scope, orjson.dumps({"name": "bench", **limits}))
     key = orjson.loads(data)["key"]
     headers = [(b"authorization", f"Bearer {key}".encode()), (b"content-type", b"application/json")]
     scope = _scope("POST", "/v1/chat/completions", headers)
@@ -177,6 +183,7 @@ async def main(count: int, responses: bool = False) -> None:
         print(f"POST /v1/responses, stored: {stored:.1f} us/request ({stored - gateway:+.1f} vs chat)")
     imported = any(name.startswith("opentelemetry") for name in sys.modules)
     print(f"tracing {'on' if app.gateway.tracing else 'off'}; opentelemetry imported: {imported}")
+    print(f"limits: {type(app.gateway.limits.counters).__name__}, key {limits}")
     await startup.put({"type": "lifespan.shutdown"})
     await lifespan
 
@@ -199,6 +206,25 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), Sink).serve_forever()
 """
 
 
+def _redis_server() -> subprocess.Popen[bytes]:
+    """A throwaway redis-server on a free port, no persistence; UNIGATE_REDIS_URL points at it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    server = subprocess.Popen(["redis-server", *args], stdout=subprocess.DEVNULL)
+    for _ in range(500):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    break
+        except OSError:
+            time.sleep(0.02)
+    os.environ["UNIGATE_REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
+    return server
+
+
 def _otlp_sink() -> subprocess.Popen[bytes]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -213,14 +239,19 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--otel", action="store_true", help="tracing on, spans exported to a local sink")
     parser.add_argument("--responses", action="store_true", help="also time POST /v1/responses")
+    parser.add_argument("--redis", action="store_true", help="limits in a local redis-server")
+    parser.add_argument("--all-limits", action="store_true", help="the key has tpm and a budget too")
     args = parser.parse_args()
     import uvloop
 
     sink = _otlp_sink() if args.otel else None
+    os.environ.pop("UNIGATE_REDIS_URL", None)  # one machine unless --redis
+    redis = _redis_server() if args.redis else None
     uvloop.install()
     try:
-        asyncio.run(main(args.requests, args.responses))
+        asyncio.run(main(args.requests, args.responses, args.all_limits))
     finally:
-        if sink is not None:
-            sink.terminate()
+        for child in (sink, redis):
+            if child is not None:
+                child.terminate()
     sys.exit(0)

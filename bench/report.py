@@ -256,7 +256,8 @@ def print_report(summary: dict[str, Any], results: list[Check]) -> None:
     print()
     print(
         f"unigate {meta['git']} | {meta['cpus']} CPUs | Python {meta['python']} | "
-        f"upstream {meta['upstream']} | {meta['wrk']} | unigate workers: {meta['unigate_workers']}"
+        f"upstream {meta['upstream']} | {meta['wrk']} | unigate workers: {meta['unigate_workers']} | "
+        f"limits: {meta.get('unigate_limits', 'local')}"
     )
     print(
         f"usage accounting: {meta['usage_recorded']:,} requests recorded by unigate, "

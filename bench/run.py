@@ -31,6 +31,7 @@ from targets import (
     direct_target,
     recorded_requests,
     start_bare_proxy,
+    start_redis,
     start_unigate,
 )
 from ttfb import Sample, measure_ttfb
@@ -52,6 +53,11 @@ def parse_args() -> argparse.Namespace:
         choices=("uvicorn", "granian"),
         default="uvicorn",
         help="unigate's HTTP server (default uvicorn).",
+    )
+    parser.add_argument(
+        "--redis",
+        action="store_true",
+        help="unigate keeps its limits in a local redis-server, as replicas do (default: on the node).",
     )
     return parse_bench_args(parser, ("connections",), "--duration must be >= 1 and --connections >= 1")
 
@@ -107,14 +113,17 @@ class Measurements:
     gateway_answered: int = 0  # unigate responses the clients counted (wrk, TTFB)
 
 
-def _start_servers(children: Children, tmp: Path, server: str) -> tuple[Upstream, list[Target]]:
+def _start_servers(
+    children: Children, tmp: Path, server: str, redis: bool = False
+) -> tuple[Upstream, list[Target]]:
     log("Starting the fake upstream, the bare proxy and unigate ...")
     upstream = start_upstream(children, tmp)
     wait_ready(upstream.child, upstream.port, "/", want=None)
+    redis_url = start_redis(children, tmp) if redis else None
     targets = [
         direct_target(upstream.child, upstream.port),
         start_bare_proxy(children, tmp, upstream.port),
-        start_unigate(children, tmp, upstream.port, server),
+        start_unigate(children, tmp, upstream.port, server, redis_url),
     ]
     assert [t.name for t in targets] == list(TARGETS)
     for target in targets:
@@ -168,7 +177,7 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         ttfb_count=100 if args.quick else 200,
         ttfb_warmup=10 if args.quick else 20,
     )
-    upstream, targets = _start_servers(children, tmp, args.server)
+    upstream, targets = _start_servers(children, tmp, args.server, args.redis)
     m = _measure(wrk, targets, plan)
     meta = {
         **base_meta(),
@@ -181,6 +190,7 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         "ttfb_requests": plan.ttfb_count,
         "unigate_workers": 1,
         "unigate_server": args.server,
+        "unigate_limits": "redis" if args.redis else "local",
         "other_load_cores": round(m.other_load_cores, 2),
         # wrk does not count the requests in flight when a run ends, so recorded >= answered.
         "usage_answered": m.gateway_answered,

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,6 +123,7 @@ def launch_unigate(
     workers: int = 1,
     data_dir: str = "unigate-data",
     server: str = "uvicorn",
+    redis_url: str | None = None,
 ) -> Unigate:
     """`unigate serve` with `config`, a fresh data directory `tmp/data_dir` and its default
     storage (SQLite there), once `/readyz` answers 200."""
@@ -139,6 +142,8 @@ def launch_unigate(
     }
     for name in ("UNIGATE_DATABASE_URL", "UNIGATE_REDIS_URL"):  # one machine, local SQLite
         env.pop(name, None)
+    if redis_url:
+        env["UNIGATE_REDIS_URL"] = redis_url  # limits in Redis, as replicas keep them
     port = free_port()
     cmd = [str(UNIGATE_BIN), "serve", "--port", str(port), "--workers", str(workers), "--server", server]
     child = children.start("unigate", cmd, tmp / "unigate.out", env=env)
@@ -159,8 +164,10 @@ def create_key(gateway: Unigate, **fields: Any) -> str:
     return key
 
 
-def start_unigate(children: Children, tmp: Path, upstream_port: int, server: str = "uvicorn") -> Target:
-    gateway = launch_unigate(children, tmp, unigate_config(upstream_port), server=server)
+def start_unigate(
+    children: Children, tmp: Path, upstream_port: int, server: str = "uvicorn", redis_url: str | None = None
+) -> Target:
+    gateway = launch_unigate(children, tmp, unigate_config(upstream_port), server=server, redis_url=redis_url)
     # Requests and tokens per minute and a budget: every limit is on the measured path.
     key = create_key(gateway, rpm=1_000_000, tpm=1_000_000_000, budget=1e9)
     return Target(
@@ -194,3 +201,20 @@ def recorded_requests(target: Target) -> int:
     if status != 200:
         raise BenchError(f"GET /admin/usage gave HTTP {status}: {data[:300]!r}")
     return sum(int(row.get("requests", 0)) for row in orjson.loads(data).get("data", []))
+
+
+def start_redis(children: Children, tmp: Path) -> str:
+    """Debian's redis-server on a free loopback port, no persistence (`--redis`): its URL."""
+    port = free_port()
+    args = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp)]
+    children.start("redis", ["redis-server", *args], tmp / "redis.out")
+    for _ in range(500):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    return f"redis://127.0.0.1:{port}/0"
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise BenchError("redis-server did not answer PING within 10 s")

@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from redis.asyncio import Redis
@@ -118,6 +118,58 @@ def test_all_or_nothing_and_headers_view(server: RedisServer, tmp_path: Path) ->
     _run(server, tmp_path, body)
 
 
+def test_concurrent_calls_share_a_round_trip_each_all_or_nothing(server: RedisServer, tmp_path: Path) -> None:
+    async def body(c: RedisCounters, redis: Redis) -> tuple[int, int]:
+        sends = 0
+        run = c._run
+
+        async def counted(*args: Any) -> Any:
+            nonlocal sends
+            sends += 1
+            return await run(*args)
+
+        c._run = counted  # type: ignore[method-assign,assignment]
+        calls = [[Demand("key:c:rpm", "rate", 20, 1), Demand("key:c:tpm", "rate", 1000, 40 + i % 3)]
+                 for i in range(60)]  # fmt: skip
+        results = await asyncio.gather(*(c.take(d) for d in calls))
+        admitted = [d for d, r in zip(calls, results, strict=True) if r is None]
+        # Every admission took both or neither: the counters hold exactly what was admitted.
+        tokens = sum(d[1].amount for d in admitted)
+        assert 0 < len(admitted) <= 20 and tokens <= 1000
+        c.now = await _clock(redis)
+        assert await c.take([Demand("key:c:tpm", "rate", 1000, 1000 - tokens + 0.5)]) is not None
+        assert await c.take([Demand("key:c:tpm", "rate", 1000, 1000 - tokens - 0.5)]) is None
+        return len(admitted), sends
+
+    admitted, sends = _run(server, tmp_path, body)
+    print(f"60 concurrent calls: {admitted} admitted in {sends} script calls")
+    assert sends <= 3
+
+
+def test_a_cancelled_caller_gets_nothing_charged(server: RedisServer, tmp_path: Path) -> None:
+    async def body(c: RedisCounters, redis: Redis) -> None:
+        await c.seed("key:k:budget", 0, 0.0)
+        call = asyncio.get_running_loop().create_task(c.take([Demand("key:k:budget", "budget", 1.0, 0.75)]))
+        await asyncio.sleep(0)  # queued for the next script call
+        call.cancel()
+        await c.flush()
+        while c._sender is not None or c._flusher is not None:
+            await asyncio.sleep(0.01)
+            await c.flush()
+        assert await _held(redis, "key:k:budget:0") == 0.0
+
+    _run(server, tmp_path, body)
+
+
+def _down(c: RedisCounters) -> bool:
+    return c.outage.down  # read afresh (an assertion above narrowed the attribute for mypy)
+
+
+async def _clock(redis: Redis) -> float:
+    seconds, micros = await redis.time()
+    return seconds + micros / 1e6 + 1e-3
+
+
 def test_budgets_are_seeded_per_period_and_settled(server: RedisServer, tmp_path: Path) -> None:
     async def body(c: RedisCounters, redis: Redis) -> None:
         today = Demand("key:b:budget", "budget", 1.0, 0.4, period=7)
@@ -201,7 +253,7 @@ def test_redis_down_rates_local_budgets_closed_then_back(
         finally:
             server.start()
         started = time.monotonic()
-        while c.outage.down:
+        while _down(c):
             await asyncio.sleep(0.05)
             assert time.monotonic() - started < 10, "never came back"
         back = time.monotonic() - started

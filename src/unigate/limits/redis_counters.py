@@ -36,7 +36,9 @@ from unigate.limits.redis_script import (
     PREFIX,
     TAKE,
     TAKE_SHA,
-    script_args,
+    ScriptArgs,
+    adjust_args,
+    take_args,
 )
 
 if TYPE_CHECKING:
@@ -50,6 +52,10 @@ MAX_PENDING = 10_000  # settlements waiting for Redis; past this, new ones are d
 _BATCH = 500  # settlements per ADJUST call
 _VIEW_MAX = 100_000  # rate counters this process remembers for headers
 _UNREACHABLE = (RedisError, OSError, asyncio.TimeoutError)
+
+
+class _Unreachable(Exception):
+    """Redis failed while a call waited for its batch: the call decides locally."""
 
 
 class RedisCounters:
@@ -67,6 +73,8 @@ class RedisCounters:
         # Rate counter name -> its arrival time on this process's clock (time.time()):
         # Redis's value shifted by (local now - Redis now) at the reply.
         self._view: dict[str, float] = {}
+        self._waiting: list[tuple[Sequence[Demand], asyncio.Future[Refusal | None]]] = []
+        self._sender: asyncio.Task[None] | None = None
         self._pending: list[Demand] = []
         self._dropped = 0
         self._flusher: asyncio.Task[None] | None = None
@@ -76,12 +84,50 @@ class RedisCounters:
     async def take(self, demands: Sequence[Demand]) -> Refusal | None:
         if self.outage.down:
             return self.outage.take_local(self.fallback, demands)
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[Refusal | None] = loop.create_future()
+        self._waiting.append((demands, waiter))
+        if self._sender is None:
+            # Started now, run once this call waits: every call that arrives meanwhile (in
+            # this loop iteration, or while a send is out) goes in the same script call.
+            self._sender = loop.create_task(self._send())
         try:
-            reply = await self._run(TAKE_SHA, TAKE, script_args(demands, self.now))
-        except _UNREACHABLE as exc:
-            self.outage.failed(exc)
+            return await waiter
+        except _Unreachable:
             return self.outage.take_local(self.fallback, demands)
-        return self._read_take(demands, reply)
+
+    async def _send(self) -> None:
+        try:
+            while self._waiting and not self.outage.down:
+                batch, self._waiting = self._waiting[:_BATCH], self._waiting[_BATCH:]
+                try:
+                    replies = await self._run(TAKE_SHA, TAKE, take_args([d for d, _ in batch], self.now))
+                except _UNREACHABLE as exc:
+                    self.outage.failed(exc)
+                    batch += self._waiting
+                    self._waiting = []
+                    for _, waiter in batch:
+                        if not waiter.done():
+                            waiter.set_exception(_Unreachable())
+                    return
+                for (demands, waiter), reply in zip(batch, replies, strict=True):
+                    refusal = self._read_take(demands, reply)
+                    if not waiter.done():
+                        waiter.set_result(refusal)
+                    elif refusal is None:
+                        # Its caller is gone (cancelled while waiting), so nobody will settle
+                        # what was just taken for it: give it all back.
+                        self._give_back(demands)
+            for _, waiter in self._waiting:  # Redis went down meanwhile: decide them locally
+                if not waiter.done():
+                    waiter.set_exception(_Unreachable())
+            self._waiting = []
+        finally:
+            self._sender = None
+
+    def _give_back(self, demands: Sequence[Demand]) -> None:
+        self._queue([Demand(d.name, d.kind, d.limit, -d.amount, d.period) for d in demands])
+        self._start_flusher()
 
     def _read_take(self, demands: Sequence[Demand], reply: list[bytes]) -> Refusal | None:
         verdict = reply[0]
@@ -135,6 +181,9 @@ class RedisCounters:
                 # The headers see the correction at once; the flush's reply confirms it.
                 view[c.name] = rate_adjust(view[c.name], c.limit, c.amount, now)
         self._queue(remote)
+        self._start_flusher()
+
+    def _start_flusher(self) -> None:
         if self._flusher is None and not self.outage.down:
             self._flusher = asyncio.get_running_loop().create_task(self._flush())
 
@@ -152,7 +201,7 @@ class RedisCounters:
             while self._pending and not self.outage.down:
                 batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
                 try:
-                    reply = await self._run(ADJUST_SHA, ADJUST, script_args(batch, self.now))
+                    reply = await self._run(ADJUST_SHA, ADJUST, adjust_args(batch, self.now))
                 except _UNREACHABLE as exc:
                     self._requeue(batch)
                     self.outage.failed(exc)
@@ -200,7 +249,7 @@ class RedisCounters:
 
     # -- plumbing ------------------------------------------------------------------------
 
-    async def _run(self, sha: str, source: str, keys_and_args: list[str]) -> Any:
+    async def _run(self, sha: str, source: str, keys_and_args: ScriptArgs) -> Any:
         try:
             return await self._script(sha, source, keys_and_args)
         except RedisConnectionError:
@@ -209,16 +258,18 @@ class RedisCounters:
             # connection from a dead Redis (refused at once when Redis is down).
             return await self._script(sha, source, keys_and_args)
 
-    async def _script(self, sha: str, source: str, keys_and_args: list[str]) -> Any:
-        numkeys = len(keys_and_args) // 4  # script_args: per demand one key and three args, plus now
+    async def _script(self, sha: str, source: str, keys_and_args: ScriptArgs) -> Any:
+        keys, args = keys_and_args
+        numkeys = len(keys)
         try:
-            return await self.redis.evalsha(sha, numkeys, *keys_and_args)
+            return await self.redis.evalsha(sha, numkeys, *keys, *args)
         except NoScriptError:
             # Not in Redis's script cache (a restart, SCRIPT FLUSH): EVAL runs and caches it.
-            return await self.redis.eval(source, numkeys, *keys_and_args)
+            return await self.redis.eval(source, numkeys, *keys, *args)
 
     def close(self) -> None:
         self.outage.close()
-        if self._flusher is not None:
-            self._flusher.cancel()
+        for task in (self._sender, self._flusher):
+            if task is not None:
+                task.cancel()
         self.fallback.close()

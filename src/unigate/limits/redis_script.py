@@ -1,7 +1,8 @@
 """The two Lua scripts the Redis limit backend runs, and how their arguments and replies are
-written: `TAKE` admits a call's demands all or nothing, `ADJUST` applies settlements. Each is
-one round trip, atomic in Redis (a script runs alone), so every worker of every replica sees
-one counter.
+written: `TAKE` admits calls' demands, each call all or nothing, `ADJUST` applies settlements.
+Each is one round trip, atomic in Redis (a script runs alone), so every worker of every replica
+sees one counter. A process sends the admissions it has waiting together in one `TAKE`, so
+under load the round trip (and its system calls, the larger part of its cost) is shared.
 
 The arithmetic is `counters.py`'s, line for line, on the same IEEE doubles: Lua 5.1 numbers
 are doubles, arguments are written with `repr` (the shortest string that reads back as the
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from unigate.limits.backend import Demand
 
 PREFIX = "unigate:limit:"
+ScriptArgs = tuple[list[str], list[str]]  # KEYS, ARGV
 BUDGET_IDLE = 3600  # seconds: an idle budget counter is reloaded from the database after this
 
 # Shared by both scripts: the clock, and how numbers go back to Python.
@@ -55,59 +57,74 @@ local function keep_rate(key, tat)
 end
 """
 
-# KEYS: one per demand. ARGV: now ('' = Redis TIME), then per demand: kind ('r' or 'b'),
-# limit, amount. Replies: {'ok', now, value per demand ('' = not written)};
+# Several admissions at once (the calls one process has waiting: one round trip for them
+# all), each all or nothing, in order, each seeing the writes of those before it. KEYS: every
+# demand's counter, admission after admission. ARGV: now ('' = Redis TIME), then per
+# admission its number of demands and per demand: kind ('r' or 'b'), limit, amount.
+# Reply: one per admission: {'ok', now, value per demand ('' = not written)};
 # {'rate', index, wait, now, held arrival time}; {'budget', index, now};
 # {'unseeded', now, index, ...}. Indexes are 0-based, as Python's.
 TAKE = (
     _COMMON
     + """
-local values = {}
-local unseeded = {}
-for i = 1, #KEYS do
-  local kind, limit, amount = ARGV[3 * i - 1], tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
-  local held = redis.call('GET', KEYS[i])
-  if kind == 'r' then
-    local tat = tonumber(held) or 0.0
-    local interval = WINDOW / limit
-    local base = now
-    if tat > now then base = tat end
-    local new_tat = base + amount * interval
-    if new_tat - now <= WINDOW + EPS then
-      values[i] = new_tat
-    elseif amount * interval > WINDOW + EPS then
-      return {'rate', tostring(i - 1), 'inf', fmt(now), fmt(tat)}
+local function take(k0, a0, n)
+  local values = {}
+  local unseeded = {}
+  for i = 1, n do
+    local a = a0 + 3 * (i - 1)
+    local kind, limit, amount = ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+    local held = redis.call('GET', KEYS[k0 + i])
+    if kind == 'r' then
+      local tat = tonumber(held) or 0.0
+      local interval = WINDOW / limit
+      local base = now
+      if tat > now then base = tat end
+      local new_tat = base + amount * interval
+      if new_tat - now <= WINDOW + EPS then
+        values[i] = new_tat
+      elseif amount * interval > WINDOW + EPS then
+        return {'rate', tostring(i - 1), 'inf', fmt(now), fmt(tat)}
+      else
+        return {'rate', tostring(i - 1), fmt(new_tat - WINDOW - now), fmt(now), fmt(tat)}
+      end
+    elseif held == false then
+      unseeded[#unseeded + 1] = tostring(i - 1)
     else
-      return {'rate', tostring(i - 1), fmt(new_tat - WINDOW - now), fmt(now), fmt(tat)}
-    end
-  elseif held == false then
-    unseeded[#unseeded + 1] = tostring(i - 1)
-  else
-    local spent = tonumber(held)
-    if spent + amount <= limit + 1e-12 then
-      values[i] = spent + amount
-    else
-      return {'budget', tostring(i - 1), fmt(now)}
+      local spent = tonumber(held)
+      if spent + amount <= limit + 1e-12 then
+        values[i] = spent + amount
+      else
+        return {'budget', tostring(i - 1), fmt(now)}
+      end
     end
   end
-end
-if #unseeded > 0 then
-  return {'unseeded', fmt(now), unpack(unseeded)}
-end
-local out = {'ok', fmt(now)}
-for i = 1, #KEYS do
-  local v = values[i]
-  if v == nil then
-    out[i + 2] = ''
-  elseif ARGV[3 * i - 1] == 'r' then
-    keep_rate(KEYS[i], v)
-    out[i + 2] = fmt(v)
-  else
-    redis.call('SET', KEYS[i], fmt(v), 'PX', BUDGET_IDLE_MS)
-    out[i + 2] = fmt(v)
+  if #unseeded > 0 then
+    return {'unseeded', fmt(now), unpack(unseeded)}
   end
+  local out = {'ok', fmt(now)}
+  for i = 1, n do
+    local v = values[i]
+    if v == nil then
+      out[i + 2] = ''
+    elseif ARGV[a0 + 3 * (i - 1) + 1] == 'r' then
+      keep_rate(KEYS[k0 + i], v)
+      out[i + 2] = fmt(v)
+    else
+      redis.call('SET', KEYS[k0 + i], fmt(v), 'PX', BUDGET_IDLE_MS)
+      out[i + 2] = fmt(v)
+    end
+  end
+  return out
 end
-return out
+local replies = {}
+local k, a = 0, 2
+while a <= #ARGV do
+  local n = tonumber(ARGV[a])
+  replies[#replies + 1] = take(k, a, n)
+  k = k + n
+  a = a + 1 + 3 * n
+end
+return replies
 """.replace("BUDGET_IDLE_MS", str(BUDGET_IDLE * 1000))
 )
 
@@ -154,10 +171,21 @@ def redis_key(demand: Demand) -> str:
     return f"{PREFIX}{demand.name}:{demand.period}"
 
 
-def script_args(demands: Sequence[Demand], now: float | None = None) -> list[str]:
-    """KEYS followed by ARGV for `TAKE` or `ADJUST` (the form EVALSHA takes after numkeys)."""
-    keys = [redis_key(d) for d in demands]
+def take_args(admissions: Sequence[Sequence[Demand]], now: float | None = None) -> ScriptArgs:
+    """KEYS and ARGV for `TAKE`."""
+    keys = [redis_key(d) for demands in admissions for d in demands]
     args = ["" if now is None else repr(now)]
-    for d in demands:
+    for demands in admissions:
+        args.append(str(len(demands)))
+        for d in demands:
+            args += ("r" if d.kind == "rate" else "b", repr(float(d.limit)), repr(float(d.amount)))
+    return keys, args
+
+
+def adjust_args(changes: Sequence[Demand], now: float | None = None) -> ScriptArgs:
+    """KEYS and ARGV for `ADJUST`."""
+    keys = [redis_key(d) for d in changes]
+    args = ["" if now is None else repr(now)]
+    for d in changes:
         args += ("r" if d.kind == "rate" else "b", repr(float(d.limit)), repr(float(d.amount)))
-    return keys + args
+    return keys, args
