@@ -7,7 +7,9 @@ The figures are printed (`pytest -s` shows them); the requirement is one second.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -372,6 +374,53 @@ def test_with_redis_down_changes_still_apply_and_fanout_comes_back(cluster: Gate
     assert worst < BOUND
     lines = _fanout_lines(cluster, record["id"], before)
     assert _told_by_redis(lines, 5), "\n".join(lines)
+
+
+def _postgres_pids(cluster: GatewayCluster) -> list[int]:
+    """The test cluster's postmaster and every backend below it."""
+    postmaster = int((cluster.postgres.data / "postmaster.pid").read_text().split()[0])
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (entry / "stat").read_text()
+                children.setdefault(int(stat[stat.rindex(")") + 2 :].split()[1]), []).append(int(entry.name))
+    found, todo = [postmaster], [postmaster]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def test_readyz_answers_within_a_second_while_the_database_hangs(cluster: GatewayCluster) -> None:
+    """A frozen PostgreSQL (SIGSTOP: connections accepted by the kernel, never answered) is
+    the case a connect timeout alone would leave hanging for a minute."""
+    pids = _postgres_pids(cluster)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        slowest = 0.0
+        for i, url in enumerate(cluster.replica_urls):
+            for _ in range(3):  # the first probe starts the check; the next ones join it
+                status, body, took = _readyz(url)
+                slowest = max(slowest, took)
+                assert status == 503, (i, body)
+                assert body["database"] == "unreachable"
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    thawed = time.monotonic()
+    for i, url in enumerate(cluster.replica_urls):
+        while _readyz(url)[0] != 200:
+            assert time.monotonic() < thawed + 10, f"replica {i} did not come back"
+            time.sleep(0.1)
+    print(
+        f"\n/readyz with PostgreSQL frozen: 503 on every probe, the slowest in {slowest * 1000:.0f} ms; "
+        f"200 again on all 3 replicas {(time.monotonic() - thawed) * 1000:.0f} ms after it resumed"
+    )
+    assert slowest < 1.5  # 0.8 s of waiting, plus a loaded machine's HTTP round trip
 
 
 def test_readyz_goes_503_without_the_database_and_recovers_by_itself(cluster: GatewayCluster) -> None:
