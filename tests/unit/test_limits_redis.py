@@ -20,7 +20,7 @@ from tests.support.redis import RedisServer, redis_server
 from unigate.config import RedisDownConfig
 from unigate.limits.backend import Demand, LocalCounters
 from unigate.limits.counters import budget_take, rate_adjust, rate_take
-from unigate.limits.redis_counters import RedisCounters
+from unigate.limits.redis_counters import SETTLE_DELAY, RedisCounters
 from unigate.limits.redis_down import LimitsUnavailable
 from unigate.limits.redis_script import BUDGET_IDLE, PREFIX
 from unigate.observability.metrics import Metrics
@@ -146,6 +146,30 @@ def test_concurrent_calls_share_a_round_trip_each_all_or_nothing(server: RedisSe
     assert sends <= 3
 
 
+def test_settlements_ride_on_the_next_admission(server: RedisServer, tmp_path: Path) -> None:
+    async def body(c: RedisCounters, redis: Redis) -> None:
+        sends = 0
+        run = c._run
+
+        async def counted(*args: Any) -> Any:
+            nonlocal sends
+            sends += 1
+            return await run(*args)
+
+        c._run = counted  # type: ignore[method-assign,assignment]
+        rpm = Demand("key:r:rpm", "rate", 100, 1)
+        assert await c.take([rpm]) is None
+        await c.adjust([Demand("key:r:tpm", "rate", 100, 5)])
+        assert await c.take([rpm]) is None
+        assert sends == 2 and await redis.exists(PREFIX + "key:r:tpm") == 1, "no call of its own"
+        # With no admission to ride on, a settlement goes alone, shortly.
+        await c.adjust([Demand("key:r:tpm", "rate", 100, -5)])
+        await asyncio.sleep(SETTLE_DELAY * 5)
+        assert sends == 3 and await redis.exists(PREFIX + "key:r:tpm") == 0
+
+    _run(server, tmp_path, body)
+
+
 def test_a_cancelled_caller_gets_nothing_charged(server: RedisServer, tmp_path: Path) -> None:
     async def body(c: RedisCounters, redis: Redis) -> None:
         await c.seed("key:k:budget", 0, 0.0)
@@ -153,9 +177,6 @@ def test_a_cancelled_caller_gets_nothing_charged(server: RedisServer, tmp_path: 
         await asyncio.sleep(0)  # queued for the next script call
         call.cancel()
         await c.flush()
-        while c._sender is not None or c._flusher is not None:
-            await asyncio.sleep(0.01)
-            await c.flush()
         assert await _held(redis, "key:k:budget:0") == 0.0
 
     _run(server, tmp_path, body)

@@ -2,12 +2,14 @@
 
     counters = RedisCounters(redis, LocalCounters(...), metrics, lambda: config.limits.redis_down)
 
-An admission is one EVALSHA of `redis_script.TAKE` (EVAL when Redis answers NOSCRIPT, e.g.
-after a restart, which also caches it again): one round trip, atomic across replicas.
-Settlements are queued and sent by a background task in batches (one EVALSHA of `ADJUST` per
-batch), so a request never waits for its correction. `ahead` (for the `x-ratelimit-*`
-headers) does no I/O: it reads this process's view of each rate counter, refreshed by every
-reply, so a response's headers show the counter right after its own admission.
+An admission is one EVALSHA of `redis_script.SCRIPT` (EVAL when Redis answers NOSCRIPT, e.g.
+after a restart, which also caches it again): one round trip, atomic across replicas. The
+admissions a process has waiting go in the same call, and so do the settlements it has queued:
+a settlement never makes its request wait, and under load costs no round trip of its own (an
+idle process sends its queued settlements alone after `SETTLE_DELAY`). `ahead` (for the
+`x-ratelimit-*` headers) does no I/O: it reads this process's view of each rate counter,
+refreshed by every reply, so a response's headers show the counter right after its own
+admission (and a settlement as soon as it is queued).
 
 When Redis cannot be reached (`redis_down.py`), each kind of limit follows its configured
 policy: `local` decides on this node's own counters (the same ones a single node uses), or
@@ -29,17 +31,7 @@ from redis.exceptions import NoScriptError, RedisError
 from unigate.limits.backend import Demand, LocalCounters, Refusal
 from unigate.limits.counters import rate_adjust, rate_ahead
 from unigate.limits.redis_down import Outage, RedisDownPolicy
-from unigate.limits.redis_script import (
-    ADJUST,
-    ADJUST_SHA,
-    BUDGET_IDLE,
-    PREFIX,
-    TAKE,
-    TAKE_SHA,
-    ScriptArgs,
-    adjust_args,
-    take_args,
-)
+from unigate.limits.redis_script import BUDGET_IDLE, PREFIX, SCRIPT, SCRIPT_SHA, ScriptArgs, script_args
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -49,9 +41,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("unigate.limits")
 
 MAX_PENDING = 10_000  # settlements waiting for Redis; past this, new ones are dropped
-_BATCH = 500  # settlements per ADJUST call
+SETTLE_DELAY = 0.02  # seconds a settlement waits for an admission to ride with
+_BATCH = 500  # admissions, and settlements, per script call
 _VIEW_MAX = 100_000  # rate counters this process remembers for headers
 _UNREACHABLE = (RedisError, OSError, asyncio.TimeoutError)
+
+Waiter = tuple[Sequence[Demand], "asyncio.Future[Refusal | None]"]
 
 
 class _Unreachable(Exception):
@@ -69,15 +64,15 @@ class RedisCounters:
         self.redis = redis
         self.fallback = fallback
         self.outage = Outage(redis.ping, policy, metrics, self._recovered)
-        self.now: float | None = None  # tests pin the scripts' clock; None: Redis's TIME
+        self.now: float | None = None  # tests pin the script's clock; None: Redis's TIME
         # Rate counter name -> its arrival time on this process's clock (time.time()):
         # Redis's value shifted by (local now - Redis now) at the reply.
         self._view: dict[str, float] = {}
-        self._waiting: list[tuple[Sequence[Demand], asyncio.Future[Refusal | None]]] = []
-        self._sender: asyncio.Task[None] | None = None
-        self._pending: list[Demand] = []
+        self._waiting: list[Waiter] = []  # admissions for the next script call
+        self._sender: asyncio.Task[None] | None = None  # the call under way
+        self._pending: list[Demand] = []  # settlements for the next script call
         self._dropped = 0
-        self._flusher: asyncio.Task[None] | None = None
+        self._settle_timer: asyncio.TimerHandle | None = None
 
     # -- admission ---------------------------------------------------------------------
 
@@ -97,37 +92,48 @@ class RedisCounters:
             return self.outage.take_local(self.fallback, demands)
 
     async def _send(self) -> None:
+        """Send what waits, call after call, until nothing does (one call out at a time)."""
+        batch: list[Waiter] = []
         try:
-            while self._waiting and not self.outage.down:
+            while (self._waiting or self._pending) and not self.outage.down:
                 batch, self._waiting = self._waiting[:_BATCH], self._waiting[_BATCH:]
+                changes, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
+                args = script_args(changes, [demands for demands, _ in batch], self.now)
                 try:
-                    replies = await self._run(TAKE_SHA, TAKE, take_args([d for d, _ in batch], self.now))
+                    replies = await self._run(args)
                 except _UNREACHABLE as exc:
+                    self._requeue(changes)
                     self.outage.failed(exc)
-                    batch += self._waiting
-                    self._waiting = []
-                    for _, waiter in batch:
-                        if not waiter.done():
-                            waiter.set_exception(_Unreachable())
-                    return
-                for (demands, waiter), reply in zip(batch, replies, strict=True):
+                    break
+                self._read_changes(changes, replies[0])
+                for (demands, waiter), reply in zip(batch, replies[1:], strict=True):
                     refusal = self._read_take(demands, reply)
                     if not waiter.done():
                         waiter.set_result(refusal)
                     elif refusal is None:
                         # Its caller is gone (cancelled while waiting), so nobody will settle
                         # what was just taken for it: give it all back.
-                        self._give_back(demands)
-            for _, waiter in self._waiting:  # Redis went down meanwhile: decide them locally
-                if not waiter.done():
-                    waiter.set_exception(_Unreachable())
-            self._waiting = []
+                        self._queue([Demand(d.name, d.kind, d.limit, -d.amount, d.period) for d in demands])
+                batch = []
+            # Redis is down (now, or found so by another call): these decide locally.
+            self._release(batch, _Unreachable())
+        except BaseException as exc:
+            # Cancelled (shutdown): the callers decide locally; a fault in this code: each
+            # caller gets it, rather than waiting forever.
+            if isinstance(exc, Exception):
+                log.exception("limits: the Redis script call failed")
+                self._release(batch, exc)
+            else:
+                self._release(batch, _Unreachable())
+                raise
         finally:
             self._sender = None
 
-    def _give_back(self, demands: Sequence[Demand]) -> None:
-        self._queue([Demand(d.name, d.kind, d.limit, -d.amount, d.period) for d in demands])
-        self._start_flusher()
+    def _release(self, batch: list[Waiter], exc: BaseException) -> None:
+        for _, waiter in batch + self._waiting:
+            if not waiter.done():
+                waiter.set_exception(exc)
+        self._waiting = []
 
     def _read_take(self, demands: Sequence[Demand], reply: list[bytes]) -> Refusal | None:
         verdict = reply[0]
@@ -172,20 +178,18 @@ class RedisCounters:
         if local:
             self.fallback.adjust_now(local, time.time())
         remote = [c for c in changes if not c.local] if local else list(changes)
+        if self.outage.down:
+            # Kept for when Redis is back: budgets only (a rate correction's minute passes).
+            remote = [c for c in remote if c.kind == "budget"]
         if not remote:
             return
         now = time.time()
         view = self._view
         for c in remote:
             if c.kind == "rate" and c.name in view:
-                # The headers see the correction at once; the flush's reply confirms it.
+                # The headers see the correction at once; the reply that carries it confirms.
                 view[c.name] = rate_adjust(view[c.name], c.limit, c.amount, now)
         self._queue(remote)
-        self._start_flusher()
-
-    def _start_flusher(self) -> None:
-        if self._flusher is None and not self.outage.down:
-            self._flusher = asyncio.get_running_loop().create_task(self._flush())
 
     def _queue(self, changes: list[Demand]) -> None:
         room = MAX_PENDING - len(self._pending)
@@ -195,40 +199,38 @@ class RedisCounters:
             self._dropped += len(changes) - max(room, 0)
             changes = changes[: max(room, 0)]
         self._pending += changes
+        if self._sender is None and self._settle_timer is None and not self.outage.down:
+            # No call is going out to carry them: send them alone unless one comes soon.
+            loop = asyncio.get_running_loop()
+            self._settle_timer = loop.call_later(SETTLE_DELAY, self._settle_due)
 
-    async def _flush(self) -> None:
-        try:
-            while self._pending and not self.outage.down:
-                batch, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
-                try:
-                    reply = await self._run(ADJUST_SHA, ADJUST, adjust_args(batch, self.now))
-                except _UNREACHABLE as exc:
-                    self._requeue(batch)
-                    self.outage.failed(exc)
-                    return
-                self._read_adjust(batch, reply)
-            if self._dropped and not self._pending:
-                log.warning("limits: %d settlements were dropped while Redis was slow or down", self._dropped)
-                self._dropped = 0
-        finally:
-            self._flusher = None
+    def _settle_due(self) -> None:
+        self._settle_timer = None
+        if self._pending and self._sender is None and not self.outage.down:
+            self._sender = asyncio.get_running_loop().create_task(self._send())
 
-    def _requeue(self, batch: list[Demand]) -> None:
-        """Keep a failed batch's budget changes for when Redis is back (money stays exact if
+    def _requeue(self, changes: list[Demand]) -> None:
+        """Keep a failed call's budget changes for when Redis is back (money stays exact if
         Redis kept its data); rate changes are dropped, the minute they corrected passes."""
-        self._pending[:0] = [c for c in batch if c.kind == "budget"][: MAX_PENDING - len(self._pending)]
+        kept = [c for c in changes if c.kind == "budget"][: MAX_PENDING - len(self._pending)]
+        self._pending[:0] = kept
 
-    def _read_adjust(self, batch: list[Demand], reply: list[bytes]) -> None:
+    def _read_changes(self, changes: list[Demand], reply: list[bytes]) -> None:
         shift = time.time() - float(reply[0])
-        for i, c in enumerate(batch):
+        for i, c in enumerate(changes):
             if c.kind == "rate":
                 self._remember(c.name, float(reply[i + 1]) + shift)
+        if self._dropped and not self._pending:
+            log.warning("limits: %d settlements were dropped while Redis was slow or down", self._dropped)
+            self._dropped = 0
 
     async def flush(self) -> None:
-        if self._flusher is not None:
-            await self._flusher
+        """Send every queued settlement now (at shutdown; tests)."""
+        while self._sender is not None:
+            await asyncio.shield(self._sender)
         if self._pending and not self.outage.down:
-            await self._flush()
+            self._sender = asyncio.get_running_loop().create_task(self._send())
+            await asyncio.shield(self._sender)
 
     async def _recovered(self) -> None:
         """Redis answers again: send what waited before any new admission, so a budget
@@ -237,7 +239,14 @@ class RedisCounters:
         # Idle pooled connections predate the outage and are likely dead: drop them rather
         # than let each fail one call (the ones in use by others are theirs to handle).
         await self.redis.connection_pool.disconnect(inuse_connections=False)
-        await self._flush()
+        while self._pending:
+            changes, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
+            try:
+                replies = await self._run(script_args(changes, [], self.now))
+            except BaseException:
+                self._requeue(changes)
+                raise  # not back after all: the probe goes on
+            self._read_changes(changes, replies[0])
 
     # -- headers -------------------------------------------------------------------------
 
@@ -249,27 +258,27 @@ class RedisCounters:
 
     # -- plumbing ------------------------------------------------------------------------
 
-    async def _run(self, sha: str, source: str, keys_and_args: ScriptArgs) -> Any:
+    async def _run(self, args: ScriptArgs) -> Any:
         try:
-            return await self._script(sha, source, keys_and_args)
+            return await self._script(args)
         except RedisConnectionError:
             # A pooled connection the server closed (a Redis restart, an idle timeout) fails
             # once and is dropped by redis-py; one retry on a fresh connection tells a dead
             # connection from a dead Redis (refused at once when Redis is down).
-            return await self._script(sha, source, keys_and_args)
+            return await self._script(args)
 
-    async def _script(self, sha: str, source: str, keys_and_args: ScriptArgs) -> Any:
-        keys, args = keys_and_args
-        numkeys = len(keys)
+    async def _script(self, args: ScriptArgs) -> Any:
+        keys, argv = args
         try:
-            return await self.redis.evalsha(sha, numkeys, *keys, *args)
+            return await self.redis.evalsha(SCRIPT_SHA, len(keys), *keys, *argv)
         except NoScriptError:
             # Not in Redis's script cache (a restart, SCRIPT FLUSH): EVAL runs and caches it.
-            return await self.redis.eval(source, numkeys, *keys, *args)
+            return await self.redis.eval(SCRIPT, len(keys), *keys, *argv)
 
     def close(self) -> None:
         self.outage.close()
-        for task in (self._sender, self._flusher):
-            if task is not None:
-                task.cancel()
+        if self._settle_timer is not None:
+            self._settle_timer.cancel()
+        if self._sender is not None:
+            self._sender.cancel()
         self.fallback.close()

@@ -1,8 +1,9 @@
-"""The two Lua scripts the Redis limit backend runs, and how their arguments and replies are
-written: `TAKE` admits calls' demands, each call all or nothing, `ADJUST` applies settlements.
-Each is one round trip, atomic in Redis (a script runs alone), so every worker of every replica
-sees one counter. A process sends the admissions it has waiting together in one `TAKE`, so
-under load the round trip (and its system calls, the larger part of its cost) is shared.
+"""The Lua script the Redis limit backend runs, and how its arguments and replies are written:
+it applies settlements, then admits calls' demands, each call all or nothing. One call is one
+round trip, atomic in Redis (a script runs alone), so every worker of every replica sees one
+counter. A process sends the admissions it has waiting, and the settlements it has queued,
+together in one call, so under load the round trip (and its system calls, the larger part of
+its cost) is shared, and a settlement costs no round trip of its own.
 
 The arithmetic is `counters.py`'s, line for line, on the same IEEE doubles: Lua 5.1 numbers
 are doubles, arguments are written with `repr` (the shortest string that reads back as the
@@ -10,7 +11,7 @@ same double) and values are stored and returned with `%.17g` (which also reads b
 so the two backends agree to the last bit. Replies are strings because Redis truncates a Lua
 number to an integer.
 
-Clock: the scripts read Redis's own `TIME`, not the caller's. Every replica then measures
+Clock: the script reads Redis's own `TIME`, not the caller's. Every replica then measures
 every counter against one clock, so replicas whose clocks drift apart cannot see a counter as
 further behind than it is (and admit more) or further ahead (and refuse). Redis 5+ replicates
 a script by its writes, which is what makes `TIME` allowed in a writing script. A caller may
@@ -36,7 +37,7 @@ PREFIX = "unigate:limit:"
 ScriptArgs = tuple[list[str], list[str]]  # KEYS, ARGV
 BUDGET_IDLE = 3600  # seconds: an idle budget counter is reloaded from the database after this
 
-# Shared by both scripts: the clock, and how numbers go back to Python.
+# The clock, and how numbers go back to Python.
 _COMMON = """
 local now
 if ARGV[1] == '' then
@@ -57,16 +58,45 @@ local function keep_rate(key, tat)
 end
 """
 
-# Several admissions at once (the calls one process has waiting: one round trip for them
-# all), each all or nothing, in order, each seeing the writes of those before it. KEYS: every
-# demand's counter, admission after admission. ARGV: now ('' = Redis TIME), then per
-# admission its number of demands and per demand: kind ('r' or 'b'), limit, amount.
-# Reply: one per admission: {'ok', now, value per demand ('' = not written)};
-# {'rate', index, wait, now, held arrival time}; {'budget', index, now};
-# {'unseeded', now, index, ...}. Indexes are 0-based, as Python's.
-TAKE = (
+# One script does both jobs, so the corrections waiting in a process ride on its next
+# admission's round trip (an idle process sends them alone, with no admission).
+#
+# KEYS: the changes' counters, then every admission's demands' counters, in order.
+# ARGV: now ('' = Redis TIME); the number of changes, and per change: kind ('r' or 'b'),
+# limit, amount; then per admission its number of demands and per demand the same three.
+#
+# Changes come first. A rate moves by `amount` units, never below now (counters.rate_adjust);
+# a budget moves only if it is seeded (a missing one is loaded from the records, which already
+# hold the call's real cost), never below 0, keeping its expiry.
+#
+# Admissions follow (the calls one process has waiting: one round trip for them all), each all
+# or nothing, in order, each seeing the writes of those before it.
+#
+# Reply: {{now, value per change ('' = untouched)}, then one per admission}, an admission's
+# being {'ok', now, value per demand ('' = not written)}; {'rate', index, wait, now, held
+# arrival time}; {'budget', index, now}; or {'unseeded', now, index, ...} (0-based indexes).
+SCRIPT = (
     _COMMON
     + """
+local function change(key, kind, limit, amount)
+  local held = redis.call('GET', key)
+  if kind == 'r' then
+    local tat = tonumber(held) or 0.0
+    local moved = now
+    if tat > now then moved = tat end
+    moved = moved + amount * (WINDOW / limit)
+    if moved < now then moved = now end
+    keep_rate(key, moved)
+    return fmt(moved)
+  elseif held ~= false then
+    local spent = tonumber(held) + amount
+    if spent < 0 then spent = 0.0 end
+    redis.call('SET', key, fmt(spent), 'KEEPTTL')
+    return fmt(spent)
+  end
+  return ''
+end
+
 local function take(k0, a0, n)
   local values = {}
   local unseeded = {}
@@ -116,8 +146,15 @@ local function take(k0, a0, n)
   end
   return out
 end
-local replies = {}
-local k, a = 0, 2
+
+local changes = tonumber(ARGV[2])
+local changed = {fmt(now)}
+for i = 1, changes do
+  local a = 2 + 3 * (i - 1)
+  changed[i + 1] = change(KEYS[i], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
+end
+local replies = {changed}
+local k, a = changes, 3 + 3 * changes
 while a <= #ARGV do
   local n = tonumber(ARGV[a])
   replies[#replies + 1] = take(k, a, n)
@@ -128,40 +165,7 @@ return replies
 """.replace("BUDGET_IDLE_MS", str(BUDGET_IDLE * 1000))
 )
 
-# KEYS: one per change; ARGV as TAKE's. A rate moves by `amount` units, never below now
-# (counters.rate_adjust); a budget moves only if it is seeded (a missing one is loaded from the
-# records, which already hold the call's real cost), never below 0, keeping its expiry.
-# Reply: {now, value per change ('' = untouched)}.
-ADJUST = (
-    _COMMON
-    + """
-local out = {fmt(now)}
-for i = 1, #KEYS do
-  local kind, limit, amount = ARGV[3 * i - 1], tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
-  local held = redis.call('GET', KEYS[i])
-  if kind == 'r' then
-    local tat = tonumber(held) or 0.0
-    local moved = now
-    if tat > now then moved = tat end
-    moved = moved + amount * (WINDOW / limit)
-    if moved < now then moved = now end
-    keep_rate(KEYS[i], moved)
-    out[i + 1] = fmt(moved)
-  elseif held ~= false then
-    local spent = tonumber(held) + amount
-    if spent < 0 then spent = 0.0 end
-    redis.call('SET', KEYS[i], fmt(spent), 'KEEPTTL')
-    out[i + 1] = fmt(spent)
-  else
-    out[i + 1] = ''
-  end
-end
-return out
-"""
-)
-
-TAKE_SHA = hashlib.sha1(TAKE.encode()).hexdigest()
-ADJUST_SHA = hashlib.sha1(ADJUST.encode()).hexdigest()
+SCRIPT_SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
 
 
 def redis_key(demand: Demand) -> str:
@@ -171,21 +175,17 @@ def redis_key(demand: Demand) -> str:
     return f"{PREFIX}{demand.name}:{demand.period}"
 
 
-def take_args(admissions: Sequence[Sequence[Demand]], now: float | None = None) -> ScriptArgs:
-    """KEYS and ARGV for `TAKE`."""
-    keys = [redis_key(d) for demands in admissions for d in demands]
-    args = ["" if now is None else repr(now)]
+def script_args(
+    changes: Sequence[Demand], admissions: Sequence[Sequence[Demand]], now: float | None = None
+) -> ScriptArgs:
+    """KEYS and ARGV for `SCRIPT`."""
+    keys = [redis_key(d) for d in changes]
+    keys += [redis_key(d) for demands in admissions for d in demands]
+    args = ["" if now is None else repr(now), str(len(changes))]
+    for d in changes:
+        args += ("r" if d.kind == "rate" else "b", repr(float(d.limit)), repr(float(d.amount)))
     for demands in admissions:
         args.append(str(len(demands)))
         for d in demands:
             args += ("r" if d.kind == "rate" else "b", repr(float(d.limit)), repr(float(d.amount)))
-    return keys, args
-
-
-def adjust_args(changes: Sequence[Demand], now: float | None = None) -> ScriptArgs:
-    """KEYS and ARGV for `ADJUST`."""
-    keys = [redis_key(d) for d in changes]
-    args = ["" if now is None else repr(now)]
-    for d in changes:
-        args += ("r" if d.kind == "rate" else "b", repr(float(d.limit)), repr(float(d.amount)))
     return keys, args
