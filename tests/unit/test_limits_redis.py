@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
+import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -291,6 +293,29 @@ def test_redis_down_rates_local_budgets_closed_then_back(
     assert [level for level, _ in lines] == ["WARNING", "INFO"], lines
     assert "rate limits: decided per node, budgets: refused (503)" in lines[0][1]
     metrics.close()
+
+
+def test_a_hung_redis_costs_a_call_at_most_the_command_timeout(server: RedisServer, tmp_path: Path) -> None:
+    async def body(c: RedisCounters, redis: Redis) -> tuple[float, float]:
+        assert await c.take([Demand("key:h:rpm", "rate", 5, 1)]) is None
+        assert server.proc is not None
+        os.kill(server.proc.pid, signal.SIGSTOP)  # accepts connections, answers nothing
+        try:
+            started = time.monotonic()
+            calls = [c.take([Demand("key:h:rpm", "rate", 5, 1)]) for _ in range(20)]
+            results = await asyncio.gather(*calls)
+            hung = time.monotonic() - started
+            assert c.outage.down and results.count(None) == 5  # the node's own 5 per minute
+            started = time.monotonic()
+            await c.take([Demand("key:h:rpm", "rate", 5, 1)])
+            after = time.monotonic() - started
+        finally:
+            os.kill(server.proc.pid, signal.SIGCONT)
+        return hung, after
+
+    hung, after = _run(server, tmp_path, body)
+    print(f"Redis hung: 20 concurrent calls decided in {hung:.2f} s, the next in {after * 1000:.2f} ms")
+    assert hung < 0.5 + 1.0 and after < 0.05  # COMMAND_TIMEOUT, once, then no waiting at all
 
 
 def test_redis_down_budgets_local_reload_and_settle_locally(server: RedisServer, tmp_path: Path) -> None:
