@@ -188,7 +188,7 @@ class Fanout:
                 self._feed_failing = False
 
     def _on_message(self, seq: int, origin: str) -> None:
-        if seq > self._seq and origin != "":
+        if seq > self._seq:  # else already read here (this worker's own change, a repeat)
             self._wake_for("redis")
 
     def _on_state(self, subscribed: bool, why: str) -> None:
