@@ -204,6 +204,42 @@ class ResponsesConfig(_Strict):
     background_lease_seconds: float = Field(default=30.0, ge=3, le=3600)
 
 
+class StorageConfig(_Strict):
+    """Where the files the gateway serves (`/media/`) and the sandbox's jobs live: the data
+    dir (`local`, one machine) or an S3-compatible bucket every replica shares (`s3`).
+    Credentials come from the standard AWS variables (AWS_ACCESS_KEY_ID, ...), never from here."""
+
+    backend: Literal["local", "s3"] = "local"
+    bucket: str = ""
+    prefix: str = ""  # a folder in the bucket for this gateway's objects, e.g. `unigate/`
+    endpoint_url: str | None = None  # MinIO, R2, Ceph...; unset: AWS S3 in `region`
+    region: str | None = None  # unset: AWS_REGION / AWS_DEFAULT_REGION, else us-east-1
+    path_style: bool = False  # `endpoint/bucket/key` URLs (most S3-compatible servers want them)
+
+    @model_validator(mode="after")
+    def _check_s3(self) -> StorageConfig:
+        if self.backend == "local":
+            # Values, not keys: a dumped default config writes every key at its default.
+            fields = type(self).model_fields
+            extra = [k for k in fields if k != "backend" and getattr(self, k) != fields[k].default]
+            if extra:
+                raise ValueError(f"{', '.join(extra)}: only for backend s3 (set storage.backend: s3)")
+            return self
+        if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", self.bucket):
+            raise ValueError(
+                "bucket: backend s3 needs the bucket's name (3-63 lowercase letters, digits, . or -)"
+            )
+        if self.prefix.startswith("/") or "//" in self.prefix or ".." in self.prefix.split("/"):
+            raise ValueError("prefix: a relative folder such as `unigate/` (no leading /, // or ..)")
+        if self.endpoint_url is not None:
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(self.endpoint_url)
+            if parts.scheme not in ("http", "https") or not parts.hostname or parts.username:
+                raise ValueError(f"endpoint_url: {self.endpoint_url!r} is not an http(s):// URL with a host")
+        return self
+
+
 class GatewayConfig(_Strict):
     providers: list[ProviderConfig] = Field(default_factory=list)
     models: list[ModelConfig] = Field(default_factory=list)
@@ -214,6 +250,7 @@ class GatewayConfig(_Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
     # The gateway's base URL as clients reach it (`https://gw.example.com`), for links to the
     # files it serves; unset, the address the server is bound to (never the Host header).
     public_url: str | None = None

@@ -10,7 +10,8 @@
     ├── RateLimited                    429     rate_limit_error
     ├── BudgetExceeded                 429     insufficient_quota (402 on music paths)
     ├── UpstreamRejected               4xx     (the upstream's own status, relayed)
-    └── UpstreamFailed                 502/504 upstream_error / timeout
+    ├── UpstreamFailed                 502/504 upstream_error / timeout
+    └── StorageUnavailable             503     server_error (the file store is unreachable)
 
 Messages never contain key material: callers pass fixed strings, and what comes from an
 upstream (`UpstreamRejected`'s message and raw body) has been scrubbed of that provider's
@@ -125,6 +126,20 @@ class DatabaseUnavailable(GatewayError):
             "The gateway's database is unavailable; nothing was stored. Retry shortly.",
             headers={"retry-after": "2"},
         )
+
+
+class StorageUnavailable(GatewayError):
+    """The file store (the data dir's disk, or the S3-compatible bucket) failed: retry shortly.
+    `detail` is for the log line only (the store's own reason, never credentials); the client
+    gets a fixed message."""
+
+    status, type, code = 503, "server_error", "storage_unavailable"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(
+            "The gateway's file storage is unavailable. Retry shortly.", headers={"retry-after": "2"}
+        )
+        self.detail = detail
 
 
 class GatewayOverloaded(GatewayError):

@@ -32,6 +32,7 @@ from unigate.routing.catalog import Catalog
 from unigate.routing.engine import Router
 from unigate.routing.health import RouteHealth
 from unigate.settings import Settings
+from unigate.storage import Storage, build_storage
 from unigate.store import db
 from unigate.store.changes import KEY, ChangeFeed, process_origin
 from unigate.store.keys import KeyStore
@@ -78,6 +79,7 @@ class Gateway:
     responses: ResponseStore  # the Responses API's stored responses
     response_retention: Retention
     redis: Redis | None  # UNIGATE_REDIS_URL's client (store/redis.py); None on a single node
+    storage: Storage  # the files served under /media/ (storage/: the data dir or a shared bucket)
     fanout: Fanout  # key changes and config reloads, to and from every other worker and replica
     started: bool = field(default=False)
 
@@ -95,11 +97,13 @@ class Gateway:
         async def fetch_input(url: str, max_bytes: int) -> tuple[bytes, str]:
             return await fetch_url(sender, url, max_bytes)
 
+        storage = build_storage(config.storage, settings.data_dir)
         context = ProviderContext(
             data_dir=settings.data_dir,
             music_seconds=config.sandbox.music_seconds,
             task_seconds=config.sandbox.task_seconds,
             fetch_url=fetch_input,
+            storage=storage,
         )
         providers = {p.name: build_provider(p, context) for p in config.providers}
         admin_key = settings.admin_key or read_or_create_admin_key(settings.data_dir)[0]
@@ -154,6 +158,7 @@ class Gateway:
             # Read at each purge, so a config reload applies it.
             response_retention=Retention(responses, lambda: gateway.config.responses.retention_days),
             redis=redis,
+            storage=storage,
         )
         return gateway
 
@@ -208,6 +213,7 @@ class Gateway:
         for provider in self.providers.values():
             await provider.aclose()
         await self.engine.dispose()
+        await self.storage.aclose()
         if self.redis is not None:
             await self.limits.counters.flush()  # settlements still queued for Redis
             await self.redis.aclose()

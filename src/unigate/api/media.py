@@ -6,23 +6,31 @@ A stored file is served as the type its first bytes prove, never as the type its
 each response carries `X-Content-Type-Options: nosniff`, and a file whose content does not
 match its extension (a `.png` that is not a PNG) is sent as `application/octet-stream` with
 `Content-Disposition: attachment`, so a browser neither renders nor runs it. Names are
-bounded before the file system sees them: anything else is a 404 that echoes nothing."""
+bounded before the file store sees them: anything else is a 404 that echoes nothing.
+
+Files come from the gateway's file store (storage/: the data dir, or a bucket shared by every
+replica) and are streamed in chunks, so a large video is never held whole in memory. A shared
+store's objects are relayed through the gateway rather than redirected to a presigned URL: the
+link stays the same unguessable, key-less, cacheable `/media/` address whichever store holds
+it, the checks above apply to every byte, and the bucket stays private."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import os
+import logging
 import re
-from pathlib import Path
 
-from unigate.asgi import Request
+from unigate.asgi import Receive, Request
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
-from unigate.errors import NotFound
+from unigate.errors import NotFound, StorageUnavailable
 from unigate.gateway import Gateway
 from unigate.media_types import SNIFF_BYTES, STORED_TYPES, UNVERIFIED_TYPE, verified_type
 from unigate.music.record import AVATAR_NAME
+from unigate.storage import Storage, StoredObject, media_key
+
+log = logging.getLogger("unigate.storage")
 
 _CACHE = (b"cache-control", b"public, max-age=86400")
 NOSNIFF = (b"x-content-type-options", b"nosniff")
@@ -46,29 +54,52 @@ AVATAR_PNG = base64.b64decode(
 )
 
 
-async def send_stored(request: Request, path: Path, extension: str, cache: bool = True) -> None:
-    """Answer `request` (GET or HEAD) with the stored file at `path`, typed by its content."""
+async def send_stored(
+    request: Request, storage: Storage, name: str, extension: str, cache: bool = True
+) -> None:
+    """Answer `request` (GET or HEAD) with the stored media file `name`, typed by its content."""
     head_only = request.method == "HEAD"
-    try:
-        data, size = await asyncio.to_thread(_load, path, head_only)
-    except OSError:  # gone, a directory, unreadable: to the client all the same
-        raise NotFound("No such media file.", code="media_not_found") from None
-    content_type = verified_type(extension, data[:SNIFF_BYTES])
-    headers = [(b"content-length", str(size).encode()), NOSNIFF]
+    found = await storage.open(media_key(name), head_only)
+    if found is None:  # gone, a directory, unreadable: to the client all the same
+        raise NotFound("No such media file.", code="media_not_found")
+    content_type = verified_type(extension, found.head[:SNIFF_BYTES])
+    headers = [(b"content-length", str(found.size).encode()), NOSNIFF]
     if content_type is None:
         headers += [(b"content-type", UNVERIFIED_TYPE), _ATTACHMENT]
     else:
         headers.append((b"content-type", content_type))
     if cache:
         headers.append(_CACHE)
-    await _send(request, headers, b"" if head_only else data)
+    if head_only:
+        await _send(request, headers, b"")
+        return
+    await _stream(request, headers, found)
 
 
-def _load(path: Path, head_only: bool) -> tuple[bytes, int]:
-    """(the whole file, or only its first bytes for HEAD; its size)."""
-    with path.open("rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        return (f.read(SNIFF_BYTES) if head_only else f.read()), size
+async def _stream(request: Request, headers: list[tuple[bytes, bytes]], found: StoredObject) -> None:
+    """The head, then the rest as it is read; stops reading when the client leaves."""
+    headers.append((b"x-request-id", request.request_id.encode()))
+    await request.send({"type": "http.response.start", "status": 200, "headers": headers})
+    left = asyncio.ensure_future(_until_gone(request.receive))
+    try:
+        await request.send({"type": "http.response.body", "body": found.head, "more_body": True})
+        async for chunk in found.rest:
+            if left.done():
+                return
+            await request.send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await request.send({"type": "http.response.body", "body": b""})
+    except StorageUnavailable:
+        # Headers are out, so no error body can follow: the response ends short and the
+        # server closes the connection, which the client sees as a failed download.
+        log.warning("media download cut short on request %s: storage unavailable", request.request_id)
+    finally:
+        left.cancel()
+        await found.close()
+
+
+async def _until_gone(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _send(request: Request, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
@@ -78,8 +109,6 @@ async def _send(request: Request, headers: list[tuple[bytes, bytes]], body: byte
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    root = gw.settings.data_dir / "media"
-
     async def serve(request: Request, _: Principal | None) -> None:
         name = request.params["name"]
         if name == AVATAR_NAME:
@@ -94,7 +123,7 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         match = NAME.match(name)
         if match is None or match.group(1).lower() not in STORED_TYPES:
             raise NotFound("No such media file.", code="media_not_found")
-        await send_stored(request, root / name, match.group(1))
+        await send_stored(request, gw.storage, name, match.group(1))
 
     return [
         Endpoint(method, "/media/{name}", serve, auth="none", style="plain") for method in ("GET", "HEAD")

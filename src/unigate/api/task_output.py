@@ -3,7 +3,7 @@
 `/media/tasks/{task_id}/{index}/{variant}` that other families show for files the upstream
 only hands out against the gateway's credentials.
 
-A file the gateway stores itself is sent from disk; a private upstream file is fetched with
+A file the gateway stores itself is sent from its file store; a private upstream file is fetched with
 the provider's credentials and relayed as it arrives; a public upstream link is a redirect
 (the client's SDK follows it, and the gateway's bandwidth is not spent on it).
 """
@@ -75,9 +75,7 @@ async def send_output(request: Request, gw: Gateway, task: Task, index: int, var
         raise NotFound(f"The task has no {variant} file.", code="file_not_found")
     local = _LOCAL.match(url)
     if local is not None:
-        await send_stored(
-            request, gw.settings.data_dir / "media" / local.group(1), local.group(2), cache=False
-        )
+        await send_stored(request, gw.storage, local.group(1), local.group(2), cache=False)
         return
     await send_body(request.send, 302, b"", b"text/plain", [(b"location", url.encode("latin-1", "replace"))])
 

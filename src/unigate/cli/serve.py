@@ -18,6 +18,7 @@ from unigate.cli.startup import (
     check_log_level,
     check_port,
     check_public_url,
+    check_storage,
     debug_wanted,
     report,
     with_database,
@@ -112,6 +113,7 @@ def _check_config(settings: Settings) -> None:
             build_provider(provider, context)
     except (ConfigError, UnknownProtocol) as exc:
         raise StartupError(f"{exc}; fix the config file (or UNIGATE_CONFIG / --config)") from exc
+    check_storage(config.storage, settings.data_dir)
     # A default the file set itself is checked by the config; one left at its built-in value
     # only matters to deployments that serve that family, so it is a note, not an error.
     unbacked = [f"{key}={value}" for key, value, _ in defaults(config) if not config.defines(value)]

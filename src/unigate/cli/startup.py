@@ -20,6 +20,8 @@ from unigate.settings import Settings
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
+    from unigate.config import StorageConfig
+
 EXIT_CODE = 2
 # Long enough for a remote server, short enough that a wrong host does not look like a hang
 # (asyncpg's own connect timeout is a minute).
@@ -101,6 +103,37 @@ def check_data_dir(data_dir: Path) -> None:
     # Only a usable directory is worth a warning about who else can read it.
     warn_if_open(data_dir)
     warn_if_open(data_dir / "media")
+
+
+def check_storage(config: StorageConfig, data_dir: Path) -> None:
+    """An S3 store can be listed and written (the data dir's disk is checked above): a bucket
+    that is missing, unreachable or read-only is refused now, not at the first upload."""
+    if config.backend == "local":
+        return
+    from unigate.errors import StorageUnavailable
+    from unigate.storage import build_storage
+    from unigate.storage.s3 import reason
+
+    where = f"s3://{config.bucket}" + (f" at {config.endpoint_url}" if config.endpoint_url else "")
+
+    async def probe() -> None:
+        async with asyncio.timeout(2 * CONNECT_TIMEOUT):
+            await build_storage(config, data_dir).check()
+
+    try:
+        asyncio.run(probe())
+        return
+    except StorageUnavailable as exc:
+        why = exc.detail
+    except TimeoutError:
+        why = f"no answer within {2 * CONNECT_TIMEOUT:.0f} s"
+    except Exception as exc:  # the client refused the settings themselves
+        why = reason(exc)
+    raise StartupError(
+        f"cannot use the storage bucket {where}: {why}; check that the bucket exists and "
+        "storage.endpoint_url / storage.region in the config, and that AWS_ACCESS_KEY_ID and "
+        "AWS_SECRET_ACCESS_KEY may list, read and write it"
+    )
 
 
 def shown_url(url: str) -> str:

@@ -26,6 +26,7 @@ from unigate.providers.redact import Redactor, retry_after
 
 if TYPE_CHECKING:
     from unigate.multipart import Form
+    from unigate.storage import Storage
 from unigate.usage.recorder import Usage
 
 
@@ -210,6 +211,8 @@ class ProviderContext:
     music_seconds: float = 8.0  # how long the sandbox's music jobs take
     task_seconds: float = 4.0  # how long the sandbox's other jobs (video, audio, visual) take
     fetch_url: UrlFetcher | None = None  # for inputs the gateway itself must download
+    # Where files the gateway serves under /media/ are kept (storage/); None: the data dir.
+    storage: Storage | None = None
 
 
 class Provider:

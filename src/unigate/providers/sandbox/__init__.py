@@ -41,6 +41,7 @@ from unigate.providers.sandbox.media_calls import SandboxMedia
 from unigate.providers.sandbox.media_loader import load_media
 from unigate.providers.sandbox.model_kinds import MEDIA_KINDS, check_kind, task_kind
 from unigate.providers.sandbox.tasks import SandboxTasks
+from unigate.storage import LocalStorage, media_key
 
 PROVIDER_TYPE = "sandbox"
 # What the sandbox's audio, image and video need (the `sandbox` extra); text and music do not.
@@ -60,9 +61,14 @@ class SandboxProvider(Provider):
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
-        self.jobs = SandboxJobs(context.data_dir, context.music_seconds)
-        self.tasks = SandboxTasks(context.data_dir, context.task_seconds, context.fetch_url, sandbox_kinds())
-        self.media_calls = SandboxMedia(context.data_dir / "media")
+        # The gateway's file store; a context built without one (checks, unit tests) keeps
+        # files in the data dir, as the local store does.
+        self.storage = context.storage or LocalStorage(context.data_dir)
+        self.jobs = SandboxJobs(context.data_dir, context.music_seconds, self.storage)
+        self.tasks = SandboxTasks(
+            context.data_dir, context.task_seconds, context.fetch_url, sandbox_kinds(), self.storage
+        )
+        self.media_calls = SandboxMedia(self.storage)
         # Checked once: a production install without the extra still starts and serves text.
         self.missing_media = [m for m in MEDIA_MODULES if importlib.util.find_spec(m) is None]
 
@@ -120,8 +126,7 @@ class SandboxProvider(Provider):
 
     async def delete_task(self, ref: TaskRef, timeouts: Timeouts) -> None:
         """A deleted job's files go with it."""
-        for path in self.media_calls.media_dir.glob(f"{ref.upstream_id}*"):
-            path.unlink(missing_ok=True)
+        await self.storage.delete_prefix(media_key(ref.upstream_id))
 
     async def aclose(self) -> None:
         self.jobs.journal.close()

@@ -10,28 +10,18 @@ the task with the decoder's reason.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from unigate.errors import InvalidRequest
 from unigate.media_types import sniff_audio, sniff_image
 from unigate.providers.base import TaskSubmission
-from unigate.providers.sandbox.tasks import InputStore
+from unigate.providers.sandbox.tasks import InputStore, Rendered
 
 MAX_SOUND_SECONDS = 30.0
 MAX_SPEECH_SECONDS = 60.0  # what the sandbox's lip sync takes
 MAX_VIDEO = 100 * 1024 * 1024
 MAX_AUDIO = 100 * 1024 * 1024
 MAX_PHOTO = 20 * 1024 * 1024
-
-
-def write_media(media: Path, name: str, data: bytes) -> str:
-    """Write one output file atomically; its `/media/` url."""
-    media.mkdir(parents=True, exist_ok=True)
-    tmp = media / (name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(media / name)
-    return f"/media/{name}"
 
 
 def sniff_video(head: bytes) -> str | None:
@@ -58,20 +48,22 @@ class SoundEffectKind:
             )
         return {"seconds": seconds, "seed": int(job.fields.get("seed") or 0)}
 
-    def render(self, job_id: str, record: dict[str, Any], media: Path) -> list[dict[str, Any]]:
+    def render(self, job_id: str, record: dict[str, Any], files: dict[str, bytes]) -> Rendered:
         from unigate.providers.sandbox.media.sound import render_sound_effect
 
         p = record["prepared"]
         audio = render_sound_effect(str(record["fields"].get("prompt") or ""), p["seconds"], seed=p["seed"])
-        return [
+        out = Rendered([])
+        out.outputs.append(
             {
                 "id": job_id,
-                "url": write_media(media, f"{job_id}.mp3", audio),
+                "url": out.add(f"{job_id}.mp3", audio),
                 "cover_url": "",
                 "duration": p["seconds"],
                 "content_type": "audio/mpeg",
             }
-        ]
+        )
+        return out
 
 
 class LipSyncKind:
@@ -84,7 +76,7 @@ class LipSyncKind:
                 param="video_url",
                 code="invalid_video",
             )
-        prepared: dict[str, Any] = {"video": inputs.save("video", video)}
+        prepared: dict[str, Any] = {"files": {"video": await inputs.save("video", video)}}
         if fields.get("ref_photo_url"):
             photo = await inputs.fetch(str(fields["ref_photo_url"]), MAX_PHOTO, "ref_photo_url")
             if sniff_image(photo[:16]) not in ("png", "jpeg", "webp"):
@@ -101,7 +93,7 @@ class LipSyncKind:
                     param="audio_url",
                     code="invalid_audio",
                 )
-            prepared["audio"] = inputs.save("audio", audio)
+            prepared["files"]["audio"] = await inputs.save("audio", audio)
             return prepared
         from unigate.providers.sandbox.media.speech import speech_duration
 
@@ -115,22 +107,24 @@ class LipSyncKind:
         prepared.update({"voice": str(fields.get("voice_id") or "alloy"), "speed": speed})
         return prepared
 
-    def render(self, job_id: str, record: dict[str, Any], media: Path) -> list[dict[str, Any]]:
+    def render(self, job_id: str, record: dict[str, Any], files: dict[str, bytes]) -> Rendered:
         from unigate.providers.sandbox.media.lipsync import lip_sync
         from unigate.providers.sandbox.media.video import video_thumbnail
 
         p, text = record["prepared"], str(record["fields"].get("text") or "")
-        audio = Path(p["audio"]).read_bytes() if p.get("audio") else _speech(text, p["voice"], p["speed"])
-        video = lip_sync(Path(p["video"]).read_bytes(), audio)
+        audio = files["audio"] if "audio" in files else _speech(text, p["voice"], p["speed"])
+        video = lip_sync(files["video"], audio)
         cover = video_thumbnail(video, "webp")
-        return [
+        out = Rendered([])
+        out.outputs.append(
             {
                 "id": job_id,
-                "url": write_media(media, f"{job_id}.mp4", video),
-                "cover_url": write_media(media, f"{job_id}-cover.webp", cover),
+                "url": out.add(f"{job_id}.mp4", video),
+                "cover_url": out.add(f"{job_id}-cover.webp", cover),
                 "content_type": "video/mp4",
             }
-        ]
+        )
+        return out
 
 
 def _speech(text: str, voice: str, speed: float) -> bytes:

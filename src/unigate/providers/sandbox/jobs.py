@@ -1,35 +1,40 @@
 """The sandbox's asynchronous jobs (music, lyrics, audio upload), behaving like a Suno relay.
 
-Jobs are appended to a journal under `<data dir>/sandbox/jobs`, so they survive a gateway
-restart (even a kill -9) just as an upstream's would. A job's state is a function of the time since it was
-submitted: submitted -> queued -> streaming -> complete within `music_seconds`. On
-completion two WAV clips and their covers are rendered (in a thread) into `<data dir>/media`,
-which the gateway serves under `/media/`. A prompt containing `[sandbox:fail]` makes the job
-fail, so failure paths can be exercised offline.
+Jobs are recorded in the sandbox's journal (journal.py: the data dir's journal files, or the
+shared store), so they survive a gateway restart (even a kill -9) just as an upstream's would,
+and on a shared store any replica can poll them. A job's state is a function of the time since
+it was submitted: submitted -> queued -> streaming -> complete within `music_seconds`. On
+completion two WAV clips and their covers are rendered (in a thread) into the file store's
+media, which the gateway serves under `/media/`. A prompt containing `[sandbox:fail]` makes
+the job fail, so failure paths can be exercised offline.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from unigate.errors import InvalidRequest
+from unigate.errors import InvalidRequest, StorageUnavailable
 from unigate.providers.base import SubmitResult, TaskSubmission, UpstreamTask
-from unigate.providers.sandbox.journal import JobJournal
+from unigate.providers.sandbox.journal import journal_for
 from unigate.providers.sandbox.music import render_clip, render_cover, wav_duration, write_lyrics
+from unigate.storage import Storage, media_key
 from unigate.tasks.model import CLIP_TO_TASK, combine_clip_statuses
+
+log = logging.getLogger("unigate.sandbox")
 
 FAIL_MARKER = "[sandbox:fail]"
 CLIP_SECONDS = 6.0
 
 
 class SandboxJobs:
-    def __init__(self, data_dir: Path, music_seconds: float) -> None:
-        self.journal = JobJournal(data_dir / "sandbox" / "jobs")
-        self.media = data_dir / "media"
+    def __init__(self, data_dir: Path, music_seconds: float, storage: Storage) -> None:
+        self.journal = journal_for(storage, data_dir, "jobs")
+        self.storage = storage
         self.music_seconds = music_seconds
 
     async def submit(self, job: TaskSubmission) -> SubmitResult:
@@ -38,7 +43,7 @@ class SandboxJobs:
         clip_ids = [f"{upstream_id}-{i}" for i in range(clips)]
         fields = dict(job.fields)
         continue_clip = fields.get("continue_clip_id")
-        if continue_clip and self._audio(str(continue_clip)) is None:
+        if continue_clip and await self._audio(str(continue_clip)) is None:
             raise InvalidRequest("The clip to continue has no audio yet.", param="continue_clip_id")
         record = {
             "action": job.action,
@@ -49,29 +54,29 @@ class SandboxJobs:
         }
         if job.upload is not None:
             suffix = Path(job.upload_name).suffix.lower() if job.upload_name else ".wav"
-            await asyncio.to_thread(self._store_upload, upstream_id, job.upload, suffix)
-        self.journal.append(upstream_id, record)
+            await self.storage.put(media_key(f"{upstream_id}-0{suffix}"), job.upload)
+        await self.journal.append(upstream_id, record)
         return SubmitResult(upstream_id, clip_ids)
 
-    def _audio(self, clip_id: str) -> Path | None:
+    async def _audio(self, clip_id: str) -> str | None:
+        """The stored name of a clip's audio (a rendered WAV or an uploaded WAV/MP3)."""
         for suffix in (".wav", ".mp3"):
-            path = self.media / f"{clip_id}{suffix}"
-            if path.exists():
-                return path
+            if await self.storage.exists(media_key(f"{clip_id}{suffix}")):
+                return f"{clip_id}{suffix}"
         return None
-
-    def _store_upload(self, upstream_id: str, upload: bytes, suffix: str) -> None:
-        self.media.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.media / f"{upstream_id}-0{suffix}", upload)
 
     async def poll(self, upstream_ids: list[str]) -> dict[str, UpstreamTask]:
         out: dict[str, UpstreamTask] = {}
         for upstream_id in upstream_ids:
-            record = self.journal.get(upstream_id)
-            if record is None:
-                continue  # unknown to this upstream: the poller retries, then the deadline decides
+            record: dict[str, Any] | None = None
             try:
+                record = await self.journal.get(upstream_id)
+                if record is None:
+                    continue  # unknown to this upstream: the poller retries, then the deadline decides
                 out[upstream_id] = await self._state(upstream_id, record)
+            except StorageUnavailable as exc:
+                # The store, not the job, failed (logged where it was mapped): polled again later.
+                log.warning("sandbox job %s not polled: storage unavailable (%s)", upstream_id, exc.detail)
             except (OSError, ValueError) as exc:
                 # One job that cannot be rendered fails alone; it must not stall the batch.
                 out[upstream_id] = UpstreamTask(
@@ -79,7 +84,7 @@ class SandboxJobs:
                     "FAILURE",
                     fail_reason=f"The sandbox could not render this job: {exc}",
                     error_type="sandbox_failure",
-                    clips=[{"id": c, "status": "error"} for c in record.get("clips", [])],
+                    clips=[{"id": c, "status": "error"} for c in (record or {}).get("clips", [])],
                 )
         return out
 
@@ -117,8 +122,9 @@ class SandboxJobs:
 
     async def _upload(self, upstream_id: str, record: dict[str, Any]) -> UpstreamTask:
         clip_id = record["clips"][0]
-        audio = self._audio(clip_id)
-        if audio is None:
+        name = await self._audio(clip_id)
+        data = await self.storage.read(media_key(name)) if name else None
+        if name is None or data is None:
             return UpstreamTask(
                 upstream_id,
                 "FAILURE",
@@ -126,13 +132,13 @@ class SandboxJobs:
                 error_type="sandbox_failure",
             )
         try:
-            duration = await asyncio.to_thread(lambda: wav_duration(audio.read_bytes()))
+            duration = await asyncio.to_thread(wav_duration, data)
         except ValueError:
             duration = 0.0  # not a WAV file: its length is unknown to the sandbox
         clip = {
             "id": clip_id,
             "status": "complete",
-            "audio_url": f"/media/{audio.name}",
+            "audio_url": f"/media/{name}",
             "duration": duration,
             "title": str(record["fields"].get("title", "")),
         }
@@ -150,21 +156,21 @@ class SandboxJobs:
             status, progress = "complete", 100
         clips: list[dict[str, Any]] = [{"id": c, "status": status} for c in record["clips"]]
         if status == "complete":
-            clips = await asyncio.to_thread(self._render, record)
+            clips = await self._render(record)
         task_status = combine_clip_statuses([c["status"] for c in clips])
         assert task_status in CLIP_TO_TASK.values()
         return UpstreamTask(upstream_id, task_status, progress=progress, clips=clips)
 
-    def _render(self, record: dict[str, Any]) -> list[dict[str, Any]]:
-        """Render (once) and describe the finished clips."""
+    async def _render(self, record: dict[str, Any]) -> list[dict[str, Any]]:
+        """Render (once: files already stored are kept) and describe the finished clips.
+        Rendering runs in worker threads; the store is read and written from the loop."""
         fields = record["fields"]
         prompt = str(fields.get("prompt") or fields.get("gpt_description_prompt") or "")
         tags, title = str(fields.get("tags") or ""), str(fields.get("title") or "")
-        self.media.mkdir(parents=True, exist_ok=True)
         source: bytes | None = None
         if fields.get("continue_clip_id"):
-            found = self.media / f"{fields['continue_clip_id']}.wav"
-            source = found.read_bytes() if found.exists() else None  # an MP3 upload is not spliced
+            # An MP3 upload is not spliced: only a WAV is read.
+            source = await self.storage.read(media_key(f"{fields['continue_clip_id']}.wav"))
             if source is not None:
                 try:
                     wav_duration(source)
@@ -172,9 +178,10 @@ class SandboxJobs:
                     source = None  # a WAV the synthesiser cannot read (float, extensible): no splice
         clips = []
         for variant, clip_id in enumerate(record["clips"]):
-            audio = self.media / f"{clip_id}.wav"
-            if not audio.exists():
-                data = render_clip(
+            audio = await self.storage.read(media_key(f"{clip_id}.wav"))
+            if audio is None:
+                audio = await asyncio.to_thread(
+                    render_clip,
                     prompt,
                     tags,
                     title,
@@ -183,11 +190,13 @@ class SandboxJobs:
                     continue_from=source,
                     continue_at=float(fields.get("continue_at") or 0),
                 )
-                _atomic_write(audio, data)
+                await self.storage.put(media_key(f"{clip_id}.wav"), audio)
             for suffix, size in (("", 512), ("-large", 1024)):
-                cover = self.media / f"{clip_id}{suffix}.png"
-                if not cover.exists():
-                    _atomic_write(cover, render_cover(title or prompt[:60], tags, size))
+                cover = media_key(f"{clip_id}{suffix}.png")
+                if not await self.storage.exists(cover):
+                    await self.storage.put(
+                        cover, await asyncio.to_thread(render_cover, title or prompt[:60], tags, size)
+                    )
             clips.append(
                 {
                     "id": clip_id,
@@ -196,14 +205,8 @@ class SandboxJobs:
                     "image_url": f"/media/{clip_id}.png",
                     "image_large_url": f"/media/{clip_id}-large.png",
                     "video_url": "",
-                    "duration": round(wav_duration(audio.read_bytes()), 2),
+                    "duration": round(wav_duration(audio), 2),
                     "title": title,
                 }
             )
         return clips
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)

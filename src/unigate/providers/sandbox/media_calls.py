@@ -16,7 +16,6 @@ import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -24,6 +23,7 @@ import orjson
 from unigate.errors import InvalidRequest
 from unigate.media_types import IMAGE_CONTENT_TYPES, SPEECH_CONTENT_TYPES
 from unigate.providers.base import MediaCall, Reply
+from unigate.storage import Storage, media_key
 from unigate.usage.recorder import Usage
 
 if TYPE_CHECKING:
@@ -43,8 +43,8 @@ RENDER_SLOTS = 2
 
 
 class SandboxMedia:
-    def __init__(self, media_dir: Path) -> None:
-        self.media_dir = media_dir  # images answered as `url` are stored here, served at /media/
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage  # images answered as `url` are stored here, served at /media/
         self._renders = asyncio.Semaphore(RENDER_SLOTS)
 
     async def answer(self, call: MediaCall) -> Reply:
@@ -228,14 +228,7 @@ class SandboxMedia:
 
     async def _store(self, image: bytes, fmt: str) -> str:
         name = f"img-{secrets.token_hex(12)}.{'jpg' if fmt == 'jpeg' else fmt}"
-
-        def write() -> None:
-            self.media_dir.mkdir(parents=True, exist_ok=True)
-            tmp = self.media_dir / (name + ".part")
-            tmp.write_bytes(image)
-            tmp.replace(self.media_dir / name)
-
-        await asyncio.to_thread(write)
+        await self.storage.put(media_key(name), image)
         return f"/media/{name}"
 
     async def _stability(self, call: MediaCall) -> Reply:

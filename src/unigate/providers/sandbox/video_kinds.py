@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-from pathlib import Path
 from typing import Any
 
 from unigate.errors import InvalidRequest
 from unigate.media_types import sniff_image
 from unigate.providers.base import TaskSubmission
-from unigate.providers.sandbox.tasks import InputStore, decode_data_url
+from unigate.providers.sandbox.tasks import InputStore, Rendered, decode_data_url
 from unigate.video.job import video_seconds, video_size
 
 MAX_SECONDS = 20.0
@@ -50,12 +49,11 @@ class VideoKind:
         }
         image = await self._image(job, inputs)
         if image is not None:
-            prepared["image"] = inputs.save("image", image)
+            prepared["files"] = {"image": await inputs.save("image", image)}
         elif job.action == "remix" and fields.get("remix_of"):
             # A remix starts from the source video's middle frame (its thumbnail).
-            source = inputs.media / f"{fields['remix_of']}-thumb.webp"
-            if source.exists():
-                prepared["image"] = str(source)
+            source = await inputs.media(f"{fields['remix_of']}-thumb.webp")
+            prepared["files"] = {"image": source} if source else {}
         return prepared
 
     async def _image(self, job: TaskSubmission, inputs: InputStore) -> bytes | None:
@@ -81,36 +79,27 @@ class VideoKind:
             )
         return data
 
-    def render(self, job_id: str, record: dict[str, Any], media: Path) -> list[dict[str, Any]]:
+    def render(self, job_id: str, record: dict[str, Any], files: dict[str, bytes]) -> Rendered:
         from unigate.providers.sandbox.media.video import render_video, video_spritesheet, video_thumbnail
 
         p = record["prepared"]
-        image_path = p.get("image")
-        start = Path(image_path).read_bytes() if image_path else None
+        start = files.get("image")
         prompt = str(record["fields"].get("prompt") or "")
         video = render_video(
             prompt, p["width"], p["height"], p["seconds"], fps=p["fps"], seed=p["seed"], start_image=start
         )
-        media.mkdir(parents=True, exist_ok=True)
-        files = {
-            f"{job_id}.mp4": video,
-            f"{job_id}-thumb.webp": video_thumbnail(video, "webp"),
-            f"{job_id}-sprite.jpg": video_spritesheet(video),
-        }
-        for name, data in files.items():
-            tmp = media / (name + ".tmp")
-            tmp.write_bytes(data)
-            tmp.replace(media / name)
-        return [
+        out = Rendered([])
+        out.outputs.append(
             {
                 "id": job_id,
-                "url": f"/media/{job_id}.mp4",
-                "thumbnail_url": f"/media/{job_id}-thumb.webp",
-                "spritesheet_url": f"/media/{job_id}-sprite.jpg",
+                "url": out.add(f"{job_id}.mp4", video),
+                "thumbnail_url": out.add(f"{job_id}-thumb.webp", video_thumbnail(video, "webp")),
+                "spritesheet_url": out.add(f"{job_id}-sprite.jpg", video_spritesheet(video)),
                 "duration": p["seconds"],
                 "width": p["width"],
                 "height": p["height"],
                 "fps": p["fps"],
                 "content_type": "video/mp4",
             }
-        ]
+        )
+        return out

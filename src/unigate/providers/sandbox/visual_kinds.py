@@ -11,7 +11,6 @@ fails to decode fails the task with the decoder's reason.
 from __future__ import annotations
 
 import io
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -19,8 +18,7 @@ import orjson
 from unigate.errors import InvalidRequest
 from unigate.media_types import sniff_image
 from unigate.providers.base import TaskSubmission
-from unigate.providers.sandbox.audio_kinds import write_media
-from unigate.providers.sandbox.tasks import InputStore
+from unigate.providers.sandbox.tasks import InputStore, Rendered
 
 MAX_IMAGE = 20 * 1024 * 1024
 VISUAL_TOOLS = ("segmentation", "inpaint", "scale")
@@ -46,12 +44,12 @@ async def _image(job: TaskSubmission, inputs: InputStore, file_name: str, url_na
     return data
 
 
-async def _source(job: TaskSubmission, inputs: InputStore) -> str:
-    """The stored path of the job's image, which is required."""
+async def _source(job: TaskSubmission, inputs: InputStore) -> dict[str, str]:
+    """The job's stored image, which is required, as the record's `files`."""
     data = await _image(job, inputs, "image_file", "image_url")
     if data is None:
         raise InvalidRequest("Give 'image_file' or 'image_url'.", param="image_file", code="invalid_request")
-    return inputs.save("image", data)
+    return {"image": await inputs.save("image", data)}
 
 
 class VisualKind:
@@ -62,11 +60,11 @@ class VisualKind:
                 f"The sandbox has no visual tool '{tool}'.", code="unsupported_operation", status=404
             )
         fields = job.fields
-        prepared: dict[str, Any] = {"tool": tool, "image": await _source(job, inputs)}
+        prepared: dict[str, Any] = {"tool": tool, "files": await _source(job, inputs)}
         if tool == "inpaint":
             mask = await _image(job, inputs, "mask_file", "mask_url")
             if mask is not None:
-                prepared["mask"] = inputs.save("mask", mask)
+                prepared["files"]["mask"] = await inputs.save("mask", mask)
             elif fields.get("rectangles"):
                 boxes = orjson.loads(str(fields["rectangles"]))
                 prepared["rectangles"] = [[b["x"], b["y"], b["width"], b["height"]] for b in boxes]
@@ -88,27 +86,30 @@ class VisualKind:
             )
         return prepared
 
-    def render(self, job_id: str, record: dict[str, Any], media: Path) -> list[dict[str, Any]]:
+    def render(self, job_id: str, record: dict[str, Any], files: dict[str, bytes]) -> Rendered:
         from unigate.providers.sandbox.media.visual import inpaint, upscale
 
         p = record["prepared"]
-        image = Path(p["image"]).read_bytes()
+        image = files["image"]
         if p["tool"] == "segmentation":
-            return _segmentation(job_id, image, p, media)
+            return _segmentation(job_id, image, p)
         if p["tool"] == "inpaint":
-            if p.get("mask"):
-                result = inpaint(image, mask=Path(p["mask"]).read_bytes())
+            if "mask" in files:
+                result = inpaint(image, mask=files["mask"])
             else:
                 result = inpaint(image, rectangles=[(x, y, w, h) for x, y, w, h in p["rectangles"]])
             ext = "png"
         else:
             result = upscale(image, int(p["factor"]))
             ext = _EXTENSIONS.get(sniff_image(result[:16]) or "", "png")
-        url = write_media(media, f"{job_id}.{ext}", result)
-        return [{"id": job_id, "url": url, "content_type": _CONTENT_TYPES[ext]}]
+        out = Rendered([])
+        out.outputs.append(
+            {"id": job_id, "url": out.add(f"{job_id}.{ext}", result), "content_type": _CONTENT_TYPES[ext]}
+        )
+        return out
 
 
-def _segmentation(job_id: str, image: bytes, p: dict[str, Any], media: Path) -> list[dict[str, Any]]:
+def _segmentation(job_id: str, image: bytes, p: dict[str, Any]) -> Rendered:
     """Cutout and mask, cropped to the subject and flattened onto a colour when asked."""
     from PIL import Image
 
@@ -134,17 +135,20 @@ def _segmentation(job_id: str, image: bytes, p: dict[str, Any], media: Path) -> 
         cutout.save(picture, "PNG")
     mask_bytes = io.BytesIO()
     mask.save(mask_bytes, "PNG")
-    mask_url = write_media(media, f"{job_id}-mask.png", mask_bytes.getvalue())
+    out = Rendered([])
+    mask_url = out.add(f"{job_id}-mask.png", mask_bytes.getvalue())
     if p["output_type"] == "3":  # the mask only
-        return [{"id": job_id, "url": mask_url, "mask_url": mask_url, "content_type": "image/png"}]
+        out.outputs.append({"id": job_id, "url": mask_url, "mask_url": mask_url, "content_type": "image/png"})
+        return out
     item: dict[str, Any] = {
         "id": job_id,
-        "url": write_media(media, f"{job_id}.{ext}", picture.getvalue()),
+        "url": out.add(f"{job_id}.{ext}", picture.getvalue()),
         "content_type": _CONTENT_TYPES[ext],
     }
     if p["output_type"] == "1":
         item["mask_url"] = mask_url
-    return [item]
+    out.outputs.append(item)
+    return out
 
 
 class DocumentKind:
@@ -162,16 +166,19 @@ class DocumentKind:
                 code="invalid_value",
             )
         languages = [s for s in str(job.fields.get("language") or "").split(",") if s]
-        return {"image": await _source(job, inputs), "format": fmt, "languages": languages}
+        return {"files": await _source(job, inputs), "format": fmt, "languages": languages}
 
-    def render(self, job_id: str, record: dict[str, Any], media: Path) -> list[dict[str, Any]]:
+    def render(self, job_id: str, record: dict[str, Any], files: dict[str, bytes]) -> Rendered:
         from unigate.providers.sandbox.media.ocr import OcrUnavailable, ocr
 
         p = record["prepared"]
         try:
-            text = ocr(Path(p["image"]).read_bytes(), fmt=p["format"], languages=p["languages"] or None)
+            text = ocr(files["image"], fmt=p["format"], languages=p["languages"] or None)
         except (OcrUnavailable, TimeoutError) as exc:  # the engine fails tasks on ValueError
             raise ValueError(str(exc)) from exc
         content_type = "application/pdf" if p["format"] == "pdf" else "text/plain; charset=utf-8"
-        url = write_media(media, f"{job_id}.{p['format']}", text)
-        return [{"id": job_id, "url": url, "content_type": content_type}]
+        out = Rendered([])
+        out.outputs.append(
+            {"id": job_id, "url": out.add(f"{job_id}.{p['format']}", text), "content_type": content_type}
+        )
+        return out
