@@ -331,7 +331,7 @@ def migrate_once(database_url: str) -> None:
 @contextmanager
 def gateway_cluster(
     replicas: int = 3,
-    workers: int = 2,
+    workers: int | list[int] = 2,
     config: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     nginx_workers: int = 1,
@@ -340,8 +340,9 @@ def gateway_cluster(
     """Start PostgreSQL, Redis, `replicas` gateways and nginx; stop them all on exit.
 
     `config` (the YAML config as a dict) and `env` (extra environment) are the same for every
-    replica. UNIGATE_PUBLIC_URL is the balancer's URL unless `env` says otherwise: links the
-    gateway hands out must point at the balancer, not at the replica that made them."""
+    replica; `workers` too, unless it lists each replica's count (benchmarks compare them).
+    UNIGATE_PUBLIC_URL is the balancer's URL unless `env` says otherwise: links the gateway
+    hands out must point at the balancer, not at the replica that made them."""
     own_dir = workdir is None
     root = Path(tempfile.mkdtemp(prefix="unigate-cluster-")) if workdir is None else workdir
     try:
@@ -358,7 +359,8 @@ def gateway_cluster(
             for i in range(replicas):
                 rdir = root / f"replica{i}"
                 rdir.mkdir(exist_ok=True)
-                gateways.append(GatewayProcess(rdir, env=shared_env, workers=workers))
+                count = workers[i] if isinstance(workers, list) else workers
+                gateways.append(GatewayProcess(rdir, env=shared_env, workers=count))
             nginx = Nginx(nginx_dir, [f"127.0.0.1:{g.port}" for g in gateways], nginx_workers)
             for g in gateways:
                 g.env.setdefault("UNIGATE_PUBLIC_URL", nginx.url)
