@@ -263,7 +263,8 @@ def test_a_cli_revocation_fans_out(cluster: GatewayCluster) -> None:
     worst = _worst(shots, committed)
     print(
         f"\nrevocation (unigate keys revoke): last accepted request started {worst * 1000:.0f} ms "
-        f"after the revocation's commit (the command exited {(exited - committed) * 1000:.0f} ms after it)"
+        f"after revoked_at (stamped as the command's transaction began; it exited "
+        f"{(exited - committed) * 1000:.0f} ms after)"
     )
     assert worst < BOUND
     _refused_after(shots, committed, 401)
@@ -318,7 +319,7 @@ def test_a_lost_message_is_caught_by_the_database_check(cluster: GatewayCluster)
     worst = _worst(shots, committed)
     print(
         f"\nlost message (CLI published nowhere): last accepted request started {worst * 1000:.0f} ms "
-        f"after the revocation's commit (database check every {SAFETY_NET:.0f} s)"
+        f"after revoked_at (database check every {SAFETY_NET:.0f} s)"
     )
     assert worst < SAFETY_NET + 0.5
     assert all(s.status == 401 for s in shots if s.sent > committed + SAFETY_NET + 0.5)
