@@ -27,7 +27,7 @@ from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import make_image
 from tests.support.music import MusicClient, make_wav, multipart_body, poll_until_terminal
 from tests.support.net import HTTPResult, free_port, http
-from tests.support.s3 import TEST_CREDENTIALS, S3Server, s3_server
+from tests.support.s3 import TEST_CREDENTIALS, S3Server, credentials_in_env, s3_server
 from tests.support.video import wait_for
 
 MUSIC_SECONDS = 3.0
@@ -168,6 +168,20 @@ def test_sandbox_video_through_a_downloads_through_b(pair: Pair) -> None:
     assert video.body[4:8] == b"ftyp" and video.headers["content-type"] == "video/mp4"
 
 
+def test_a_large_file_streams_through_either_replica(pair: Pair, s3: S3Server) -> None:
+    from unigate.config import StorageConfig
+    from unigate.storage.s3 import S3Storage
+
+    video = b"\x00\x00\x00\x18ftypmp42" + os.urandom(6 * 1024 * 1024)
+    with credentials_in_env():
+        store = S3Storage(StorageConfig(**pair.config["storage"]))
+        asyncio.run(store.put("media/big-0123456789abcdef.mp4", video))
+    for gw in (pair.a, pair.b):
+        got = http("GET", gw.base_url + "/media/big-0123456789abcdef.mp4")
+        assert got.status == 200 and got.body == video
+        assert got.headers["content-type"] == "video/mp4" and int(got.headers["content-length"]) == len(video)
+
+
 def test_music_task_submitted_through_a_stopped_replica_completes_polled_by_b(pair: Pair) -> None:
     # A takes the submit and leaves at once: only B is left to poll the task. (The last test
     # of the pair: A stays stopped.)
@@ -262,3 +276,7 @@ def test_local_store_single_process_keeps_todays_paths(tmp_path: Path) -> None:
             assert any(n.startswith("sbx_") and n.endswith(f"{variant}.wav") for n in names), names
             assert any(n.endswith(f"{variant}-large.png") for n in names), names
         assert list((data / "sandbox" / "jobs").glob("jobs-*.jsonl"))  # the journal, as before
+        big = b"\x00\x00\x00\x18ftypmp42" + os.urandom(3 * 1024 * 1024)  # streamed in chunks
+        (data / "media" / "big-0123456789abcdef.mp4").write_bytes(big)
+        got = http("GET", gw.base_url + "/media/big-0123456789abcdef.mp4")
+        assert got.status == 200 and got.body == big and got.headers["content-type"] == "video/mp4"

@@ -6,6 +6,7 @@ choice, is not packaged on PyPI, Debian or npm; moto's server is."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import subprocess
 import sys
@@ -25,6 +26,22 @@ TEST_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "unigate-test-access",
     "AWS_SECRET_ACCESS_KEY": "unigate-test-secret-not-real",
 }
+
+
+@contextmanager
+def credentials_in_env() -> Iterator[None]:
+    """TEST_CREDENTIALS in this process's environment (where the S3 client reads them) for
+    the block, the previous values back afterwards."""
+    saved = {name: os.environ.get(name) for name in TEST_CREDENTIALS}
+    os.environ.update(TEST_CREDENTIALS)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @dataclass

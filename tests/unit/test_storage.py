@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.s3 import TEST_CREDENTIALS, S3Server, s3_server
+from tests.support.s3 import TEST_CREDENTIALS, S3Server, credentials_in_env, s3_server
 from unigate.config import ConfigError, GatewayConfig, StorageConfig, load_config
 from unigate.errors import StorageUnavailable
 from unigate.media_types import SNIFF_BYTES
@@ -27,17 +27,8 @@ from unigate.storage.s3 import S3Storage
 
 @pytest.fixture(scope="module")
 def s3() -> Iterator[S3Server]:
-    saved = {name: os.environ.get(name) for name in TEST_CREDENTIALS}
-    os.environ.update(TEST_CREDENTIALS)  # the client reads the standard variables itself
-    try:
-        with s3_server() as server:
-            yield server
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with credentials_in_env(), s3_server() as server:  # the client reads the standard variables
+        yield server
 
 
 def _s3_storage(server: S3Server, **extra: Any) -> S3Storage:

@@ -70,8 +70,9 @@ async def send_stored(
         headers.append((b"content-type", content_type))
     if cache:
         headers.append(_CACHE)
-    if head_only:
-        await _send(request, headers, b"")
+    if head_only or len(found.head) >= found.size:  # HEAD, or a file read whole already
+        await _send(request, headers, b"" if head_only else found.head)
+        await found.close()
         return
     await _stream(request, headers, found)
 
@@ -94,6 +95,8 @@ async def _stream(request: Request, headers: list[tuple[bytes, bytes]], found: S
         log.warning("media download cut short on request %s: storage unavailable", request.request_id)
     finally:
         left.cancel()
+        if left.done() and not left.cancelled():
+            left.exception()  # retrieved, so a failed receive is not reported as unhandled
         await found.close()
 
 
