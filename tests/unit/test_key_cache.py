@@ -31,7 +31,7 @@ def _principal(revoked_at: float | None = None) -> Principal:
     return Principal(
         key_id="key_1", name="k", key_hash="h", prefix="ugk_…", models=(), families=(), rpm=None, tpm=None,
         budget=None, budget_period="total", expires_at=None, revoked_at=revoked_at, created_at=0.0,
-        webhook_secret="whsec_x",
+        webhook_secret="whsec_x",  # pragma: allowlist secret
     )  # fmt: skip
 
 
