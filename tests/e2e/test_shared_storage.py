@@ -73,7 +73,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory, postgres_url: str, s3: S3Serv
     env = {"UNIGATE_DATABASE_URL": _fresh_database(postgres_url, "t_shared_storage"), **TEST_CREDENTIALS}
     root = tmp_path_factory.mktemp("shared-storage")
     a = GatewayProcess(_folder(root / "a"), config=config, env=env)
-    b = GatewayProcess(_folder(root / "b"), config=config, env=env)
+    b = GatewayProcess(_folder(root / "b"), config=config, env=env, workers=2)  # a client per worker
     for gw in (a, b):
         gw.start()
     try:
