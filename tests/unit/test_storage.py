@@ -134,6 +134,19 @@ def test_s3_objects_live_under_the_prefix(s3: S3Server) -> None:
     assert S3Storage(config).describe() == f"s3://{bucket}/team-a at {s3.endpoint}"
 
 
+def test_s3_addressing_follows_path_style() -> None:
+    virtual = S3Storage(
+        StorageConfig(backend="s3", bucket="media-b", endpoint_url="https://minio.local:9000")
+    )
+    assert virtual.store.config["endpoint"] == "https://media-b.minio.local:9000"  # bucket in the host
+    endpoint = "http://minio.local:9000/"
+    path = S3Storage(StorageConfig(backend="s3", bucket="media-b", endpoint_url=endpoint, path_style=True))
+    assert path.store.config["endpoint"] == "http://minio.local:9000"
+    assert path.store.config["virtual_hosted_style_request"] in (False, "false")
+    aws = S3Storage(StorageConfig(backend="s3", bucket="media-b", region="eu-west-1", prefix="p/"))
+    assert "endpoint" not in aws.store.config and aws.store.prefix == "p"
+
+
 def test_s3_check_passes_and_refuses_a_missing_bucket(s3: S3Server) -> None:
     run(_s3_storage(s3).check())
     missing = S3Storage(StorageConfig(**s3.storage_config("no-such-bucket-here")))
