@@ -5,6 +5,7 @@ of `unigate serve` (2 workers each) behind nginx on one PostgreSQL and one Redis
   the accepted count is the GCRA allowance (the limit, plus what comes back during the run)
   within 1% of the limit; the same for a 100,000 TPM key (100 tokens a call) and a budget
   that covers 1,000 calls (no refill there: exactly 1,000).
+- A settlement made on one replica frees the tokens on the others.
 - Redis stopped mid-load: the documented behaviour (README "Limits and budgets"): rate limits
   go on per replica, budgeted calls get 503 `limits_unavailable`, one warning line per worker;
   Redis started again: limits exact across the cluster again within seconds (measured).
@@ -40,8 +41,11 @@ def cluster() -> Iterator[GatewayCluster]:
         yield c
 
 
-def _chat(url: str, key: str, model: str = "sandbox-chat", embed: bool = False) -> HTTPResult:
-    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}
+def _chat(
+    url: str, key: str, model: str = "sandbox-chat", embed: bool = False, max_tokens: int = 5
+) -> HTTPResult:
+    messages = [{"role": "user", "content": "hi"}]
+    body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens}
     path = CHAT
     if embed:
         # 100 words: the estimate is the sandbox's own count, so no correction is pending.
@@ -100,6 +104,25 @@ def test_budget_exact_across_replicas(cluster: GatewayCluster) -> None:
     print(f"budget for 1,000 calls: {statuses[200]} of 3000 accepted in {seconds:.2f} s; {dict(codes)}")
     assert statuses[200] == 1000 and statuses[429] == 2000
     assert set(codes) == {"insufficient_quota"}
+
+
+def test_a_settlement_frees_tokens_on_every_replica(cluster: GatewayCluster) -> None:
+    key = cluster.create_key(tpm=300)
+    first = _chat(cluster.replica_url(0), key, max_tokens=200)
+    assert first.status == 200 and int(first.headers["x-ratelimit-remaining-tokens"]) < 100
+    used = first.json()["usage"]["total_tokens"]
+    time.sleep(0.2)  # the correction rides on the worker's next call, or goes alone after 20 ms
+    # Another replica admits a second 200-token reservation: only the real use stayed counted.
+    second = _chat(cluster.replica_url(1), key, max_tokens=200)
+    assert second.status == 200, (used, second.body)
+    time.sleep(0.2)
+    used += second.json()["usage"]["total_tokens"]
+    left = 300 - used
+    # (5 tokens a second flow back meanwhile: margins for a slow machine)
+    assert _chat(cluster.replica_url(2), key, max_tokens=left + 20).status == 429
+    third = _chat(cluster.replica_url(2), key, max_tokens=left - 5)
+    print(f"tpm=300: two 200-token reservations settled to {used} tokens; {left - 5} more on a third replica")
+    assert third.status == 200, third.body
 
 
 def _fresh_limit_admits(c: GatewayCluster, limit: int, n: int) -> int:
