@@ -172,9 +172,7 @@ def test_bad_starting_after_is_a_400(up: Setup) -> None:
     _statuses_until_done(up.client, accepted.id)
     for bad in ("x", "-2", "1e3", "99999999999"):
         with pytest.raises(openai.BadRequestError):
-            up.client.responses.retrieve(
-                accepted.id, extra_query={"stream": "true", "starting_after": bad}
-            )
+            up.client.responses.retrieve(accepted.id, extra_query={"stream": "true", "starting_after": bad})
 
 
 def test_another_process_fetches_and_cancels_it(up: Setup, tmp_path: Path) -> None:
@@ -204,7 +202,9 @@ def test_a_dead_workers_response_is_run_again_by_another_process(up: Setup, tmp_
     config = {
         "sandbox": {"enabled": True},
         "responses": {"background_lease_seconds": 3},
-        "providers": [{"name": "slow", "protocol": "openai", "base_url": up.slow.base_url, "api_key": "sk-s"}],
+        "providers": [
+            {"name": "slow", "protocol": "openai", "base_url": up.slow.base_url, "api_key": "sk-s"}
+        ],
         "models": [{"name": "slow-chat", "routes": [{"provider": "slow", "model": "gpt-slow"}]}],
     }
     database = f"sqlite:///{tmp_path / 'shared.db'}"

@@ -1,8 +1,8 @@
 """The Responses API under a key's limits and through upstream silences, with the real `openai`
 SDK: a Responses call counts against requests-per-minute, tokens-per-minute and budgets like a
 chat call (OpenAI's x-ratelimit headers, 429 in OpenAI's shape with an honest Retry-After; a
-background response admitted once, when accepted), and a translated or native stream that goes quiet carries SSE comments the
-SDK skips."""
+background response admitted once, when accepted), and a translated stream that goes quiet
+carries SSE comments the SDK skips."""
 
 from __future__ import annotations
 

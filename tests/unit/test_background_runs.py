@@ -39,8 +39,12 @@ def test_state_leases_and_takeover(database_url: str) -> None:
         await db.migrate(engine)
         store, runs = ResponseStore(engine), BackgroundRuns(engine)
         now = time.time()
-        await store.insert(_accepted("resp_1"), {"model": "m"}, ("worker-a", now + 30), [_event(0), _event(1)])
-        await store.insert(_accepted("resp_2"), {"model": "m"}, ("worker-a", now + 30), [_event(0), _event(1)])
+        await store.insert(
+            _accepted("resp_1"), {"model": "m"}, ("worker-a", now + 30), [_event(0), _event(1)]
+        )
+        await store.insert(
+            _accepted("resp_2"), {"model": "m"}, ("worker-a", now + 30), [_event(0), _event(1)]
+        )
 
         assert await runs.set_state("resp_1", {"id": "resp_1", "status": "in_progress"})
         await runs.append("resp_1", [_event(2), _event(3)])
