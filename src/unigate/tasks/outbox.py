@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from unigate.background import Periodic
+from unigate.store.db import is_outage
 from unigate.store.keys import KeyStore
 from unigate.tasks.outbox_store import Delivery
 from unigate.tasks.store import TaskStore
@@ -49,6 +50,10 @@ class OutboxDeliverer:
         self.timeout = timeout
         self._slots = asyncio.Semaphore(concurrency)
         self._secrets: dict[str, str] = {}
+        # Events the receiver accepted whose `delivered` mark a database outage stopped: written
+        # at the next pass, before anything new is leased. Left to their lease, each would stay
+        # pending for _LEASE_SECONDS, hold back its task's later events, and then be sent again.
+        self._unmarked: set[str] = set()
         self._loop = Periodic("webhook-outbox", self._pass, 0.25, grace=timeout + 5)
         self._idle_delay = 0.25
 
@@ -61,6 +66,9 @@ class OutboxDeliverer:
         await self.sender.aclose()
 
     async def _pass(self) -> float:
+        for event_id in list(self._unmarked):
+            await self.store.delivered(event_id)  # raises while the database is still away
+            self._unmarked.discard(event_id)
         batch = await self.store.lease_deliveries(64, _LEASE_SECONDS)
         if batch:
             await asyncio.gather(*(self._deliver(d) for d in batch))
@@ -93,7 +101,18 @@ class OutboxDeliverer:
             )
             if result.ok:
                 self._count("delivered")
-                await self.store.delivered(event.id)
+                try:
+                    await self.store.delivered(event.id)
+                except Exception as exc:
+                    if not is_outage(exc):
+                        raise
+                    self._unmarked.add(event.id)
+                    log.warning(
+                        "webhook %s for task %s delivered, but the database is unavailable: marked "
+                        "delivered once it is back",
+                        event.id,
+                        event.task_id,
+                    )
                 return
             if result.gone:
                 self._count("gone")

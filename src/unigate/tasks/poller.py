@@ -19,6 +19,7 @@ from typing import Any
 from unigate.background import Periodic
 from unigate.config import TasksConfig
 from unigate.providers.base import Provider, TaskRef, UpstreamTask
+from unigate.store.db import is_outage
 from unigate.tasks.model import (
     CLIP_TO_TASK,
     FAILURE,
@@ -51,6 +52,9 @@ class Poller:
         self.owner = f"{os.getpid()}-{os.urandom(4).hex()}"
         self._loop = Periodic("task-poller", self._step, 0.25)
         self._idle_delay = 0.25
+        # A database outage interrupted a round: leases taken or held here may not have been
+        # given back, and would keep their tasks waiting until they lapse (_LEASE_SECONDS).
+        self._stranded = False
         self.polls = 0  # upstream poll calls made (observability, tests)
 
     def use(self, providers: dict[str, Provider]) -> None:
@@ -77,7 +81,18 @@ class Poller:
         return 0.05 if worked >= self.batch else self._idle_delay
 
     async def tick(self) -> int:
-        leased = await self.store.lease_due(self.owner, self.batch, _LEASE_SECONDS)
+        if self._stranded:
+            # Between ticks this poller holds only leases it could not give back: release them
+            # as soon as the database answers again, so those tasks are polled at once (by any
+            # poller) instead of _LEASE_SECONDS after the outage began.
+            await self.store.release_leases(self.owner)
+            self._stranded = False
+        try:
+            leased = await self.store.lease_due(self.owner, self.batch, _LEASE_SECONDS)
+        except Exception as exc:
+            # The connection can die after the server committed the claim: the leases may be ours.
+            self._stranded = is_outage(exc)
+            raise
         if not leased:
             return 0
         by_provider: dict[str, list[Task]] = defaultdict(list)
@@ -109,7 +124,8 @@ class Poller:
         for task in group:
             try:
                 await self.advance(task, states.get(task.upstream_id), task.id in gone)
-            except Exception:
+            except Exception as exc:
+                self._stranded = self._stranded or is_outage(exc)
                 log.exception("advancing task %s failed", task.id)
 
     async def advance(self, task: Task, state: UpstreamTask | None, provider_gone: bool = False) -> None:
