@@ -149,6 +149,8 @@ def test_unhonoured_fields_are_listed() -> None:
         ({"model": "m", "input": "x", "text": {"format": {"type": "xml"}}}, "text.format.type"),
         ({"model": "m", "input": "x", "reasoning": {"effort": "huge"}}, "reasoning.effort"),
         ({"model": "m", "input": "x", "reasoning": {"effort": {}}}, "reasoning.effort"),  # once a 500
+        ({"model": "m", "input": "x", "text": {"format": {"schema": 1}}}, "text.format.schema"),
+        ({"model": "m", "input": "x", "text": {"format": {"type": "text", "name": 2}}}, "text.format.name"),
         ({"model": "m", "input": "x", "reasoning": {"effort": ["low"]}}, "reasoning.effort"),
         (
             {"model": "m", "input": "x", "tool_choice": {"type": "allowed_tools", "mode": {}, "tools": []}},

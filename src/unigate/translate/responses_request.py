@@ -229,14 +229,17 @@ def _map_text(text: Json, chat: Json) -> bool:
     """Map `text.format`; True when `text.verbosity` was set (honoured per protocol)."""
     fmt = optional_object(text.get("format"), "text.format")
     kind = fmt.get("type")
+    # Typed whatever the format: a wrong `schema` beside `type: text` is a mistake too.
+    name = optional_string(fmt.get("name"), "text.format.name")
+    schema = fmt.get("schema")
+    if schema is not None and not isinstance(schema, dict):
+        raise wrong_type("text.format.schema", "a JSON Schema object")
     if kind == "json_object":
         chat["response_format"] = {"type": "json_object"}
     elif kind == "json_schema":
-        name = fmt.get("name")
-        schema = fmt.get("schema")
-        if not isinstance(name, str) or not name:
+        if not name:
             raise InvalidRequest("'text.format.name' is required for json_schema.", param="text.format.name")
-        if not isinstance(schema, dict):
+        if schema is None:
             raise wrong_type("text.format.schema", "a JSON Schema object")
         spec: Json = {"name": name, "schema": schema}
         for key in ("strict", "description"):
