@@ -59,20 +59,8 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def _fresh_postgres_database(base: str, test_name: str) -> str:
-    import asyncio
     import re
 
-    import asyncpg  # type: ignore[import-untyped]
+    from tests.support.postgres import fresh_database
 
-    name = "t_" + re.sub(r"[^a-z0-9]+", "_", test_name.lower())[:50]
-
-    async def create() -> None:
-        conn = await asyncpg.connect(base)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            await conn.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await conn.close()
-
-    asyncio.run(create())
-    return base.rsplit("/", 1)[0] + "/" + name
+    return fresh_database(base, "t_" + re.sub(r"[^a-z0-9]+", "_", test_name.lower())[:50])

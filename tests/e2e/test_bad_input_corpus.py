@@ -12,7 +12,6 @@ PostgreSQL: refused with a 400, or fetched back exactly. The figures are printed
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 from collections import Counter
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from tests.support.corpus_run import Run, judge, send_case
 from tests.support.corpus_storage import ODD_TEXT, STORES, roundtrip
 from tests.support.gateway import ADMIN_KEY, GatewayProcess
 from tests.support.healthz_probe import HealthProbe
+from tests.support.postgres import fresh_database
 from tests.support.raw_http import build_request, send_raw
 from tests.support.video import sandbox_config
 
@@ -65,7 +65,7 @@ def gateways(
 ) -> Iterator[dict[str, GatewayProcess]]:
     """A gateway on SQLite and one on a fresh PostgreSQL database, both started before the
     probes are (starting a server is not what they measure)."""
-    url = _fresh_database(postgres_url, "bad_input_corpus")
+    url = fresh_database(postgres_url, "bad_input_corpus")
     with (
         _gateway(tmp_path_factory.mktemp("corpus"), {}) as gw,
         _gateway(tmp_path_factory.mktemp("corpus_pg"), {"UNIGATE_DATABASE_URL": url}) as pg,
@@ -73,21 +73,6 @@ def gateways(
         found = {"sqlite": gw, "postgres": pg}
         run.probes = {name: HealthProbe(g.port, _pid(g)).start() for name, g in found.items()}
         yield found
-
-
-def _fresh_database(base: str, name: str) -> str:
-    import asyncpg  # type: ignore[import-untyped]
-
-    async def create() -> None:
-        conn = await asyncpg.connect(base)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            await conn.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await conn.close()
-
-    asyncio.run(create())
-    return base.rsplit("/", 1)[0] + "/" + name
 
 
 def _pid(gw: GatewayProcess) -> int | None:

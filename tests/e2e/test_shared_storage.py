@@ -27,6 +27,7 @@ from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import make_image
 from tests.support.music import MusicClient, make_wav, multipart_body, poll_until_terminal
 from tests.support.net import HTTPResult, free_port, http
+from tests.support.postgres import fresh_database
 from tests.support.s3 import TEST_CREDENTIALS, S3Server, credentials_in_env, s3_server
 from tests.support.video import wait_for
 
@@ -42,21 +43,6 @@ class Pair:
     env: dict[str, str]
 
 
-def _fresh_database(base: str, name: str) -> str:
-    import asyncpg  # type: ignore[import-untyped]
-
-    async def create() -> None:
-        conn = await asyncpg.connect(base)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            await conn.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await conn.close()
-
-    asyncio.run(create())
-    return base.rsplit("/", 1)[0] + "/" + name
-
-
 @pytest.fixture(scope="module")
 def s3() -> Iterator[S3Server]:
     with s3_server() as server:
@@ -70,7 +56,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory, postgres_url: str, s3: S3Serv
         "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.5},
         "storage": s3.storage_config(s3.create_bucket(), prefix="replicas/"),
     }
-    env = {"UNIGATE_DATABASE_URL": _fresh_database(postgres_url, "t_shared_storage"), **TEST_CREDENTIALS}
+    env = {"UNIGATE_DATABASE_URL": fresh_database(postgres_url, "t_shared_storage"), **TEST_CREDENTIALS}
     root = tmp_path_factory.mktemp("shared-storage")
     a = GatewayProcess(_folder(root / "a"), config=config, env=env)
     b = GatewayProcess(_folder(root / "b"), config=config, env=env, workers=2)  # a client per worker

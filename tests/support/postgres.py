@@ -91,3 +91,22 @@ def postgres_cluster() -> Iterator[Cluster]:
     finally:
         _run([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], as_postgres)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def fresh_database(base: str, name: str) -> str:
+    """The URL of an empty database `name` on the server of `base` (dropped first if it
+    exists), for a test that needs its own schema."""
+    import asyncio
+
+    import asyncpg  # type: ignore[import-untyped]
+
+    async def create() -> None:
+        conn = await asyncpg.connect(base)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(create())
+    return base.rsplit("/", 1)[0] + "/" + name
