@@ -9,9 +9,13 @@ unbuffered for SSE; `scripts/test.sh` installs nginx and redis-server).
         http("GET", c.replica_url(1) + "/readyz")           # one replica directly
         c.kill(0); c.restart(0)                              # SIGKILL a whole replica, start it again
         c.stop_postgres(); c.start_postgres(); c.stop_redis(); c.start_redis()
+        c.replica_of(response)      # which replica answered through nginx (its X-Upstream header)
+        c.pids(0); c.log_paths; c.logs()   # processes of a replica; every log, and their tails
 
 The schema is migrated once before the replicas start (as the README tells operators to do with
-`unigate migrate`), then the replicas and nginx start concurrently: a few seconds on 2 cores.
+`unigate migrate`), then the replicas and nginx start concurrently: about 7 s on an idle
+2-core machine for 3 replicas of 2 workers (nine Python processes import the gateway), more on
+a busy one. Share one cluster per test module (a module-scoped fixture).
 The nginx proxy settings are deploy/nginx/unigate-proxy.conf itself, included by the generated
 config, so the tests exercise the shipped configuration.
 """
