@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from unigate.access_log import MODEL, MODEL_NAME, OUTCOME, PROVIDER, ROUTE
-from unigate.asgi import ClientDisconnected, Request
+from unigate.asgi import ClientDisconnected, Request, Scope
 from unigate.auth.principal import Principal
 from unigate.client_gone import LeaveWatch
 from unigate.errors import GatewayError, NotFound, PermissionDenied
@@ -89,8 +89,7 @@ class Serving:
         gw = self.gw
         scope = request.scope
         scope[MODEL] = model  # for the access line (unigate.access_log), 404s and 403s included
-        entry, ticket = await self._entry_and_ticket(principal, model, payload, admitted)
-        scope[MODEL_NAME] = entry.name  # the metrics' model label: the config's name, bounded
+        entry, ticket = await self._entry_and_ticket(scope, principal, model, payload, admitted)
         spent = (0, 0.0)  # tokens and money the call used, settled against the ticket exactly once
         started = time.perf_counter()
         watch = self.leave_watch
@@ -147,7 +146,7 @@ class Serving:
                 await gw.limits.settle(ticket, *spent)
 
     async def _entry_and_ticket(
-        self, principal: Principal, model: str, payload: Any, admitted: Admitted | None
+        self, scope: Scope, principal: Principal, model: str, payload: Any, admitted: Admitted | None
     ) -> tuple[ModelEntry, Ticket | None]:
         """The model's entry, and the call's admission: the earlier one, or taken now."""
         try:
@@ -156,6 +155,8 @@ class Serving:
             if admitted is not None:  # admitted, then the model went away (a config reload)
                 await self.gw.limits.settle(admitted.ticket)
             raise
+        # The metrics' model label (the config's name, bounded), set before a refusal too.
+        scope[MODEL_NAME] = entry.name
         if admitted is not None:
             return entry, admitted.ticket
         if not Limits.applies(principal, entry):
