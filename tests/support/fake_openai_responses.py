@@ -185,17 +185,21 @@ class FakeOpenAIResponses(LoopbackServer):
 
     # -- retrieval --
 
-    def _find(self, request: web.Request) -> tuple[str, Stored | None]:
-        response_id = request.match_info["id"]
-        return response_id, self.stored.get(response_id)
-
-    async def _retrieve(self, request: web.Request) -> web.StreamResponse:
+    async def _lookup(self, request: web.Request) -> tuple[str, Stored] | web.Response:
+        """Record the request, then the stored response it names; or the answer to send
+        instead (a scripted failure, or OpenAI's 404)."""
         early = await self._record(request)
         if early is not None:
             return early
-        response_id, entry = self._find(request)
-        if entry is None:
-            return _not_found(response_id)
+        response_id = request.match_info["id"]
+        entry = self.stored.get(response_id)
+        return (response_id, entry) if entry is not None else _not_found(response_id)
+
+    async def _retrieve(self, request: web.Request) -> web.StreamResponse:
+        found = await self._lookup(request)
+        if isinstance(found, web.Response):
+            return found
+        _response_id, entry = found
         if request.query.get("stream") == "true":
             after = int(request.query.get("starting_after", "-1"))
             events = [e for e in wire.stream_events(entry.response) if e["sequence_number"] > after]
@@ -203,22 +207,18 @@ class FakeOpenAIResponses(LoopbackServer):
         return web.json_response(entry.response)
 
     async def _delete(self, request: web.Request) -> web.Response:
-        early = await self._record(request)
-        if early is not None:
-            return early
-        response_id, entry = self._find(request)
-        if entry is None:
-            return _not_found(response_id)
+        found = await self._lookup(request)
+        if isinstance(found, web.Response):
+            return found
+        response_id, _entry = found
         del self.stored[response_id]
         return web.json_response({"id": response_id, "object": "response", "deleted": True})
 
     async def _cancel(self, request: web.Request) -> web.Response:
-        early = await self._record(request)
-        if early is not None:
-            return early
-        response_id, entry = self._find(request)
-        if entry is None:
-            return _not_found(response_id)
+        found = await self._lookup(request)
+        if isinstance(found, web.Response):
+            return found
+        _response_id, entry = found
         if not entry.response.get("background"):
             return _error(400, "Cannot cancel a synchronous response.", "invalid_request_error")
         if entry.response["status"] in ("queued", "in_progress"):
@@ -226,12 +226,10 @@ class FakeOpenAIResponses(LoopbackServer):
         return web.json_response(entry.response)
 
     async def _input_items(self, request: web.Request) -> web.Response:
-        early = await self._record(request)
-        if early is not None:
-            return early
-        response_id, entry = self._find(request)
-        if entry is None:
-            return _not_found(response_id)
+        found = await self._lookup(request)
+        if isinstance(found, web.Response):
+            return found
+        _response_id, entry = found
         items = list(entry.input)
         if request.query.get("order", "desc") == "desc":
             items.reverse()
