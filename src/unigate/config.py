@@ -254,6 +254,9 @@ class GatewayConfig(_Strict):
     # The gateway's base URL as clients reach it (`https://gw.example.com`), for links to the
     # files it serves; unset, the address the server is bound to (never the Host header).
     public_url: str | None = None
+    # A hosted tool (file search, code execution...) the route's upstream has no equivalent for,
+    # on a translated route: `drop` it (named in x-unigate-dropped-fields) or `reject` the call.
+    hosted_tools: Literal["drop", "reject"] = "drop"
 
     @field_validator("public_url")
     @classmethod

@@ -117,15 +117,11 @@ def test_history_comes_first_and_native_input_drops_local_fields() -> None:
     assert all("id" not in item and "status" not in item for item in for_upstream(history))
 
 
-def test_hosted_tools_and_native_only_fields_are_refused_by_name() -> None:
-    req = parse_request({"model": "m", "input": "x", "tools": [TOOL, {"type": "web_search"}]})
-    with pytest.raises(Untranslatable, match="'web_search' tool") as info:
-        req.canonical([])
-    assert info.value.status == 400 and info.value.param == "tools[1].type"
+def test_native_only_fields_and_content_are_refused_by_name() -> None:
     assert parse_request({"model": "m", "input": "x", "conversation": "conv_1"}).blocked is not None
-    item = {"type": "computer_call_output", "call_id": "c", "output": {}}
-    with pytest.raises(Untranslatable, match="computer_call_output"):
-        parse_request({"model": "m", "input": [item]}).canonical([])
+    part = {"type": "input_image", "file_id": "file_1"}
+    with pytest.raises(Untranslatable, match="file_id"):
+        parse_request({"model": "m", "input": [{"role": "user", "content": [part]}]}).canonical([])
 
 
 def test_unhonoured_fields_are_listed() -> None:
@@ -133,7 +129,7 @@ def test_unhonoured_fields_are_listed() -> None:
         {"model": "m", "input": "x", "include": ["reasoning.encrypted_content"], "truncation": "disabled",
          "top_logprobs": 2, "metadata": {"k": "v"}, "store": False}
     )  # fmt: skip
-    assert req.dropped_for("openai") == ["include", "top_logprobs"]
+    assert req.dropped_for("openai") == ["include.reasoning.encrypted_content", "top_logprobs"]
     assert req.metadata == {"k": "v"} and not req.store
 
 

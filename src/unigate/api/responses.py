@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from unigate.api.hosted_tools import HostedTools
 from unigate.api.responses_background import BackgroundRunner, replay
 from unigate.api.responses_call import MAX_ID, ResponseCall, load_conversation
 from unigate.api.text import TextAPI
@@ -40,6 +41,7 @@ class ResponsesAPI:
         self.store = gw.responses
         self.limit = gw.config.limits.max_json_body
         self.runner = BackgroundRunner(gw, self.text)
+        self.hosted = HostedTools(gw)
 
     @property
     def keepalive(self) -> float:
@@ -52,7 +54,7 @@ class ResponsesAPI:
         chain: list[StoredResponse] = []
         if req.previous_response_id is not None:  # the only database read on this path
             chain = await load_conversation(self.store, req.previous_response_id, principal.key_id)
-        call = ResponseCall(self.store, req, principal.key_id, chain, raw)
+        call = ResponseCall(self.store, req, principal.key_id, chain, raw, hosted=self.hosted)
         if req.background:
             await self._background(request, principal, req, payload, call.text_call())
             return

@@ -18,12 +18,14 @@ from typing import Any
 
 import orjson
 
+from unigate.api.hosted_tools import HostedTools
 from unigate.errors import InvalidRequest, NotFound
 from unigate.providers.base import Reply, StreamBroken, Target, TextCall, Unsupported
 from unigate.providers.openai import OpenAIProvider
 from unigate.relay import Framing
 from unigate.responses.runs import PENDING, BackgroundRuns
 from unigate.responses.store import ResponseStore, StoredResponse
+from unigate.translate.dropped import HEADER as DROPPED_HEADER
 from unigate.translate.responses_items import Untranslatable, for_upstream
 from unigate.translate.responses_request import ResponsesRequest
 from unigate.translate.responses_response import ResponseFrame, chat_to_response
@@ -34,7 +36,6 @@ log = logging.getLogger("unigate.responses")
 Json = dict[str, Any]
 # The client format of an upstream that serves the Responses API itself (`responses: native`).
 NATIVE_FORMAT = "openai-responses"
-DROPPED_HEADER = b"x-unigate-dropped-fields"
 KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: the SDK's parser skips it
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _TERMINAL_MARKS = (b'"response.completed"', b'"response.incomplete"', b'"response.failed"')
@@ -70,14 +71,17 @@ class ResponseCall:
         chain: list[StoredResponse],
         raw: bytes | None = None,
         background: tuple[BackgroundRuns, Json] | None = None,
+        hosted: HostedTools | None = None,
     ) -> None:
         """`background`: a background response being run (its runs store and the response
         as accepted): its row is updated rather than inserted, and its events go on from the
-        accepted ones with its id."""
+        accepted ones with its id. `hosted`: the `hosted_tools` policy and its log (without
+        it, hosted tools a translated route cannot run are dropped, unlogged)."""
         self.store = store
         self.request = request
         self.raw = raw  # the client's bytes, relayed as they are to a native route
         self.runs = background[0] if background else None
+        self.hosted = hosted
         self.key_id = key_id
         self.chain = chain  # the stored conversation it continues, oldest first
         self.history = [item for r in chain for item in (*r.input, *r.output)]
@@ -119,6 +123,8 @@ class ResponseCall:
         if self.blocked is not None:
             blocked = self.blocked
             raise Unsupported(blocked.message, code=blocked.code, param=blocked.param)
+        if self.hosted is not None:
+            self.hosted.check(self.request.dropped)
         return None
 
     def _native_payload(self, target: Target) -> Json:
@@ -143,6 +149,8 @@ class ResponseCall:
         dropped = [] if native else self.request.dropped_for(target.provider.protocol)
         if dropped:
             headers.append((DROPPED_HEADER, ", ".join(dropped).encode()))
+        if not native and self.hosted is not None:
+            self.hosted.note(self.key_id, target, self.request.dropped)
         if reply.stream is not None:
             events = self._native_events(reply.stream) if native else self._translated_events(reply.stream)
             return Reply(

@@ -5,10 +5,11 @@ gateway stores and lists (`GET /v1/responses/{id}/input_items`): every message i
 form with an id. `chat_messages` turns items - a stored conversation followed by the new
 input - into the canonical chat `messages`.
 
-Items a chat completion has no place for are never dropped silently: in the new input they
-raise `Untranslatable` (only an upstream with its own Responses API can take them); in a
-stored conversation, reasoning items are skipped (a chat model cannot read another model's
-reasoning) and anything else is skipped and reported in the dropped-fields header.
+Items a chat completion has no place for are never dropped silently: reasoning items (a
+chat model cannot read another model's reasoning), item references to nothing the stored
+conversation holds and hosted tools' items are left out and named in `Dropped` (a stored
+conversation's reasoning, the gateway's own history, is skipped without a name). Calls of
+namespaced and custom tools are sent under their upstream function names (`ToolNames`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 from unigate.errors import InvalidRequest
 from unigate.translate.checks import optional_string, wrong_type
+from unigate.translate.dropped import Dropped
+from unigate.translate.responses_tools import ToolNames, custom_arguments
 
 Json = dict[str, Any]
 
@@ -25,6 +28,10 @@ _INPUT_ROLES = frozenset({"user", "system", "developer"})
 _ROLES = _INPUT_ROLES | {"assistant"}
 # Item fields the gateway adds or that only the upstream that made them knows; not sent on.
 _LOCAL_FIELDS = ("id", "status")
+# Call items and the field holding what the model wrote; output items and their id prefixes.
+_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
+_OUTPUTS = {"function_call_output": "fco_", "custom_tool_call_output": "ctco_"}
+_CHAT_KINDS = frozenset({"message", *_CALLS, *_OUTPUTS})
 
 
 class Untranslatable(InvalidRequest):
@@ -61,6 +68,8 @@ def _normalized(item: Any, where: str) -> Json:
     if not isinstance(item, dict):
         raise wrong_type(where, "an object")
     kind = item.get("type")
+    if kind is None and "role" not in item and "id" in item:
+        kind = "item_reference"  # the one item whose `type` is optional besides a message
     if kind is None or kind == "message":
         role = item.get("role")
         if not isinstance(role, str) or role not in _ROLES:
@@ -73,19 +82,24 @@ def _normalized(item: Any, where: str) -> Json:
         return _message(role, content, item.get("id"))
     if not isinstance(kind, str):
         raise wrong_type(f"{where}.type", "a string")
-    if kind == "function_call":
-        for name in ("call_id", "name", "arguments"):
+    if kind in _CALLS:
+        for name in ("call_id", "name", _CALLS[kind]):
             if not isinstance(item.get(name), str):
                 raise wrong_type(f"{where}.{name}", "a string")
-        return {"id": item_id("fc_"), "status": "completed", **item}
-    if kind == "function_call_output":
+        optional_string(item.get("namespace"), f"{where}.namespace")
+        return {"id": item_id("fc_" if kind == "function_call" else "ctc_"), "status": "completed", **item}
+    if kind in _OUTPUTS:
         if not isinstance(item.get("call_id"), str):
             raise wrong_type(f"{where}.call_id", "a string")
         output = item.get("output")
         if not isinstance(output, str | list):
             raise wrong_type(f"{where}.output", "a string or an array of content parts")
-        return {"id": item_id("fco_"), "status": "completed", **item}
-    return dict(item)  # reasoning, item references, hosted tools' items: kept as sent
+        return {"id": item_id(_OUTPUTS[kind]), "status": "completed", **item}
+    if kind == "item_reference":
+        if not isinstance(item.get("id"), str) or not item["id"]:
+            raise wrong_type(f"{where}.id", "a string")
+        return {"type": kind, "id": item["id"]}
+    return dict(item)  # reasoning, hosted tools' items: kept as sent
 
 
 def _content(value: Any, role: str, where: str) -> list[Json]:
@@ -115,49 +129,56 @@ def for_upstream(items: list[Json]) -> list[Json]:
 # ---------------------------------------------------------------- items -> chat messages
 
 
-def chat_messages(history: list[Json], items: list[Json], skipped: list[str]) -> list[Json]:
+def chat_messages(history: list[Json], items: list[Json], dropped: Dropped, names: ToolNames) -> list[Json]:
     """Chat messages for a stored conversation (`history`, oldest first) and the new input
-    `items`. Stored items without a chat form are named in `skipped`."""
+    `items`. What has no chat form is left out and named in `dropped`."""
     messages: list[Json] = []
     for i, item in enumerate(history):
         kind = item.get("type")
-        if kind not in ("message", "function_call", "function_call_output"):
-            if kind != "reasoning" and f"history.{kind}" not in skipped:
-                skipped.append(f"history.{kind}")
+        if kind not in _CHAT_KINDS:
+            if kind != "reasoning":
+                dropped.add(f"history.{kind}")
             continue
-        _append(messages, item, f"previous_response_id[{i}]")
+        _append(messages, item, f"previous_response_id[{i}]", names)
+    known = {item["id"]: item for item in history if isinstance(item.get("id"), str)}
     for i, item in enumerate(items):
-        _append(messages, item, f"input[{i}]")
+        where = f"input[{i}]"
+        if item.get("type") == "item_reference":
+            found = known.get(item["id"])
+            if found is None:  # an item of a conversation the gateway does not hold
+                dropped.add("input.item_reference")
+                continue
+            item = found
+        kind = item.get("type", "message")
+        if kind in _CHAT_KINDS:
+            _append(messages, item, where, names)
+        elif kind in ("reasoning", "web_search_call"):
+            # Another model's reasoning, a search already reflected in the answer after it.
+            dropped.add(f"input.{kind}")
+        else:  # a hosted tool's call or output: no chat form, nothing here can run it
+            dropped.tool(str(kind), where, f"input.{kind}")
     return messages
 
 
-def _append(messages: list[Json], item: Json, where: str) -> None:
+def _append(messages: list[Json], item: Json, where: str, names: ToolNames) -> None:
     kind = item.get("type", "message")
     if kind == "message":
         _append_message(messages, item, where)
-    elif kind == "function_call":
-        call = {
-            "id": item["call_id"],
-            "type": "function",
-            "function": {"name": item["name"], "arguments": item["arguments"]},
-        }
+    elif kind in _CALLS:
+        custom = kind == "custom_tool_call"
+        upstream = names.upstream(item["name"], item.get("namespace"), custom)
+        arguments = custom_arguments(item["input"]) if custom else item["arguments"]
+        fn = {"name": upstream, "arguments": arguments}
+        call = {"id": item["call_id"], "type": "function", "function": fn}
         last = messages[-1] if messages else None
         if last is not None and last["role"] == "assistant":
             # The text and the (parallel) calls that follow it are one assistant turn.
             last.setdefault("tool_calls", []).append(call)
         else:
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-    elif kind == "function_call_output":
+    else:  # an output
         content = _tool_output(item["output"], f"{where}.output")
         messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": content})
-    elif kind == "reasoning":
-        return  # no place for it in a chat request; the model reasons afresh
-    else:
-        raise Untranslatable(
-            f"Input items of type '{kind}' need an upstream with its own Responses API; this "
-            "model's route translates to chat completions.",
-            param=f"{where}.type",
-        )
 
 
 def _append_message(messages: list[Json], item: Json, where: str) -> None:

@@ -3,10 +3,12 @@ completions request every upstream protocol can be reached with.
 
 `parse_request` validates the fields the gateway reads and sorts every field into one of:
 handled by the gateway itself (`store`, `metadata`, `previous_response_id`, `background`,
-`stream`), mapped onto the chat request, honoured only by some upstream protocols (listed in
-`x-unigate-dropped-fields` for the others), needing an upstream with its own Responses API
-(hosted tools, `conversation`, `prompt`: a translated route refuses them with a 400 naming
-them), or dropped on every translated route (listed in the header).
+`stream`), mapped onto the chat request (tools: `responses_tools`), honoured only by some
+upstream protocols (listed in `x-unigate-dropped-fields` for the others), needing an upstream
+with its own Responses API (`conversation`, `prompt`: state held by OpenAI, so a translated
+route refuses them with a 400 naming them), or dropped on every translated route (listed in
+the header; hosted tools without an equivalent among them, which `hosted_tools: reject`
+refuses instead).
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from typing import Any
 
 from unigate.errors import InvalidRequest
 from unigate.translate.checks import (
-    optional_array,
     optional_number,
     optional_object,
     optional_string,
+    string_list,
     wrong_type,
 )
+from unigate.translate.dropped import Dropped
 from unigate.translate.responses_items import Untranslatable, chat_messages, normalize_input
+from unigate.translate.responses_tools import ToolNames, map_tools
 
 Json = dict[str, Any]
 
@@ -31,8 +35,10 @@ _GATEWAY = frozenset(
     {"model", "input", "instructions", "stream", "stream_options", "store", "metadata",
      "previous_response_id", "background"}
 )  # fmt: skip
-# Mapped onto the chat request and honoured on every route.
-_MAPPED = frozenset({"tools", "tool_choice", "text", "max_output_tokens"})
+# Mapped onto the chat request and honoured on every route (`include`: the values it can).
+_MAPPED = frozenset({"tools", "tool_choice", "text", "max_output_tokens", "include"})
+# `include` values a translated route honours: a web search call's sources.
+_INCLUDED = frozenset({"web_search_call.action.sources", "web_search_call.results"})
 # Mapped onto the chat request; whether the upstream honours them depends on its protocol.
 _BY_PROTOCOL = frozenset(
     {"temperature", "top_p", "reasoning", "parallel_tool_calls", "user", "safety_identifier",
@@ -48,7 +54,6 @@ HONOURED: dict[str, frozenset[str]] = {
     "sandbox": frozenset({"parallel_tool_calls"}),
 }
 _EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
-_CHOICES = frozenset({"auto", "none", "required"})
 
 
 @dataclass(slots=True)
@@ -65,8 +70,10 @@ class ResponsesRequest:
     previous_response_id: str | None
     metadata: dict[str, str]
     chat: Json  # the canonical request's fields but `messages`
+    names: ToolNames = field(default_factory=ToolNames)  # upstream function names -> client tools
+    sources: bool = False  # `include` asks for a web search call's sources
     blocked: Untranslatable | None = None  # why a translated route cannot serve it
-    dropped: list[str] = field(default_factory=list)  # dropped on every translated route
+    dropped: Dropped = field(default_factory=Dropped)  # left out on every translated route
     by_protocol: list[str] = field(default_factory=list)  # set fields some protocols drop
 
     def canonical(self, history: list[Json]) -> Json:
@@ -74,9 +81,7 @@ class ResponsesRequest:
         Raises `Untranslatable` for what only a native route can take."""
         if self.blocked is not None:
             raise self.blocked
-        skipped: list[str] = []
-        messages = chat_messages(history, self.input_items, skipped)
-        self.dropped.extend(s for s in skipped if s not in self.dropped)
+        messages = chat_messages(history, self.input_items, self.dropped, self.names)
         if self.instructions:
             messages.insert(0, {"role": "system", "content": self.instructions})
         if not messages:
@@ -87,7 +92,7 @@ class ResponsesRequest:
         """Fields set in the request that a translated route of `protocol` cannot honour."""
         honoured = HONOURED.get(protocol)
         extra = [] if honoured is None else [f for f in self.by_protocol if f not in honoured]
-        return sorted({*self.dropped, *extra})
+        return sorted({*self.dropped.fields, *extra})
 
 
 def parse_request(payload: Json) -> ResponsesRequest:
@@ -112,11 +117,13 @@ def parse_request(payload: Json) -> ResponsesRequest:
     if flags["stream"]:
         # The final event carries usage, so the upstream's usage chunk is always asked for.
         chat.update(stream=True, stream_options={"include_usage": True})
-    try:
-        _map_tools(payload, chat)
-    except Untranslatable as exc:
-        blocked = exc
+    dropped = Dropped()
+    names = map_tools(payload, chat, dropped)
     verbosity = _map_text(optional_object(payload.get("text"), "text"), chat)
+    included = string_list(payload.get("include"), "include")
+    for value in included:
+        if value not in _INCLUDED:
+            dropped.add(f"include.{value}")
     request = ResponsesRequest(
         payload=payload,
         model=model,
@@ -128,7 +135,10 @@ def parse_request(payload: Json) -> ResponsesRequest:
         previous_response_id=previous,
         metadata=_metadata(payload.get("metadata")),
         chat=chat,
+        names=names,
+        sources=any(value in _INCLUDED for value in included),
         blocked=blocked,
+        dropped=dropped,
     )
     _map_fields(payload, request)
     if verbosity:
@@ -198,15 +208,13 @@ def _map_fields(payload: Json, request: ResponsesRequest) -> None:
                 param=name,
             )
         elif _meaningful(name, value):
-            request.dropped.append(name)
+            request.dropped.add(name)
 
 
 def _meaningful(name: str, value: Any) -> bool:
     """Whether a field the translation cannot honour asks for anything (a default does not)."""
     if name == "truncation":
         return bool(value != "disabled")
-    if name == "include":
-        return bool(value)
     return True
 
 
@@ -222,7 +230,7 @@ def _map_reasoning(reasoning: Json, request: ResponsesRequest) -> None:
         request.chat["reasoning_effort"] = effort
         request.by_protocol.append("reasoning")
     if reasoning.get("summary") is not None or reasoning.get("generate_summary") is not None:
-        request.dropped.append("reasoning.summary")  # a chat completion has no reasoning summary
+        request.dropped.add("reasoning.summary")  # a chat completion has no reasoning summary
 
 
 def _map_text(text: Json, chat: Json) -> bool:
@@ -256,87 +264,3 @@ def _map_text(text: Json, chat: Json) -> bool:
     if verbosity is not None:
         chat["verbosity"] = verbosity
     return verbosity is not None
-
-
-def _map_tools(payload: Json, chat: Json) -> None:
-    tools = optional_array(payload.get("tools"), "tools")
-    mapped = [_tool(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
-    if mapped:
-        chat["tools"] = mapped
-    choice = payload.get("tool_choice")
-    if choice is not None:
-        chat["tool_choice"] = _tool_choice(choice)
-
-
-def _tool(tool: Any, where: str) -> Json:
-    if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
-        raise wrong_type(where, "a tool object with a `type`")
-    kind = tool["type"]
-    if kind != "function":
-        raise Untranslatable(
-            f"The '{kind}' tool is hosted by OpenAI and this model's route translates to chat "
-            "completions, which cannot run it; only 'function' tools work here.",
-            param=f"{where}.type",
-            code="unsupported_tool",
-        )
-    name = tool.get("name")
-    if not isinstance(name, str) or not name:
-        raise _missing(f"{where}.name")
-    fn: Json = {"name": name}
-    description = optional_string(tool.get("description"), f"{where}.description")
-    if description is not None:
-        fn["description"] = description
-    parameters = optional_object(tool.get("parameters"), f"{where}.parameters")
-    if parameters:
-        fn["parameters"] = parameters
-    if tool.get("strict") is not None:
-        fn["strict"] = tool["strict"]
-    return {"type": "function", "function": fn}
-
-
-def _tool_choice(choice: Any) -> Any:
-    if isinstance(choice, str):
-        if choice not in _CHOICES:
-            raise InvalidRequest(
-                "Invalid value for 'tool_choice': expected auto, none or required.",
-                param="tool_choice",
-                code="invalid_value",
-            )
-        return choice
-    if not isinstance(choice, dict):
-        raise wrong_type("tool_choice", "a string or an object")
-    kind = choice.get("type")
-    if kind == "function":
-        return {"type": "function", "function": {"name": _function_name(choice, "tool_choice")}}
-    if kind == "allowed_tools":
-        listed = optional_array(choice.get("tools"), "tool_choice.tools")
-        names = [_function_name(t, f"tool_choice.tools[{i}]") for i, t in enumerate(listed)]
-        mode = choice.get("mode", "auto")
-        if mode not in ("auto", "required"):
-            raise InvalidRequest(
-                "Invalid value for 'tool_choice.mode': expected auto or required.",
-                param="tool_choice.mode",
-                code="invalid_value",
-            )
-        spec = {"mode": mode, "tools": [{"type": "function", "function": {"name": n}} for n in names]}
-        return {"type": "allowed_tools", "allowed_tools": spec}
-    raise Untranslatable(
-        f"tool_choice '{kind}' names a tool hosted by OpenAI, which this model's route cannot run.",
-        param="tool_choice",
-        code="unsupported_tool",
-    )
-
-
-def _function_name(entry: Any, where: str) -> str:
-    if not isinstance(entry, dict):
-        raise wrong_type(where, "an object")
-    if entry.get("type") != "function":
-        raise Untranslatable(
-            f"'{where}' names a '{entry.get('type')}' tool, hosted by OpenAI; only function tools work here.",
-            param=where,
-            code="unsupported_tool",
-        )
-    name = entry.get("name")
-    if not isinstance(name, str) or not name:
-        raise wrong_type(f"{where}.name", "a string")
-    return name

@@ -3,18 +3,24 @@
 A `ResponseFrame` holds what every Response object of one call shares and is known before
 the upstream answers (id, model, creation time, and the request fields a Response echoes);
 the body translation here and the stream translation (`responses_stream`) both build their
-objects from it, so a streamed call's events and its stored object agree.
+objects from it, so a streamed call's events and its stored object agree. It also holds what
+turns the upstream's function calls back into the client's tools (`ToolNames`).
+
+A web search the upstream ran (`translate/web_search`) becomes a `web_search_call` item
+before the message, and its citations `url_citation` annotations on the message's text.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from unigate.translate import web_search
 from unigate.translate.anthropic_response import as_object
 from unigate.translate.responses_items import item_id
 from unigate.translate.responses_request import ResponsesRequest
+from unigate.translate.responses_tools import ToolNames, call_item
 
 Json = dict[str, Any]
 
@@ -28,10 +34,26 @@ class ResponseFrame:
     model: str
     created_at: int
     echo: Json  # request fields every Response object repeats
+    names: ToolNames = field(default_factory=ToolNames)
+    sources: bool = False  # a web search call lists its sources (`include`)
 
     @classmethod
     def for_request(cls, request: ResponsesRequest, response_id: str | None = None) -> ResponseFrame:
-        return cls(response_id or item_id("resp_"), request.model, int(time.time()), _echo(request))
+        created = int(time.time())
+        rid = response_id or item_id("resp_")
+        return cls(rid, request.model, created, _echo(request), request.names, request.sources)
+
+    def call(self, fc_id: str, call_id: str, upstream: str, arguments: str, status: str) -> Json:
+        """The output item of an upstream function call, as the client's tool."""
+        return call_item(self.names, fc_id, call_id, upstream, arguments, status)
+
+    def search_call(self, ws_id: str, search: web_search.Search, status: str) -> Json:
+        action: Json = {"type": "search", "query": search.query}
+        if search.queries:
+            action["queries"] = list(search.queries)
+        if self.sources:
+            action["sources"] = [{"type": "url", "url": s.url} for s in search.sources]
+        return {"id": ws_id, "type": "web_search_call", "status": status, "action": action}
 
     def response(
         self,
@@ -132,23 +154,24 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def text_part(text: str) -> Json:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+def text_part(text: str, annotations: list[Json] | None = None) -> Json:
+    return {"type": "output_text", "text": text, "annotations": annotations or [], "logprobs": []}
+
+
+def url_annotation(cite: web_search.Citation, offset: int = 0) -> Json:
+    """A citation as a Responses annotation on a text part that starts `offset` characters into
+    the chat answer."""
+    return {
+        "type": "url_citation",
+        "url": cite.url,
+        "title": cite.title,
+        "start_index": cite.start - offset,
+        "end_index": cite.end - offset,
+    }
 
 
 def message_item(msg_id: str, parts: list[Json], status: str) -> Json:
     return {"id": msg_id, "type": "message", "status": status, "role": "assistant", "content": parts}
-
-
-def function_call_item(fc_id: str, call_id: str, name: str, arguments: str, status: str) -> Json:
-    return {
-        "id": fc_id,
-        "type": "function_call",
-        "status": status,
-        "call_id": call_id,
-        "name": name,
-        "arguments": arguments,
-    }
 
 
 def chat_to_response(body: Any, frame: ResponseFrame) -> Json:
@@ -159,10 +182,12 @@ def chat_to_response(body: Any, frame: ResponseFrame) -> Json:
     message = as_object(choice.get("message"))
     incomplete = INCOMPLETE.get(str(choice.get("finish_reason")))
     status = "incomplete" if incomplete else "completed"
-    output: list[Json] = []
+    searches = web_search.answer_searches(message)
+    output = [frame.search_call(item_id("ws_"), found, "completed") for found in searches]
     parts: list[Json] = []
     if isinstance(message.get("content"), str) and message["content"]:
-        parts.append(text_part(message["content"]))
+        cited = web_search.citations(message.get(web_search.ANNOTATIONS))
+        parts.append(text_part(message["content"], [url_annotation(c) for c in cited]))
     if isinstance(message.get("refusal"), str) and message["refusal"]:
         parts.append({"type": "refusal", "refusal": message["refusal"]})
     if parts:
@@ -173,9 +198,7 @@ def chat_to_response(body: Any, frame: ResponseFrame) -> Json:
             continue
         call_id = _text(call.get("id")) or item_id("call_")
         arguments = _text(fn.get("arguments")) or "{}"
-        output.append(
-            function_call_item(item_id("fc_"), call_id, _text(fn.get("name")), arguments, "completed")
-        )
+        output.append(frame.call(item_id("fc_"), call_id, _text(fn.get("name")), arguments, "completed"))
     usage = response_usage(body.get("usage"))
     return frame.response(status, output, usage, incomplete=incomplete)
 

@@ -3,8 +3,12 @@
 The events are the typed ones the `openai` SDK's stream helpers accumulate: `response.created`
 and `response.in_progress` first, then per output item `response.output_item.added`, its
 content parts and deltas, their `.done` events and `response.output_item.done`, each event
-numbered by `sequence_number`. A text message is closed when a tool call starts; tool calls
-stay open until the upstream finishes, since late argument fragments may still arrive.
+numbered by `sequence_number`. A text message is closed when a tool call or a web search
+starts; tool calls stay open until the upstream finishes, since late argument fragments may
+still arrive. A custom tool's input is sent in one delta when its call closes (the upstream
+streams it as JSON arguments). A web search the upstream reports becomes a finished
+`web_search_call` item at once, and citations become `response.output_text.annotation.added`
+events on the text they cite.
 
 The translator never emits the terminal event itself: once the upstream has finished,
 `final()` gives the finished Response object and `terminal()` its event, so the caller can
@@ -20,16 +24,18 @@ from typing import Any
 
 import orjson
 
+from unigate.translate import web_search
 from unigate.translate.anthropic_response import as_object
 from unigate.translate.responses_items import item_id
 from unigate.translate.responses_response import (
     INCOMPLETE,
     ResponseFrame,
-    function_call_item,
     message_item,
     response_usage,
     text_part,
+    url_annotation,
 )
+from unigate.translate.responses_tools import custom_input
 from unigate.translate.sse import CUT_OFF, OpenAIChunkReader
 
 Json = dict[str, Any]
@@ -39,29 +45,30 @@ QUEUED_EVENTS = 2  # `response.created` and `response.queued` of a background re
 @dataclass(slots=True)
 class _Part:
     kind: str  # output_text | refusal
+    offset: int = 0  # characters of the chat answer's text before this part
     text: str = ""
+    annotations: list[Json] = field(default_factory=list)
 
     def json(self) -> Json:
-        return (
-            text_part(self.text) if self.kind == "output_text" else {"type": "refusal", "refusal": self.text}
-        )
+        if self.kind == "output_text":
+            return text_part(self.text, list(self.annotations))
+        return {"type": "refusal", "refusal": self.text}
 
 
 @dataclass(slots=True)
 class _Item:
     index: int  # output_index
     id: str
-    kind: str  # message | function_call
+    kind: str  # message | call | web_search_call
     parts: list[_Part] = field(default_factory=list)
     call_id: str = ""
-    name: str = ""
+    name: str = ""  # the upstream function's name
     arguments: str = ""
+    search: web_search.Search | None = None  # what a web search call searched
     done: bool = False
 
-    def json(self, status: str) -> Json:
-        if self.kind == "message":
-            return message_item(self.id, [p.json() for p in self.parts], status)
-        return function_call_item(self.id, self.call_id, self.name, self.arguments, status)
+
+_PREFIX = {"message": "msg_", "call": "fc_", "web_search_call": "ws_"}
 
 
 class ChatToResponsesStream(OpenAIChunkReader):
@@ -81,6 +88,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
         self._items: list[_Item] = []
         self._message: _Item | None = None  # the open message item
         self._calls: dict[Any, _Item] = {}  # chat tool call index -> its item
+        self._chars = 0  # characters of the chat answer's text so far (citations count in them)
         self._usage: Json | None = None
         self._finish: str | None = None
 
@@ -108,7 +116,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
     def final(self) -> Json:
         """The finished Response object (after the upstream completed)."""
         status = self.status
-        output = [item.json(status) for item in self._items]
+        output = [self._json(item, status) for item in self._items]
         usage = response_usage(self._usage)
         return self.frame.response(status, output, usage, incomplete=INCOMPLETE.get(self._finish or ""))
 
@@ -117,7 +125,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
 
     def failed(self) -> tuple[Json, bytes]:
         """The failed Response object and its `response.failed` event."""
-        output = [item.json("completed" if item.done else "incomplete") for item in self._items]
+        output = [self._json(item, "completed" if item.done else "incomplete") for item in self._items]
         error = {"code": "server_error", "message": self.error_message}
         usage = response_usage(self._usage) if self._usage else None
         response = self.frame.response("failed", output, usage, error=error)
@@ -147,6 +155,8 @@ class ChatToResponsesStream(OpenAIChunkReader):
             return out
         choice = choices[0]
         delta = as_object(choice.get("delta"))
+        for found in web_search.searches(delta.get(web_search.SEARCHES)):
+            out += self._search(found)
         for kind, key in (("output_text", "content"), ("refusal", "refusal")):
             text = delta.get(key)
             if isinstance(text, str) and text:
@@ -154,6 +164,8 @@ class ChatToResponsesStream(OpenAIChunkReader):
         for call in delta.get("tool_calls") or []:
             if isinstance(call, dict):
                 out += self._tool_call(call)
+        for cite in web_search.citations(delta.get(web_search.ANNOTATIONS)):
+            out += self._annotation(cite)
         if choice.get("finish_reason"):
             self._finish = str(choice["finish_reason"])
         return out
@@ -176,13 +188,57 @@ class ChatToResponsesStream(OpenAIChunkReader):
 
     # -- items ----------------------------------------------------------------------------
 
+    def _json(self, item: _Item, status: str) -> Json:
+        if item.kind == "message":
+            return message_item(item.id, [p.json() for p in item.parts], status)
+        if item.kind == "call":
+            return self.frame.call(item.id, item.call_id, item.name, item.arguments, status)
+        assert item.search is not None
+        return self.frame.search_call(item.id, item.search, status)
+
     def _open(self, kind: str, **fields: Any) -> tuple[_Item, bytes]:
-        item = _Item(len(self._items), item_id("msg_" if kind == "message" else "fc_"), kind, **fields)
+        item = _Item(len(self._items), item_id(_PREFIX[kind]), kind, **fields)
         self._items.append(item)
-        added = self._event(
-            "response.output_item.added", {"output_index": item.index, "item": item.json("in_progress")}
-        )
-        return item, added
+        fields = {"output_index": item.index, "item": self._json(item, "in_progress")}
+        return item, self._event("response.output_item.added", fields)
+
+    def _close_message(self) -> bytes:
+        """The text before a call or a search is finished."""
+        if self._message is None:
+            return b""
+        out = self._close(self._message, "completed")
+        self._message = None
+        return out
+
+    def _search(self, found: web_search.Search) -> bytes:
+        """A web search the upstream ran: reported whole, as it is already done."""
+        out = self._close_message()
+        item, added = self._open("web_search_call", search=found)
+        out += added
+        where = self._where(item)
+        for step in ("in_progress", "searching", "completed"):
+            out += self._event(f"response.web_search_call.{step}", where)
+        return out + self._close(item, "completed")
+
+    def _annotation(self, cite: web_search.Citation) -> bytes:
+        """A citation on the text part it falls in (the latest one when none holds it)."""
+        found: tuple[_Item, int, _Part] | None = None
+        for item in self._items:
+            for i, part in enumerate(item.parts):
+                if part.kind == "output_text" and (found is None or part.offset <= cite.start):
+                    found = (item, i, part)
+        if found is None:
+            return b""  # no text to cite
+        item, index, part = found
+        annotation = url_annotation(cite, part.offset)
+        part.annotations.append(annotation)
+        fields = {
+            **self._where(item),
+            "content_index": index,
+            "annotation_index": len(part.annotations) - 1,
+            "annotation": annotation,
+        }
+        return self._event("response.output_text.annotation.added", fields)
 
     def _text(self, kind: str, text: str) -> bytes:
         out = b""
@@ -191,7 +247,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
             item, out = self._open("message")
             self._message = item
         if not item.parts or item.parts[-1].kind != kind:
-            item.parts.append(_Part(kind))
+            item.parts.append(_Part(kind, self._chars))
             fields = {
                 **self._where(item),
                 "content_index": len(item.parts) - 1,
@@ -200,6 +256,8 @@ class ChatToResponsesStream(OpenAIChunkReader):
             out += self._event("response.content_part.added", fields)
         part = item.parts[-1]
         part.text += text
+        if kind == "output_text":
+            self._chars += len(text)
         fields = {**self._where(item), "content_index": len(item.parts) - 1, "delta": text}
         if kind == "output_text":
             return out + self._event("response.output_text.delta", {**fields, "logprobs": []})
@@ -211,11 +269,9 @@ class ChatToResponsesStream(OpenAIChunkReader):
         fn = as_object(call.get("function"))
         item = self._calls.get(index)
         if item is None:
-            if self._message is not None:  # the text before a call is finished
-                out += self._close(self._message, "completed")
-                self._message = None
+            out += self._close_message()
             call_id = call.get("id") if isinstance(call.get("id"), str) else item_id("call_")
-            item, added = self._open("function_call", call_id=call_id, name=str(fn.get("name") or ""))
+            item, added = self._open("call", call_id=call_id, name=str(fn.get("name") or ""))
             self._calls[index] = item
             out += added
         elif not item.name and isinstance(fn.get("name"), str):
@@ -223,9 +279,10 @@ class ChatToResponsesStream(OpenAIChunkReader):
         arguments = fn.get("arguments")
         if isinstance(arguments, str) and arguments:
             item.arguments += arguments
-            out += self._event(
-                "response.function_call_arguments.delta", {**self._where(item), "delta": arguments}
-            )
+            if not self.frame.names.ref(item.name).custom:  # a custom input is sent whole at the end
+                out += self._event(
+                    "response.function_call_arguments.delta", {**self._where(item), "delta": arguments}
+                )
         return out
 
     def _close(self, item: _Item, status: str) -> bytes:
@@ -246,11 +303,17 @@ class ChatToResponsesStream(OpenAIChunkReader):
                 out += self._event(
                     "response.content_part.done", {**where, "content_index": i, "part": part.json()}
                 )
-        else:
-            fields = {**where, "name": item.name, "arguments": item.arguments}
-            out += self._event("response.function_call_arguments.done", fields)
+        elif item.kind == "call":
+            ref = self.frame.names.ref(item.name)
+            if ref.custom:
+                text = custom_input(item.arguments)
+                out += self._event("response.custom_tool_call_input.delta", {**where, "delta": text})
+                out += self._event("response.custom_tool_call_input.done", {**where, "input": text})
+            else:
+                fields = {**where, "name": ref.name, "arguments": item.arguments}
+                out += self._event("response.function_call_arguments.done", fields)
         return out + self._event(
-            "response.output_item.done", {"output_index": item.index, "item": item.json(status)}
+            "response.output_item.done", {"output_index": item.index, "item": self._json(item, status)}
         )
 
     @staticmethod
