@@ -39,7 +39,7 @@ CRM = {
     ],
 }  # fmt: skip
 # What `codex exec` sends on its first turn with a custom provider (wire_api = "responses").
-CODEX = {
+CODEX: dict[str, Any] = {
     "model": "m",
     "instructions": "You are Codex.",
     "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]}],
@@ -158,7 +158,7 @@ def test_replayed_turn_maps_back_to_upstream_names() -> None:
 
 
 def test_item_reference_resolves_from_the_stored_conversation() -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"id": "msg_u", "type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
         {"id": "fc_1", "type": "function_call", "call_id": "c9", "name": "shell", "arguments": "{}"},
     ]

@@ -342,12 +342,12 @@ def test_n_greater_than_one_is_rejected() -> None:
         )
 
 
-def test_server_tools_cannot_be_translated() -> None:
+def test_client_tools_need_a_name() -> None:
     payload = {
         "model": "m",
         "max_tokens": 5,
         "messages": [{"role": "user", "content": "x"}],
-        "tools": [{"type": "web_search_20250305", "name": "web_search"}],
+        "tools": [{"type": "custom", "input_schema": {}}],
     }
     with pytest.raises(InvalidRequest):
         anthropic_to_openai_request(payload)

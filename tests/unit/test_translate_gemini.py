@@ -462,7 +462,7 @@ def test_untranslatable_openai_requests_are_invalid(payload: Json) -> None:
     "payload",
     [
         {"contents": []},
-        {"contents": [{"parts": [{"text": "x"}]}], "tools": [{"googleSearch": {}}]},
+        {"contents": [{"parts": [{"text": "x"}]}], "tools": [{"functionDeclarations": {}}]},
         {"contents": [{"parts": [{"functionResponse": {"name": "f", "response": {}}}]}]},
         {"contents": [{"parts": [{"executableCode": {"code": "1"}}]}]},
         {"contents": [{"role": "system", "parts": [{"text": "x"}]}]},

@@ -11,6 +11,7 @@ from collections.abc import Awaitable
 import orjson
 
 from unigate.api import gemini_embed, gemini_models
+from unigate.api.hosted_tools import HostedTools
 from unigate.api.output_family import gemini_outputs, require
 from unigate.api.present import presenter
 from unigate.api.text import TextAPI
@@ -20,6 +21,7 @@ from unigate.endpoints import Endpoint
 from unigate.gateway import Gateway
 from unigate.providers.base import Reply, Target, TextCall
 from unigate.relay import Framing
+from unigate.translate.dropped import Dropped
 from unigate.translate.gemini import OpenAIToGeminiStream, gemini_to_openai_request, openai_to_gemini_response
 
 
@@ -38,6 +40,7 @@ class GeminiAPI:
     def __init__(self, gw: Gateway) -> None:
         self.text = TextAPI(gw)
         self.limit = gw.config.limits.max_json_body
+        self.hosted = HostedTools(gw)
 
     async def generate(self, request: Request, principal: Principal | None) -> None:
         await self._serve(request, principal, stream=False)
@@ -50,7 +53,8 @@ class GeminiAPI:
         model = request.params["model"]
         outputs = gemini_outputs(payload)
         require(principal, outputs)  # image output needs `image`, audio `audio`
-        canonical = gemini_to_openai_request(payload, model)
+        dropped = Dropped()  # Google's tools a translated route cannot run
+        canonical = gemini_to_openai_request(payload, model, dropped)
         canonical["stream"] = stream
         if stream:
             canonical["stream_options"] = {"include_usage": True}  # Gemini's last chunk has usage
@@ -65,9 +69,11 @@ class GeminiAPI:
             formats = target.provider.native_formats
             if "gemini" in formats or (image and "gemini-image" in formats):
                 return target.provider.native(payload, target, stream)
+            self.hosted.check(dropped)
             return None
 
-        await self.text.serve(request, principal, call, show, GEMINI_FRAMING, native)
+        finish = self.hosted.finish("gemini", principal.key_id, dropped) if principal else None
+        await self.text.serve(request, principal, call, show, GEMINI_FRAMING, native, finish)
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:

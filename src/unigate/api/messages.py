@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from unigate.api import anthropic_models
+from unigate.api.hosted_tools import HostedTools
 from unigate.api.present import presenter
 from unigate.api.text import TextAPI
 from unigate.asgi import Request, send_json
@@ -36,6 +37,7 @@ from unigate.translate.anthropic import (
     anthropic_to_openai_request,
     openai_to_anthropic_response,
 )
+from unigate.translate.dropped import Dropped
 
 
 def anthropic_error_event(message: str) -> bytes:
@@ -52,6 +54,7 @@ class MessagesAPI:
     def __init__(self, gw: Gateway) -> None:
         self.text = TextAPI(gw)
         self.limit = gw.config.limits.max_json_body
+        self.hosted = HostedTools(gw)
 
     async def messages(self, request: Request, principal: Principal | None) -> None:
         _, payload = await request.json_object(self.limit)
@@ -61,12 +64,14 @@ class MessagesAPI:
         stream = payload.get("stream")
         if stream is not None and not isinstance(stream, bool):
             raise InvalidRequest("`stream` must be a boolean.", param="stream")
-        canonical = anthropic_to_openai_request(payload)
+        dropped = Dropped()  # server tools a translated route cannot run
+        canonical = anthropic_to_openai_request(payload, dropped)
         call = TextCall("chat", orjson.dumps(canonical), canonical, model, bool(stream), bool(stream))
 
         def native(target: Target) -> Awaitable[Reply] | None:
             if "anthropic" in target.provider.native_formats:
                 return target.provider.native(payload, target, bool(stream))
+            self.hosted.check(dropped)
             return None
 
         await self.text.serve(
@@ -76,6 +81,7 @@ class MessagesAPI:
             presenter("anthropic", model, openai_to_anthropic_response, OpenAIToAnthropicStream),
             ANTHROPIC_FRAMING,
             native,
+            self.hosted.finish("anthropic", principal.key_id, dropped) if principal else None,
         )
 
     async def count_tokens(self, request: Request, principal: Principal | None) -> None:

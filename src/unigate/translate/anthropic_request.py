@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from unigate.errors import InvalidRequest
+from unigate.translate import anthropic_search, web_search
 from unigate.translate.anthropic_response import as_object
 from unigate.translate.checks import (
     base64_text,
@@ -24,6 +25,7 @@ from unigate.translate.checks import (
     string_list,
     wrong_type,
 )
+from unigate.translate.dropped import Dropped
 
 # Anthropic requires `max_tokens`; OpenAI lets the model decide. 4096 is accepted by every
 # current Claude model and long enough for ordinary chat replies.
@@ -89,6 +91,8 @@ def _copy_tools_to_anthropic(payload: Json, out: Json) -> None:
     tools = payload.get("tools")
     if isinstance(tools, list) and tools:
         out["tools"] = [_tool_to_anthropic(tool) for tool in tools]
+    if web_search.wants_search(payload):  # Anthropic runs the search itself
+        out.setdefault("tools", []).append(anthropic_search.search_tool(payload[web_search.OPTIONS]))
     choice = _tool_choice_to_anthropic(payload.get("tool_choice"))
     if payload.get("parallel_tool_calls") is False and "tools" in out:
         choice = choice or {"type": "auto"}
@@ -293,7 +297,9 @@ def _tool_result_block(msg: Json, i: int) -> Json:
 # ---------------------------------------------------------------- Anthropic -> OpenAI
 
 
-def anthropic_to_openai_request(payload: Json) -> Json:
+def anthropic_to_openai_request(payload: Json, dropped: Dropped | None = None) -> Json:
+    """The canonical request; server tools without an equivalent are left out and named in
+    `dropped` (web search becomes `web_search_options`)."""
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest("`messages` must be a non-empty array.", param="messages")
@@ -315,7 +321,7 @@ def anthropic_to_openai_request(payload: Json) -> Json:
         # Anthropic streams always end with token counts, so the usage chunk is always needed.
         out["stream"] = True
         out["stream_options"] = {"include_usage": True}
-    _copy_tools_to_openai(payload, out)
+    _copy_tools_to_openai(payload, out, dropped)
     metadata = optional_object(payload.get("metadata"), "metadata")
     user = optional_string(metadata.get("user_id"), "metadata.user_id")
     if user:
@@ -430,6 +436,8 @@ def _assistant_message(blocks: list[Any], i: int) -> Json:
             )
         elif kind in ("thinking", "redacted_thinking"):
             continue  # Signed reasoning only means something to Anthropic; OpenAI has no slot for it.
+        elif kind in anthropic_search.SERVER_BLOCKS:
+            continue  # A search already run: the text after it carries what it found.
         else:
             raise InvalidRequest(f"Content block type {kind!r} cannot be translated.", param=f"messages[{i}]")
     out: Json = {"role": "assistant", "content": "".join(texts) if texts else None}
@@ -456,8 +464,18 @@ def _tool_message(block: Json, i: int) -> Json:
     return {"role": "tool", "tool_call_id": tool_use_id, "content": text}
 
 
-def _copy_tools_to_openai(payload: Json, out: Json) -> None:
-    tools = [_tool_to_openai(tool) for tool in optional_array(payload.get("tools"), "tools")]
+def _copy_tools_to_openai(payload: Json, out: Json, dropped: Dropped | None) -> None:
+    tools: list[Json] = []
+    for j, tool in enumerate(optional_array(payload.get("tools"), "tools")):
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if not isinstance(tool, dict) or kind in (None, "custom"):
+            tools.append(_tool_to_openai(tool))
+        elif anthropic_search.is_search_tool(tool):
+            out[web_search.OPTIONS] = anthropic_search.options_of(tool, f"tools[{j}]", dropped)
+        elif not isinstance(kind, str):
+            raise wrong_type(f"tools[{j}].type", "a string")
+        elif dropped is not None:  # a server or Anthropic-defined tool: no equivalent elsewhere
+            dropped.tool(kind, f"tools[{j}]")
     if tools:
         out["tools"] = tools
     choice = payload.get("tool_choice")

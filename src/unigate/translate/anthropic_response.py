@@ -10,6 +10,9 @@ from typing import Any
 import orjson
 
 from unigate.errors import UpstreamFailed
+from unigate.translate import anthropic_search, web_search
+from unigate.translate.anthropic_search import SearchReader
+from unigate.translate.web_search import Citation, Search
 
 Json = dict[str, Any]
 
@@ -108,10 +111,20 @@ def _int(value: Any) -> int:
 def anthropic_to_openai_response(body: Json, model: str) -> Json:
     texts: list[str] = []
     calls: list[Json] = []
+    reader = SearchReader()
+    found: list[Search] = []
+    cited: list[Citation] = []
     for block in body.get("content") or []:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
+            start = reader.chars
             texts.append(str(block.get("text", "")))
+            reader.chars += len(texts[-1])
+            cited.extend(reader.cited(start, block.get("citations")))
+        elif kind == "server_tool_use":
+            reader.use(block)
+        elif kind == "web_search_tool_result":
+            found.append(reader.result(block))
         elif kind == "tool_use":
             # `toolu_...` ids are valid OpenAI tool call ids as they are.
             args = orjson.dumps(block.get("input") or {}).decode()
@@ -122,10 +135,13 @@ def anthropic_to_openai_response(body: Json, model: str) -> Json:
                     "function": {"name": block.get("name"), "arguments": args},
                 }
             )
-        # Thinking and server-tool blocks have no OpenAI chat equivalent and are left out.
+        # Thinking and other server-tool blocks have no OpenAI chat equivalent and are left out.
     message: Json = {"role": "assistant", "content": "".join(texts) if texts else None, "refusal": None}
     if calls:
         message["tool_calls"] = calls
+    if found or cited:
+        message[web_search.ANNOTATIONS] = web_search.annotations_json(cited)
+        message[web_search.SEARCHES] = web_search.searches_json(found)
     usage = as_object(body.get("usage"))
     prompt, cached = prompt_tokens_of(usage)
     return {
@@ -153,9 +169,13 @@ def openai_to_anthropic_response(body: Json, model: str) -> Json:
     choice = as_object(choices[0]) if isinstance(choices, list) and choices else {}
     message = as_object(choice.get("message"))
     content: list[Json] = []
+    searches = web_search.answer_searches(message)
+    for found in searches:
+        content.extend(anthropic_search.search_blocks(found, anthropic_search.tool_use_id()))
     text = _message_text(message.get("content")) or message.get("refusal")
     if isinstance(text, str) and text:
-        content.append({"type": "text", "text": text})
+        cited = web_search.citations(message.get(web_search.ANNOTATIONS))
+        content.extend(anthropic_search.text_blocks(text, cited))
     for call in message.get("tool_calls") or []:
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
@@ -170,6 +190,9 @@ def openai_to_anthropic_response(body: Json, model: str) -> Json:
     finish = choice.get("finish_reason")
     if finish is None and message.get("refusal"):
         finish = "content_filter"
+    usage = anthropic_usage(body.get("usage"))
+    if searches:
+        usage["server_tool_use"] = {"web_search_requests": len(searches)}
     return {
         "id": anthropic_id(body.get("id")),
         "type": "message",
@@ -178,7 +201,7 @@ def openai_to_anthropic_response(body: Json, model: str) -> Json:
         "content": content,
         "stop_reason": stop_reason(finish) or "end_turn",
         "stop_sequence": None,
-        "usage": anthropic_usage(body.get("usage")),
+        "usage": usage,
     }
 
 

@@ -5,6 +5,11 @@ complete client-side SSE events; `finish()` is called once the upstream body has
 stream that ends without its terminator (`message_stop` / `[DONE]`) was cut off, so instead of
 a clean ending the client gets an in-band error and `broken` is set: the SDKs then raise rather
 than silently return a truncated answer.
+
+Web search (`anthropic_search`): Anthropic's `server_tool_use` and `web_search_tool_result`
+blocks become a `delta.web_searches` chunk, and a cited text block's `citations_delta`s a
+`delta.annotations` chunk once the block ends; the other way round, a search becomes those two
+blocks and each citation a `citations_delta` on the text block it falls in.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from unigate.translate import anthropic_search, web_search
 from unigate.translate.anthropic_response import (
     anthropic_id,
     anthropic_usage,
@@ -62,6 +68,9 @@ class AnthropicToOpenAIStream(OpenAIChunkWriter):
         self._finish: str | None = None
         self._finish_sent = False
         self._stopped = False
+        self._search = anthropic_search.SearchReader()
+        self._uses: dict[int, tuple[Json, str]] = {}  # block index -> server tool use, its input so far
+        self._texts: dict[int, tuple[int, list[Any]]] = {}  # text block index -> start, citations
 
     def _completed(self) -> bool:
         return self._stopped
@@ -91,11 +100,13 @@ class AnthropicToOpenAIStream(OpenAIChunkWriter):
             return self._on_block_delta(obj.get("index"), as_object(obj.get("delta")))
         if kind == "message_delta":
             return self._on_message_delta(as_object(obj.get("delta")), as_object(obj.get("usage")))
+        if kind == "content_block_stop":
+            return self._on_block_stop(obj.get("index"))
         if kind == "message_stop":
             self._stopped = True
         elif kind == "error":
             return self._on_error(as_object(obj.get("error")))
-        # `ping` and `content_block_stop` carry nothing an OpenAI client needs.
+        # `ping` carries nothing an OpenAI client needs.
         return b""
 
     def _on_message_start(self, message: Json) -> bytes:
@@ -104,9 +115,22 @@ class AnthropicToOpenAIStream(OpenAIChunkWriter):
         return self._chunk({"role": "assistant", "content": ""})
 
     def _on_block_start(self, index: Any, block: Json) -> bytes:
-        if block.get("type") == "text" and block.get("text"):
-            return self._chunk({"content": block["text"]})
-        if block.get("type") != "tool_use" or not isinstance(index, int):
+        kind = block.get("type")
+        if kind == "text":
+            if isinstance(index, int):
+                self._texts[index] = (self._search.chars, list(block.get("citations") or []))
+            text = block.get("text")
+            if isinstance(text, str) and text:
+                self._search.chars += len(text)
+                return self._chunk({"content": text})
+            return b""
+        if kind == "server_tool_use" and isinstance(index, int):
+            self._uses[index] = (block, "")
+            return b""
+        if kind == "web_search_tool_result":
+            found = self._search.result(block)
+            return self._chunk({web_search.SEARCHES: web_search.searches_json([found])})
+        if kind != "tool_use" or not isinstance(index, int):
             return b""  # Thinking blocks have no place in an OpenAI chat stream.
         tool_index = self._tool_index[index] = len(self._tool_index)
         call = {
@@ -120,11 +144,28 @@ class AnthropicToOpenAIStream(OpenAIChunkWriter):
     def _on_block_delta(self, index: Any, delta: Json) -> bytes:
         kind = delta.get("type")
         if kind == "text_delta" and delta.get("text"):
+            self._search.chars += len(str(delta["text"]))
             return self._chunk({"content": delta["text"]})
+        if kind == "citations_delta" and index in self._texts:
+            self._texts[index][1].append(delta.get("citation"))
+            return b""
+        if kind == "input_json_delta" and index in self._uses:
+            block, sofar = self._uses[index]
+            self._uses[index] = (block, sofar + str(delta.get("partial_json") or ""))
+            return b""
         if kind == "input_json_delta" and delta.get("partial_json") and index in self._tool_index:
             call = {"index": self._tool_index[index], "function": {"arguments": delta["partial_json"]}}
             return self._chunk({"tool_calls": [call]})
         return b""
+
+    def _on_block_stop(self, index: Any) -> bytes:
+        if index in self._uses:
+            block, sofar = self._uses.pop(index)
+            self._search.use({**block, "input": sofar or block.get("input")})
+            return b""
+        start, citations = self._texts.pop(index, (0, []))
+        cited = self._search.cited(start, citations)
+        return self._chunk({web_search.ANNOTATIONS: web_search.annotations_json(cited)}) if cited else b""
 
     def _on_message_delta(self, delta: Json, usage: Json) -> bytes:
         self._take_usage(usage)
@@ -171,6 +212,9 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
         self._blocks = 0
         self._tool_block: dict[int, int] = {}  # OpenAI tool call index -> Anthropic block index
         self._finish: str | None = None
+        self._said = ""  # the answer's text so far, which citations index
+        self._text_blocks: list[tuple[int, int]] = []  # (block index, where its text starts)
+        self._searches = 0
 
     def finish(self) -> bytes:
         out = self._rest()
@@ -192,12 +236,16 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
             return out  # The usage-only chunk.
         choice = as_object(choices[0])
         delta = as_object(choice.get("delta"))
+        for found in web_search.searches(delta.get(web_search.SEARCHES)):
+            out += self._search(found)
         text = delta.get("content") or delta.get("refusal")
         if isinstance(text, str) and text:
             out += self._text(text)
         for call in delta.get("tool_calls") or []:
             if isinstance(call, dict):
                 out += self._tool_call(call)
+        for cite in web_search.citations(delta.get(web_search.ANNOTATIONS)):
+            out += self._citation(cite)
         if choice.get("finish_reason"):
             self._finish = str(choice["finish_reason"])
             out += self._close()
@@ -224,6 +272,8 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
         out = b""
         if self._open is None or not self._open_is_text:
             out += self._open_block({"type": "text", "text": ""}, is_text=True)
+            self._text_blocks.append((self._blocks - 1, len(self._said)))
+        self._said += text
         delta = {"type": "text_delta", "text": text}
         return out + _anthropic_event("content_block_delta", {"index": self._open, "delta": delta})
 
@@ -246,6 +296,24 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
             out += _anthropic_event("content_block_delta", {"index": self._tool_block[index], "delta": delta})
         return out
 
+    def _search(self, found: web_search.Search) -> bytes:
+        self._searches += 1
+        use, result = anthropic_search.search_blocks(found, anthropic_search.tool_use_id())
+        out = self._open_block({**use, "input": {}}, is_text=False)
+        delta = {"type": "input_json_delta", "partial_json": orjson.dumps(use["input"]).decode()}
+        out += _anthropic_event("content_block_delta", {"index": self._open, "delta": delta})
+        return out + self._open_block(result, is_text=False) + self._close()
+
+    def _citation(self, cite: web_search.Citation) -> bytes:
+        """A citation on the text block its span starts in (the latest one before it)."""
+        blocks = [index for index, start in self._text_blocks if start <= cite.start] or [
+            index for index, _ in self._text_blocks[:1]
+        ]
+        if not blocks:
+            return b""
+        delta = {"type": "citations_delta", "citation": anthropic_search.citation(cite, self._said)}
+        return _anthropic_event("content_block_delta", {"index": blocks[-1], "delta": delta})
+
     def _open_block(self, block: Json, *, is_text: bool) -> bytes:
         out = self._close()
         self._open, self._open_is_text = self._blocks, is_text
@@ -261,12 +329,14 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
     def _on_done(self) -> bytes:
         self._done = True
         out = self._start(None) + self._close()
-        usage = {
+        usage: Json = {
             "input_tokens": self.prompt_tokens - self.cached_tokens,
             "output_tokens": self.completion_tokens,
         }
         if self.cached_tokens:
             usage["cache_read_input_tokens"] = self.cached_tokens
+        if self._searches:
+            usage["server_tool_use"] = {"web_search_requests": self._searches}
         delta = {"stop_reason": stop_reason(self._finish) or "end_turn", "stop_sequence": None}
         out += _anthropic_event("message_delta", {"delta": delta, "usage": usage})
         return out + _anthropic_event("message_stop", {})

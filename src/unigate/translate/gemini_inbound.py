@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from unigate.errors import InvalidRequest
+from unigate.translate import web_search
 from unigate.translate.checks import (
     base64_text,
     optional_array,
@@ -19,6 +20,7 @@ from unigate.translate.checks import (
     string_list,
     wrong_type,
 )
+from unigate.translate.dropped import Dropped
 from unigate.translate.gemini_request import (
     _AUDIO_FORMAT,
     _SAMPLING_TO_OPENAI,
@@ -28,8 +30,14 @@ from unigate.translate.gemini_request import (
     field,
     guess_mime,
 )
+from unigate.translate.gemini_search import is_search_tool
 
 _INTEGER_SAMPLING = frozenset({"candidateCount", "seed", "maxOutputTokens", "logprobs"})
+# Tool fields with a canonical form, as the REST API spells them and as Google also accepts.
+_SEARCH_AND_FUNCTIONS = frozenset(
+    {"functionDeclarations", "function_declarations", "googleSearch", "google_search",
+     "googleSearchRetrieval", "google_search_retrieval"}
+)  # fmt: skip
 
 
 class _CallIds:
@@ -55,8 +63,10 @@ class _CallIds:
         return open_ids.pop(0) if open_ids else None
 
 
-def gemini_to_openai_request(payload: Json, model: str) -> Json:
-    """The OpenAI chat completions body for a generateContent request addressed to `model`."""
+def gemini_to_openai_request(payload: Json, model: str, dropped: Dropped | None = None) -> Json:
+    """The OpenAI chat completions body for a generateContent request addressed to `model`.
+    Google Search becomes `web_search_options`; Google's other tools have no equivalent and
+    are left out, named in `dropped`."""
     contents = field(payload, "contents")
     if not isinstance(contents, list) or not contents:
         raise InvalidRequest("`contents` must be a non-empty array.", param="contents")
@@ -68,7 +78,7 @@ def gemini_to_openai_request(payload: Json, model: str) -> Json:
     for i, content in enumerate(contents):
         messages.extend(_messages(_object(content, f"contents[{i}]"), i, ids))
     body: Json = {"model": model, "messages": messages}
-    tools = _openai_tools(field(payload, "tools"))
+    tools = _openai_tools(field(payload, "tools"), body, dropped)
     if tools:
         body["tools"] = tools
     config = optional_object(field(payload, "toolConfig"), "toolConfig")
@@ -185,13 +195,21 @@ def _openai_part(part: Json, i: int) -> Json:
     raise InvalidRequest(f"contents[{i}]: a part of kind {sorted(part)} has no OpenAI chat equivalent.")
 
 
-def _openai_tools(tools: Any) -> list[Json]:
+def _openai_tools(tools: Any, body: Json, dropped: Dropped | None) -> list[Json]:
     out = []
     for j, tool in enumerate(optional_array(tools, "tools")):
-        declarations = field(_object(tool, f"tools[{j}]"), "functionDeclarations")
+        tool = _object(tool, f"tools[{j}]")
+        declarations = field(tool, "functionDeclarations")
+        if is_search_tool(tool):
+            body[web_search.OPTIONS] = {}
+        # codeExecution, urlContext, fileSearch... run inside Google: nothing to map them to.
+        for name in tool:
+            if name not in _SEARCH_AND_FUNCTIONS and dropped is not None:
+                dropped.tool(name, f"tools[{j}]")
         if not isinstance(declarations, list):
-            # googleSearch, codeExecution, urlContext ... run inside Google; nothing to map them to.
-            raise InvalidRequest(f"tools[{j}]: only functionDeclarations can be translated.", param="tools")
+            if declarations is not None:
+                raise wrong_type(f"tools[{j}].functionDeclarations", "an array")
+            continue
         for declaration in map(as_object, declarations):
             fn: Json = {"name": declaration.get("name")}
             if isinstance(declaration.get("description"), str):

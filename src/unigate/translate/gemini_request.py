@@ -16,6 +16,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 import orjson
 
 from unigate.errors import InvalidRequest
+from unigate.translate import web_search
 
 Json = dict[str, Any]
 
@@ -111,6 +112,10 @@ def openai_to_gemini_request(payload: Json) -> Json:
     declarations = _declarations(payload.get("tools"), only)
     if declarations:
         body["tools"] = [{"functionDeclarations": declarations}]
+    if web_search.wants_search(payload):  # Google runs the search itself
+        from unigate.translate.gemini_search import search_tool  # it builds on this module
+
+        body["tools"] = [*body.get("tools", []), search_tool()]
     if calling is not None and declarations:  # a toolConfig without functions has nothing to steer
         body["toolConfig"] = {"functionCallingConfig": calling}
     config = _generation_config(payload)

@@ -13,8 +13,10 @@ from typing import Any
 
 import orjson
 
+from unigate.translate import web_search
 from unigate.translate.gemini_inbound import tool_call
 from unigate.translate.gemini_request import Json, as_list, as_object, field
+from unigate.translate.gemini_search import grounding_in, grounding_out
 
 _FINISH_FROM_GEMINI = {
     "STOP": "stop",
@@ -151,6 +153,7 @@ def _choice(candidate: Json, position: int, prefix: str, first_call: int) -> Jso
     message: Json = {"role": "assistant", "content": text or (None if tool_calls else "")}
     if tool_calls:
         message["tool_calls"] = tool_calls
+    message.update(grounding_fields(field(candidate, "groundingMetadata"), text, parts))
     index = candidate.get("index")
     return {
         "index": index if isinstance(index, int) else position,
@@ -158,6 +161,19 @@ def _choice(candidate: Json, position: int, prefix: str, first_call: int) -> Jso
         # A complete response always has a reason; an absent one means the model simply ended.
         "finish_reason": finish_reason(field(candidate, "finishReason") or "STOP", bool(tool_calls)),
         "logprobs": None,
+    }
+
+
+def grounding_fields(meta: Any, text: str, parts: list[Json] | None = None) -> Json:
+    """A candidate's Google Search grounding as the canonical message (or delta) fields."""
+    if not isinstance(meta, dict):
+        return {}
+    cited, search = grounding_in(meta, text, parts)
+    if search is None and not cited:
+        return {}
+    return {
+        web_search.ANNOTATIONS: web_search.annotations_json(cited),
+        web_search.SEARCHES: web_search.searches_json([search] if search else []),
     }
 
 
@@ -190,11 +206,17 @@ def _candidate(choice: Json, position: int) -> Json:
         else:
             parts.append(part)
     index = choice.get("index")
-    return {
+    out: Json = {
         "content": {"role": "model", "parts": parts},
         "finishReason": reason,
         "index": index if isinstance(index, int) else position,
     }
+    searches = web_search.answer_searches(message)
+    if searches:
+        text = "".join(p["text"] for p in parts if "text" in p)
+        cited = web_search.citations(message.get(web_search.ANNOTATIONS))
+        out["groundingMetadata"] = grounding_out(text, cited, searches)
+    return out
 
 
 def _message_texts(message: Json) -> list[str]:

@@ -8,6 +8,9 @@ last one carries `finishReason` and the final `usageMetadata`. A Gemini stream t
 any finishReason, or an OpenAI stream without finish_reason or `[DONE]`, was cut off: the client
 then gets an in-band error instead of a clean ending, and `broken` is set, so the SDKs raise
 rather than silently return a truncated answer.
+
+Google Search grounding (`gemini_search`) arrives with the last event; its offsets count the
+whole answer streamed so far, so each translator keeps a choice's text.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from unigate.translate import web_search
 from unigate.translate.gemini_inbound import tool_call
 from unigate.translate.gemini_request import Json, as_list, as_object, field
 from unigate.translate.gemini_response import (
@@ -25,11 +29,13 @@ from unigate.translate.gemini_response import (
     finish_reason,
     function_call_part,
     gemini_finish_reason,
+    grounding_fields,
     openai_id,
     openai_usage,
     token_counts,
     usage_metadata,
 )
+from unigate.translate.gemini_search import grounding_out
 from unigate.translate.sse import (
     CUT_OFF,
     OpenAIChunkReader,
@@ -67,6 +73,7 @@ class GeminiToOpenAIStream(OpenAIChunkWriter):
         self._started: set[int] = set()  # choices whose first chunk (with the role) was sent
         self._finished: set[int] = set()
         self._usage_metadata: Json = {}
+        self._said: dict[int, str] = {}  # choice index -> its text so far
 
     def _completed(self) -> bool:
         return bool(self._finished)
@@ -114,6 +121,8 @@ class GeminiToOpenAIStream(OpenAIChunkWriter):
         text = "".join(str(part["text"]) for part in parts if "text" in part and not part.get("thought"))
         if text:
             delta["content"] = text
+            self._said[index] = self._said.get(index, "") + text
+        delta.update(grounding_fields(field(candidate, "groundingMetadata"), self._said.get(index, "")))
         calls = [
             self._tool_call(index, as_object(field(p, "functionCall")))
             for p in parts
@@ -169,6 +178,9 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
         self._calls: dict[int, dict[int, Json]] = {}  # choice index -> tool call index -> {name, arguments}
         self._finish: dict[int, str] = {}  # choice index -> OpenAI finish_reason
         self._usage: Json | None = None
+        self._said: dict[int, str] = {}  # choice index -> its text so far
+        self._cited: dict[int, list[web_search.Citation]] = {}
+        self._searches: dict[int, list[web_search.Search]] = {}
 
     def finish(self) -> bytes:
         out = self._rest()
@@ -209,9 +221,12 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
                 slot["arguments"] += fn["arguments"]
         if choice.get("finish_reason"):
             self._finish[index] = str(choice["finish_reason"])
+        self._searches.setdefault(index, []).extend(web_search.searches(delta.get(web_search.SEARCHES)))
+        self._cited.setdefault(index, []).extend(web_search.citations(delta.get(web_search.ANNOTATIONS)))
         text = delta.get("content") or delta.get("refusal")
         if not isinstance(text, str) or not text:
             return b""
+        self._said[index] = self._said.get(index, "") + text
         return self._event(
             {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "index": index}]}
         )
@@ -240,7 +255,12 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
                 parts.append(part)
         # Google's own last event carries an empty text part when there is nothing left to say.
         content = {"role": "model", "parts": parts or [{"text": ""}]}
-        return {"content": content, "finishReason": reason, "index": index}
+        out: Json = {"content": content, "finishReason": reason, "index": index}
+        cited = self._cited.get(index, [])
+        searches = self._searches.get(index) or ([web_search.implied_search(cited)] if cited else [])
+        if searches:
+            out["groundingMetadata"] = grounding_out(self._said.get(index, ""), cited, searches)
+        return out
 
     def _on_error(self, error: Any) -> bytes:
         self._errored = self.broken = True

@@ -15,6 +15,7 @@ from unigate.providers.sandbox.params import MAX_OUTPUT_TOKENS, choice_count, op
 from unigate.providers.sandbox.schema_values import Budget
 from unigate.providers.sandbox.tokens import count_tokens, cut_at_stop, pieces, truncate_tokens
 from unigate.providers.sandbox.tools import ToolCall, choose_tools, make_calls, parse_tool_policy
+from unigate.providers.sandbox.web_search import parse_search, search_answer
 from unigate.providers.sandbox.wire import (
     DONE,
     FINGERPRINT,
@@ -26,6 +27,8 @@ from unigate.providers.sandbox.wire import (
     stream_reply,
     usage_block,
 )
+from unigate.translate import web_search
+from unigate.translate.web_search import Citation, Search
 from unigate.usage.recorder import Usage
 
 ARGUMENT_FRAGMENTS = 4  # a streamed tool call's arguments arrive in about this many pieces
@@ -37,6 +40,8 @@ class Choice:
     content: str | None
     tool_calls: tuple[ToolCall, ...]
     finish_reason: str
+    citations: tuple[Citation, ...] = ()  # of a web search answer
+    searches: tuple[Search, ...] = ()
 
     def completion_tokens(self) -> int:
         if self.tool_calls:
@@ -47,7 +52,16 @@ class Choice:
         msg: dict[str, Any] = {"role": "assistant", "content": self.content, "refusal": None}
         if self.tool_calls:
             msg["tool_calls"] = [c.as_json() for c in self.tool_calls]
+        msg.update(self.search_fields())
         return msg
+
+    def search_fields(self) -> dict[str, Any]:
+        if not self.searches:
+            return {}
+        return {
+            web_search.ANNOTATIONS: web_search.annotations_json(list(self.citations)),
+            web_search.SEARCHES: web_search.searches_json(list(self.searches)),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +78,7 @@ def plan_chat(payload: dict[str, Any]) -> ChatPlan:
     conv = parse_conversation(payload)
     policy = parse_tool_policy(payload)
     fmt = parse_response_format(payload)
+    search = parse_search(payload)
     n = choice_count(payload)
     stops = stop_sequences(payload)
     newer = optional_int(payload, "max_completion_tokens", 1, MAX_OUTPUT_TOKENS)
@@ -71,14 +86,24 @@ def plan_chat(payload: dict[str, Any]) -> ChatPlan:
     limit = newer if newer is not None else legacy
     user = conv.last_user
     user_text = user.text if user else ""
+    searching = fmt.kind == "text" and search.answers(conv, policy.active)
     # A tool result at the end means the model has what it asked for: answer in text.
-    tools = choose_tools(policy, user_text) if policy.active and not conv.ends_with_tool_result else []
+    calling = policy.active and not conv.ends_with_tool_result and not searching
+    tools = choose_tools(policy, user_text) if calling else []
     choices: list[Choice] = []
     budget = Budget()  # shared by every generated value of this reply
     for i in range(n):
         if tools:
             calls = make_calls(tools, user_text, f"{len(conv.messages)}/{i}", budget)
             choices.append(Choice(i, None, tuple(calls), "tool_calls"))
+            continue
+        if searching:
+            found = search_answer(conv, search)
+            finish = "stop"
+            if limit is not None:
+                text, cut = truncate_tokens(found.text, limit)
+                found, finish = found.cut(len(text)), "length" if cut else finish
+            choices.append(Choice(i, found.text, (), finish, found.citations, (found.search,)))
             continue
         text, _ = cut_at_stop(content_for(conv, fmt, i, n, budget), stops)
         finish = "stop"
@@ -137,8 +162,13 @@ def _deltas(choice: Choice) -> Iterator[tuple[dict[str, Any], int]]:
     """The deltas of one choice after the role delta, each with its token count."""
     if not choice.tool_calls:
         yield {"role": "assistant", "content": ""}, 0
+        fields = choice.search_fields()
+        if fields:  # the search comes first, its citations once the text they cite is out
+            yield {web_search.SEARCHES: fields[web_search.SEARCHES]}, 0
         for piece in pieces(choice.content or ""):
             yield {"content": piece}, count_tokens(piece)
+        if fields:
+            yield {web_search.ANNOTATIONS: fields[web_search.ANNOTATIONS]}, 0
         return
     yield {"role": "assistant", "content": None}, 0
     for k, call in enumerate(choice.tool_calls):
