@@ -1,9 +1,15 @@
 """A fake Anthropic Messages upstream on 127.0.0.1: JSON answers and `event:`/`data:` SSE in
-Anthropic's real framing, tool use when tools are offered, recorded requests, scripted death."""
+Anthropic's real framing, tool use when tools are offered, recorded requests, scripted death.
+
+With the web search server tool offered (and no client tool to call) it searches as Anthropic
+does: a `server_tool_use` block, a `web_search_tool_result` block, then text whose cited part
+is a text block of its own with a `web_search_result_location` citation (streamed as a
+`citations_delta` before its text)."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,8 +44,12 @@ class FakeAnthropic(LoopbackServer):
         last = body["messages"][-1]
         content = last["content"] if isinstance(last["content"], list) else []
         result = next((b for b in content if b.get("type") == "tool_result"), None)
-        if body.get("tools") and result is None:
-            tool = body["tools"][0]["name"]
+        tools = body.get("tools") or []
+        client_tools = [t for t in tools if not str(t.get("type", "")).startswith("web_search_")]
+        if len(client_tools) < len(tools) and not client_tools and result is None:
+            return _searched(last["content"] if isinstance(last["content"], str) else "search"), "end_turn"
+        if client_tools and result is None:
+            tool = client_tools[0]["name"]
             return [
                 {"type": "tool_use", "id": "toolu_fake1", "name": tool, "input": {"city": "Paris"}}
             ], "tool_use"
@@ -51,7 +61,9 @@ class FakeAnthropic(LoopbackServer):
         self.received.append(body)
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
         blocks, stop = self._answer(body)
-        usage = {"input_tokens": 21, "output_tokens": 9}
+        usage: dict[str, Any] = {"input_tokens": 21, "output_tokens": 9}
+        if blocks[0]["type"] == "server_tool_use":
+            usage["server_tool_use"] = {"web_search_requests": 1, "web_fetch_requests": 0}
         if not body.get("stream"):
             return web.json_response(
                 {
@@ -82,7 +94,7 @@ class FakeAnthropic(LoopbackServer):
         return resp
 
     def _events(
-        self, model: str, blocks: list[dict[str, Any]], stop: str, usage: dict[str, int]
+        self, model: str, blocks: list[dict[str, Any]], stop: str, usage: dict[str, Any]
     ) -> list[tuple[str, dict[str, Any]]]:
         message = {
             "id": "msg_fake",
@@ -98,67 +110,65 @@ class FakeAnthropic(LoopbackServer):
             ("message_start", {"type": "message_start", "message": message}),
             ("ping", {"type": "ping"}),
         ]
-        block = blocks[0]
-        if block["type"] == "text":
-            events.append(
-                (
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": 0,
-                        "content_block": {"type": "text", "text": ""},
-                    },
-                )
-            )
-            for word in block["text"].split(" "):
-                events.append(
-                    (
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": 0,
-                            "delta": {"type": "text_delta", "text": word + " "},
-                        },
-                    )
-                )
-        else:
-            events.append(
-                (
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": 0,
-                        "content_block": {
-                            "type": "tool_use",
-                            "id": block["id"],
-                            "name": block["name"],
-                            "input": {},
-                        },
-                    },
-                )
-            )
-            args = orjson.dumps(block["input"]).decode()
-            for piece in (args[:4], args[4:]):
-                events.append(
-                    (
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": 0,
-                            "delta": {"type": "input_json_delta", "partial_json": piece},
-                        },
-                    )
-                )
+        for index, block in enumerate(blocks):
+            events += _block_events(index, block)
+        delta_usage = {k: v for k, v in usage.items() if k != "input_tokens"}
         events += [
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
             (
                 "message_delta",
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": usage["output_tokens"]},
+                    "usage": delta_usage,
                 },
             ),
             ("message_stop", {"type": "message_stop"}),
         ]
         return events
+
+
+def _delta(index: int, delta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """One content block as Anthropic streams it: its start (empty where deltas fill it), its
+    deltas, its stop."""
+    kind = block["type"]
+    if kind == "text":
+        opening: dict[str, Any] = {"type": "text", "text": ""}
+        deltas = [
+            _delta(index, {"type": "citations_delta", "citation": c}) for c in block.get("citations") or []
+        ]
+        deltas += [
+            _delta(index, {"type": "text_delta", "text": w}) for w in re.findall(r"\S+\s*|\s+", block["text"])
+        ]
+    elif kind in ("tool_use", "server_tool_use"):
+        opening = {**block, "input": {}}
+        args = orjson.dumps(block["input"]).decode()
+        deltas = [
+            _delta(index, {"type": "input_json_delta", "partial_json": p}) for p in (args[:4], args[4:])
+        ]
+    else:  # a result block arrives whole
+        opening, deltas = block, []
+    start = ("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening})
+    return [start, *deltas, ("content_block_stop", {"type": "content_block_stop", "index": index})]
+
+
+SEARCH_PAGE = "https://fake-anthropic.test/tides"
+CITED_TEXT = "High tide in Brest is at noon"
+
+
+def _searched(query: str) -> list[dict[str, Any]]:
+    use = {"type": "server_tool_use", "id": "srvtoolu_fake1", "name": "web_search", "input": {"query": query}}
+    page = {"type": "web_search_result", "url": SEARCH_PAGE, "title": "Brest tides",
+            "encrypted_content": "EqgfCioIARgBIiQ3", "page_age": "April 30, 2025"}  # fmt: skip
+    citation = {"type": "web_search_result_location", "url": SEARCH_PAGE, "title": "Brest tides",
+                "cited_text": "High tide: 12:04.", "encrypted_index": "Eo8BCioIAhgBIiQy"}  # fmt: skip
+    return [
+        use,
+        {"type": "web_search_tool_result", "tool_use_id": use["id"], "content": [page]},
+        {"type": "text", "text": "According to the search, "},
+        {"type": "text", "text": CITED_TEXT, "citations": [citation]},
+        {"type": "text", "text": "."},
+    ]

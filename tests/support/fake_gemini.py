@@ -1,5 +1,9 @@
 """A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON and
-`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them."""
+`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them.
+
+With a `googleSearch` tool (and no function to call) the answer is grounded as Google grounds
+it: `groundingMetadata` with the queries, the pages and the spans they support, offsets in
+UTF-8 bytes (the answer has non-ASCII text), on the last event of a stream."""
 
 from __future__ import annotations
 
@@ -43,8 +47,12 @@ class FakeGemini(LoopbackServer):
             return [{"text": "An image:"}, {"inlineData": {"mimeType": "image/png", "data": image}}], "STOP"
         last = body["contents"][-1]["parts"]
         answer = next((p["functionResponse"] for p in last if "functionResponse" in p), None)
-        if body.get("tools") and answer is None:
-            name = body["tools"][0]["functionDeclarations"][0]["name"]
+        tools = body.get("tools") or []
+        functions = [t for t in tools if "functionDeclarations" in t]
+        if any("googleSearch" in t for t in tools) and not functions and answer is None:
+            return [{"text": GROUNDED}], "STOP"
+        if functions and answer is None:
+            name = functions[0]["functionDeclarations"][0]["name"]
             return [{"functionCall": {"name": name, "args": {"city": "Paris"}}}], "STOP"
         text = f"The tool said: {orjson.dumps(answer['response']).decode()}" if answer else self.text
         return [{"text": text}], "STOP"
@@ -55,11 +63,17 @@ class FakeGemini(LoopbackServer):
         self.received.append((call + "?" + request.query_string, body, dict(request.headers)))
         parts, finish = self._parts(body)
         usage = {"promptTokenCount": 17, "candidatesTokenCount": 8, "totalTokenCount": 25}
+        grounding = {"groundingMetadata": grounding_metadata()} if parts[0].get("text") == GROUNDED else {}
         if call.endswith(":generateContent"):
             return web.json_response(
                 {
                     "candidates": [
-                        {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
+                        {
+                            "content": {"role": "model", "parts": parts},
+                            "finishReason": finish,
+                            "index": 0,
+                            **grounding,
+                        }
                     ],
                     "usageMetadata": usage,
                     "modelVersion": call.split(":")[0],
@@ -87,7 +101,7 @@ class FakeGemini(LoopbackServer):
                     "responseId": "resp-1",
                 }
                 if i == len(pieces) - 1:
-                    event["candidates"][0]["finishReason"] = finish
+                    event["candidates"][0].update(finishReason=finish, **grounding)
                     event["usageMetadata"] = usage
                 await resp.write(b"data: " + orjson.dumps(event) + b"\r\n\r\n")
                 await asyncio.sleep(self.slow_seconds if self.mode == "slow" else 0)
@@ -95,3 +109,27 @@ class FakeGemini(LoopbackServer):
             self.cancelled += 1
             raise
         return resp
+
+
+GROUNDED = "Selon la recherche, la marée haute à Brest est à midi."
+SUPPORTED = "la marée haute à Brest est à midi"
+SEARCH_PAGE = "https://fake-gemini.test/marees"
+
+
+def grounding_metadata() -> dict[str, Any]:
+    start = len(GROUNDED[: GROUNDED.index(SUPPORTED)].encode())
+    return {
+        "webSearchQueries": ["marée Brest"],
+        "searchEntryPoint": {"renderedContent": "<div class='container'></div>"},
+        "groundingChunks": [{"web": {"uri": SEARCH_PAGE, "title": "fake-gemini.test"}}],
+        "groundingSupports": [
+            {
+                "segment": {
+                    "startIndex": start,
+                    "endIndex": start + len(SUPPORTED.encode()),
+                    "text": SUPPORTED,
+                },
+                "groundingChunkIndices": [0],
+            }
+        ],
+    }

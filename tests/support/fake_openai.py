@@ -1,5 +1,7 @@
 """A fake OpenAI-compatible upstream on 127.0.0.1 that speaks the real wire format
-(JSON bodies, SSE chunks, OpenAI error shape) and records what it received.
+(JSON bodies, SSE chunks, OpenAI error shape) and records what it received. A chat request
+with `web_search_options` (and no tool to call) is answered like OpenAI's search models: text
+with `url_citation` annotations, streamed as a last `delta.annotations` chunk.
 
 Behaviour is scripted per instance through `mode`:
   ok            normal answers
@@ -26,6 +28,18 @@ from aiohttp import web
 
 from tests.support.loopback import LoopbackServer
 from tests.support.net import free_port
+
+SEARCHED = "Sources agree: the tide turns at noon in Brest."
+CITED = "the tide turns at noon"
+CITATION = {
+    "type": "url_citation",
+    "url_citation": {
+        "url": "https://fake-openai.test/tides",
+        "title": "Tides of Brest",
+        "start_index": SEARCHED.index(CITED),
+        "end_index": SEARCHED.index(CITED) + len(CITED),
+    },
+}
 
 
 @dataclass
@@ -96,6 +110,9 @@ class FakeOpenAI(LoopbackServer):
                 ],
             }
             finish = "tool_calls"
+        elif body.get("web_search_options") is not None and last.get("role") != "tool":
+            message = {"role": "assistant", "content": SEARCHED, "refusal": None, "annotations": [CITATION]}
+            finish = "stop"
         else:
             text = self.reply_text
             if last.get("role") == "tool":
@@ -184,6 +201,9 @@ class FakeOpenAI(LoopbackServer):
                         "choices": [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}],
                     }
                 )
+            if message.get("annotations"):  # OpenAI's last content chunk holds only the annotations
+                delta = {"annotations": message["annotations"]}
+                chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
         chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if (body.get("stream_options") or {}).get("include_usage"):
             chunks.append({**base, "choices": [], "usage": usage})

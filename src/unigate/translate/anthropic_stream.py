@@ -9,7 +9,9 @@ than silently return a truncated answer.
 Web search (`anthropic_search`): Anthropic's `server_tool_use` and `web_search_tool_result`
 blocks become a `delta.web_searches` chunk, and a cited text block's `citations_delta`s a
 `delta.annotations` chunk once the block ends; the other way round, a search becomes those two
-blocks and each citation a `citations_delta` on the text block it falls in.
+blocks (where the upstream reports it: before the text, or after it for a Gemini grounding;
+an OpenAI search model only cites, which implies a search at the end) and each citation a
+`citations_delta` on the text block it falls in.
 """
 
 from __future__ import annotations
@@ -215,6 +217,7 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
         self._said = ""  # the answer's text so far, which citations index
         self._text_blocks: list[tuple[int, int]] = []  # (block index, where its text starts)
         self._searches = 0
+        self._cited: list[web_search.Citation] = []
 
     def finish(self) -> bytes:
         out = self._rest()
@@ -311,6 +314,7 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
         ]
         if not blocks:
             return b""
+        self._cited.append(cite)
         delta = {"type": "citations_delta", "citation": anthropic_search.citation(cite, self._said)}
         return _anthropic_event("content_block_delta", {"index": blocks[-1], "delta": delta})
 
@@ -328,7 +332,10 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
 
     def _on_done(self) -> bytes:
         self._done = True
-        out = self._start(None) + self._close()
+        out = self._start(None)
+        if self._cited and not self._searches:  # citations alone imply the search behind them
+            out += self._search(web_search.implied_search(self._cited))
+        out += self._close()
         usage: Json = {
             "input_tokens": self.prompt_tokens - self.cached_tokens,
             "output_tokens": self.completion_tokens,

@@ -3,12 +3,13 @@
 The events are the typed ones the `openai` SDK's stream helpers accumulate: `response.created`
 and `response.in_progress` first, then per output item `response.output_item.added`, its
 content parts and deltas, their `.done` events and `response.output_item.done`, each event
-numbered by `sequence_number`. A text message is closed when a tool call or a web search
-starts; tool calls stay open until the upstream finishes, since late argument fragments may
-still arrive. A custom tool's input is sent in one delta when its call closes (the upstream
-streams it as JSON arguments). A web search the upstream reports becomes a finished
-`web_search_call` item at once, and citations become `response.output_text.annotation.added`
-events on the text they cite.
+numbered by `sequence_number`. A text message is closed when a tool call starts; tool calls
+stay open until the upstream finishes, since late argument fragments may still arrive. A
+custom tool's input is sent in one delta when its call closes (the upstream streams it as JSON
+arguments). A web search the upstream reports becomes a finished `web_search_call` item at
+once (one reported after the text began leaves the message open: Gemini grounds its last
+event, and an OpenAI search model only cites, which implies a search at the end), and
+citations become `response.output_text.annotation.added` events on the text they cite.
 
 The translator never emits the terminal event itself: once the upstream has finished,
 `final()` gives the finished Response object and `terminal()` its event, so the caller can
@@ -89,6 +90,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
         self._message: _Item | None = None  # the open message item
         self._calls: dict[Any, _Item] = {}  # chat tool call index -> its item
         self._chars = 0  # characters of the chat answer's text so far (citations count in them)
+        self._cited: list[web_search.Citation] = []
         self._usage: Json | None = None
         self._finish: str | None = None
 
@@ -173,6 +175,8 @@ class ChatToResponsesStream(OpenAIChunkReader):
     def _on_done(self) -> bytes:
         self._done = True
         out = self.start()
+        if self._cited and not any(item.kind == "web_search_call" for item in self._items):
+            out += self._search(web_search.implied_search(self._cited))
         status = self.status
         for item in self._items:
             out += self._close(item, status)
@@ -212,7 +216,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
 
     def _search(self, found: web_search.Search) -> bytes:
         """A web search the upstream ran: reported whole, as it is already done."""
-        out = self._close_message()
+        out = b""
         item, added = self._open("web_search_call", search=found)
         out += added
         where = self._where(item)
@@ -230,6 +234,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
         if found is None:
             return b""  # no text to cite
         item, index, part = found
+        self._cited.append(cite)
         annotation = url_annotation(cite, part.offset)
         part.annotations.append(annotation)
         fields = {
