@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 
+from unigate.errors import InvalidRequest
 from unigate.providers.base import TextCall
 from unigate.providers.sandbox.chat import plan_chat
 from unigate.translate.anthropic import (
@@ -249,11 +251,14 @@ def test_gemini_upstream_grounding_in_a_stream() -> None:
 def test_gemini_client_search_tool_and_grounding_back() -> None:
     payload = {
         "contents": [{"parts": [{"text": "x"}]}],
-        "tools": [{"google_search": {}}, {"codeExecution": {}}],
+        "tools": [{"google_search": {}}, {"code_execution": {}}],
     }
     dropped = Dropped()
     assert gemini_to_openai_request(payload, "m", dropped)["web_search_options"] == {}
     assert dropped.fields == ["tools.codeExecution"]
+    for tools in ([{"teleport": {}}], [{"functionDeclarations": None}]):  # refused, as Google refuses them
+        with pytest.raises(InvalidRequest):
+            gemini_to_openai_request({**payload, "tools": tools}, "m", Dropped())
     answer = _canonical_answer()
     text = answer["choices"][0]["message"]["content"]
     meta = openai_to_gemini_response(answer, "m")["candidates"][0]["groundingMetadata"]

@@ -15,6 +15,7 @@ from unigate.openapi.schema import (
     any_of,
     array,
     const,
+    dropped_fields,
     integer,
     json_body,
     json_response,
@@ -130,6 +131,7 @@ def operations() -> list[Operation]:
                     "The message, or with `stream: true` Anthropic's named events (`event: message_start` … "
                     "`event: message_stop`; `ping` keep-alives; an `error` event if the upstream breaks).",
                     {JSON: ref("AnthropicMessage"), SSE: _event()},
+                    dropped_fields(),
                 )
             },
             json_body(

@@ -13,6 +13,7 @@ from unigate.openapi.schema import (
     Schema,
     any_of,
     array,
+    dropped_fields,
     integer,
     json_body,
     json_response,
@@ -161,7 +162,9 @@ def _generate(version: str) -> list[Operation]:
             TAG,
             {
                 "200": json_response(
-                    "The candidates (image output as `inlineData` parts).", ref("GenerateContentResponse")
+                    "The candidates (image output as `inlineData` parts).",
+                    ref("GenerateContentResponse"),
+                    dropped_fields(),
                 )
             },
             json_body(ref("GenerateContentRequest"), _hello()),
@@ -183,6 +186,7 @@ def _generate(version: str) -> list[Operation]:
                             "are keep-alives.",
                         )
                     },
+                    dropped_fields(),
                 )
             },
             json_body(ref("GenerateContentRequest"), _hello()),

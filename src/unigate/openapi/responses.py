@@ -15,6 +15,7 @@ from unigate.openapi.schema import (
     any_of,
     array,
     const,
+    dropped_fields,
     enum,
     integer,
     json_body,
@@ -26,7 +27,6 @@ from unigate.openapi.schema import (
     ref,
     required_text,
     response,
-    response_header,
     sse_event,
     string,
 )
@@ -46,6 +46,12 @@ _EVENTS = (
     "response.refusal.done",
     "response.function_call_arguments.delta",
     "response.function_call_arguments.done",
+    "response.custom_tool_call_input.delta",
+    "response.custom_tool_call_input.done",
+    "response.web_search_call.in_progress",
+    "response.web_search_call.searching",
+    "response.web_search_call.completed",
+    "response.output_text.annotation.added",
     "response.completed",
     "response.incomplete",
     "response.failed",
@@ -59,9 +65,25 @@ def _nullable(kind: str, **keywords: object) -> Schema:
 
 def schemas() -> dict[str, Schema]:
     item = obj(
-        {"type": string("message (default), function_call, function_call_output, …"), "role": string()}
+        {
+            "type": string(
+                "message (default), function_call, function_call_output, custom_tool_call, "
+                "custom_tool_call_output, item_reference, reasoning, …"
+            ),
+            "role": string(),
+        }
     )
-    tool = obj({"type": string("function; hosted tools need a native route"), "name": string()}, ["type"])
+    tool = obj(
+        {
+            "type": string(
+                "function, custom, namespace (function and custom tools under one name) and web_search "
+                "work on every route; other hosted tools need a native route (elsewhere dropped and named, "
+                "or refused with `hosted_tools: reject`)"
+            ),
+            "name": string(),
+        },
+        ["type"],
+    )
     return {
         "ResponseRequest": obj(
             {
@@ -80,6 +102,7 @@ def schemas() -> dict[str, Schema]:
                 "top_p": _nullable("number"),
                 "parallel_tool_calls": _nullable("boolean"),
                 "tools": _nullable("array", items=tool),
+                "include": _nullable("array", items=string()),
                 "tool_choice": any_of(
                     enum("auto", "none", "required", None), obj({"type": string()}, ["type"])
                 ),
@@ -166,11 +189,7 @@ def operations() -> list[Operation]:
     create_ok = response(
         "The response, or with `stream: true` its typed events.",
         {JSON: ref("Response"), SSE: _event()},
-        {
-            "x-unigate-dropped-fields": response_header(
-                "Request fields this route could not honour (translated routes), comma-separated."
-            )
-        },
+        dropped_fields(),
     )
     return [
         Operation(

@@ -175,6 +175,16 @@ def response_header(description: str, schema: Schema | None = None, *, required:
     return {"description": description, "required": required, "schema": schema or {"type": "string"}}
 
 
+def dropped_fields() -> dict[str, Schema]:
+    """The header a translated route's answer names what it could not honour with."""
+    return {
+        "x-unigate-dropped-fields": response_header(
+            "Request fields and tools this route could not honour (a route that translates to another "
+            "vendor's API), comma-separated; absent when nothing was dropped."
+        )
+    }
+
+
 def link(operation_id: str, description: str = "", **parameters: str) -> Schema:
     """An OpenAPI link: the operation the answer's ids feed, its parameters as runtime
     expressions (`$response.body#/id`) or constants."""

@@ -33,11 +33,13 @@ from unigate.translate.gemini_request import (
 from unigate.translate.gemini_search import is_search_tool
 
 _INTEGER_SAMPLING = frozenset({"candidateCount", "seed", "maxOutputTokens", "logprobs"})
-# Tool fields with a canonical form, as the REST API spells them and as Google also accepts.
-_SEARCH_AND_FUNCTIONS = frozenset(
-    {"functionDeclarations", "function_declarations", "googleSearch", "google_search",
-     "googleSearchRetrieval", "google_search_retrieval"}
-)  # fmt: skip
+# Google's tools, as the REST API spells them: functions and search have a canonical form,
+# the others run inside Google only (a name not here is refused, as Google refuses it).
+_CANONICAL_TOOLS = frozenset({"functionDeclarations", "googleSearch", "googleSearchRetrieval"})
+_GOOGLE_TOOLS = _CANONICAL_TOOLS | {
+    "codeExecution", "urlContext", "fileSearch", "googleMaps", "computerUse", "enterpriseWebSearch",
+    "retrieval", "mcpServers", "parallelAiSearch", "exaAiSearch",
+}  # fmt: skip
 
 
 class _CallIds:
@@ -199,15 +201,17 @@ def _openai_tools(tools: Any, body: Json, dropped: Dropped | None) -> list[Json]
     out = []
     for j, tool in enumerate(optional_array(tools, "tools")):
         tool = _object(tool, f"tools[{j}]")
-        declarations = field(tool, "functionDeclarations")
         if is_search_tool(tool):
             body[web_search.OPTIONS] = {}
-        # codeExecution, urlContext, fileSearch... run inside Google: nothing to map them to.
         for name in tool:
-            if name not in _SEARCH_AND_FUNCTIONS and dropped is not None:
-                dropped.tool(name, f"tools[{j}]")
+            camel = _camel(name)
+            if camel not in _GOOGLE_TOOLS:
+                raise InvalidRequest(f"Unknown name {name!r} at 'tools[{j}]'.", param=f"tools[{j}].{name}")
+            if camel not in _CANONICAL_TOOLS and dropped is not None:
+                dropped.tool(camel, f"tools[{j}]")
+        declarations = field(tool, "functionDeclarations")
         if not isinstance(declarations, list):
-            if declarations is not None:
+            if any(_camel(name) == "functionDeclarations" for name in tool):
                 raise wrong_type(f"tools[{j}].functionDeclarations", "an array")
             continue
         for declaration in map(as_object, declarations):
@@ -222,6 +226,12 @@ def _openai_tools(tools: Any, body: Json, dropped: Dropped | None) -> list[Json]
                 fn["parameters"] = json_schema_of(parameters)
             out.append({"type": "function", "function": fn})
     return out
+
+
+def _camel(name: str) -> str:
+    """`code_execution` -> `codeExecution`: Google accepts both spellings."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def json_schema_of(schema: Json) -> Json:

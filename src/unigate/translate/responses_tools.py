@@ -121,12 +121,12 @@ def map_tools(payload: Json, chat: Json, dropped: Dropped) -> ToolNames:
 
 
 def _checked(tool: Any, where: str) -> Json:
-    if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+    if not isinstance(tool, dict) or not isinstance(tool.get("type"), str) or not tool["type"]:
         raise wrong_type(where, "a tool object with a `type`")
-    if tool["type"] in ("function", "custom", "namespace"):
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            raise _missing(f"{where}.name")
+    name = tool.get("name")
+    if tool["type"] in ("function", "custom", "namespace") and (not isinstance(name, str) or not name):
+        raise _missing(f"{where}.name")
+    optional_string(name, f"{where}.name")  # hosted tools that have one name it too
     return tool
 
 
