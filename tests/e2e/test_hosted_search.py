@@ -6,6 +6,9 @@ with the results and citations mapped back into the client's own format."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import GatewayProcess
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 QUESTION = "When is high tide in Brest?"
 # model -> (the page cited, how the text it supports begins); the sandbox cites the titles of
 # pages it names after the query (and the user's city, when the request gives one).
@@ -44,6 +48,8 @@ class Clients:
     chat: FakeOpenAI
     claude: FakeAnthropic
     gemini: FakeGemini
+    base_url: str
+    key: str
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +77,8 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clients]:
                 chat,
                 claude,
                 gemini,
+                gw.base_url,
+                key,
             )
 
 
@@ -223,3 +231,16 @@ def test_gemini_google_search_stream(up: Clients, model: str) -> None:
     ]
     assert len(grounded) == 1
     _check_grounding(text, grounded[0], model)
+
+
+def test_the_readme_example(up: Clients) -> None:
+    section = README.read_text().split("\n## Hosted web search\n", 1)[1].split("\n## ", 1)[0]
+    [block] = re.findall(r"```python\n(.*?)```", section, re.S)
+    code = block.replace("http://127.0.0.1:8000", up.base_url).replace('"ugk_..."', repr(up.key))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    query, blocks, queries = out.getvalue().splitlines()
+    assert query == "Tides in Brest https://example.com/search/tides-brest/1"
+    assert blocks == "['server_tool_use', 'web_search_tool_result', 'text']"
+    assert queries == "['Tides in Brest']"

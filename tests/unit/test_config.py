@@ -51,6 +51,14 @@ def test_unknown_top_level_key(tmp_path: Path) -> None:
         load_config(_write(tmp_path, GOOD + "colour: blue\n"), {"KEY": "k"})
 
 
+def test_hosted_tools_policy(tmp_path: Path) -> None:
+    assert load_config(_write(tmp_path, GOOD), {"KEY": "k"}).hosted_tools == "drop"
+    assert load_config(_write(tmp_path, GOOD + "hosted_tools: reject\n"), {"KEY": "k"}).hosted_tools == "reject"
+    with pytest.raises(ConfigError) as info:
+        load_config(_write(tmp_path, GOOD + "hosted_tools: refuse\n"), {"KEY": "k"})
+    assert "hosted_tools" in str(info.value) and "'drop' or 'reject'" in str(info.value)
+
+
 def test_missing_env_var_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="KEY is not set"):
         load_config(_write(tmp_path, GOOD), {})
