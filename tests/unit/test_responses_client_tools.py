@@ -325,3 +325,18 @@ def test_stream_reports_the_search_and_its_citations() -> None:
     assert final[0]["action"]["query"] == "tides Brest"
     assert final[1]["content"][0]["annotations"] == [note["annotation"]]
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
+
+
+def test_images_a_tool_returned_follow_the_results() -> None:
+    image = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+    items = [
+        {"type": "function_call", "call_id": "c1", "name": "view_image", "arguments": "{}"},
+        {"type": "function_call", "call_id": "c2", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": [image]},
+        {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "ok"}]},
+        {"role": "user", "content": "What do you see?"},
+    ]
+    messages = parse_request({"model": "m", "input": items}).canonical([])["messages"]
+    assert [m["role"] for m in messages] == ["assistant", "tool", "tool", "user", "user"]
+    assert messages[1]["content"] == "" and messages[2]["content"] == "ok"
+    assert messages[3]["content"] == [{"type": "image_url", "image_url": {"url": image["image_url"]}}]

@@ -133,13 +133,14 @@ def chat_messages(history: list[Json], items: list[Json], dropped: Dropped, name
     """Chat messages for a stored conversation (`history`, oldest first) and the new input
     `items`. What has no chat form is left out and named in `dropped`."""
     messages: list[Json] = []
+    shown: list[Json] = []  # images tool outputs returned, for a user message after the results
     for i, item in enumerate(history):
         kind = item.get("type")
         if kind not in _CHAT_KINDS:
             if kind != "reasoning":
                 dropped.add(f"history.{kind}")
             continue
-        _append(messages, item, f"previous_response_id[{i}]", names)
+        _append(messages, item, f"previous_response_id[{i}]", names, shown)
     known = {item["id"]: item for item in history if isinstance(item.get("id"), str)}
     for i, item in enumerate(items):
         where = f"input[{i}]"
@@ -151,17 +152,28 @@ def chat_messages(history: list[Json], items: list[Json], dropped: Dropped, name
             item = found
         kind = item.get("type", "message")
         if kind in _CHAT_KINDS:
-            _append(messages, item, where, names)
+            _append(messages, item, where, names, shown)
         elif kind in ("reasoning", "web_search_call"):
             # Another model's reasoning, a search already reflected in the answer after it.
             dropped.add(f"input.{kind}")
         else:  # a hosted tool's call or output: no chat form, nothing here can run it
             dropped.tool(str(kind), where, f"input.{kind}")
+    _show(messages, shown)
     return messages
 
 
-def _append(messages: list[Json], item: Json, where: str, names: ToolNames) -> None:
+def _show(messages: list[Json], shown: list[Json]) -> None:
+    """A chat tool result holds text only: the images tool outputs returned (a screenshot, a
+    file viewed) follow the results as a user message, so every upstream sees them."""
+    if shown:
+        messages.append({"role": "user", "content": [*shown]})
+        shown.clear()
+
+
+def _append(messages: list[Json], item: Json, where: str, names: ToolNames, shown: list[Json]) -> None:
     kind = item.get("type", "message")
+    if kind not in _OUTPUTS:
+        _show(messages, shown)  # the results of one turn's calls stay together
     if kind == "message":
         _append_message(messages, item, where)
     elif kind in _CALLS:
@@ -177,7 +189,7 @@ def _append(messages: list[Json], item: Json, where: str, names: ToolNames) -> N
         else:
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
     else:  # an output
-        content = _tool_output(item["output"], f"{where}.output")
+        content = _tool_output(item["output"], f"{where}.output", shown)
         messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": content})
 
 
@@ -243,17 +255,17 @@ def _chat_part(part: Json, where: str, role: str) -> Json:
     raise Untranslatable(f"Content parts of type '{kind}' have no chat form.", param=f"{where}.type")
 
 
-def _tool_output(output: str | list[Any], where: str) -> str:
+def _tool_output(output: str | list[Any], where: str, shown: list[Json]) -> str:
+    """The text of a tool's output; its images and files go to `shown`."""
     if isinstance(output, str):
         return output
     texts: list[str] = []
     for j, part in enumerate(output):
-        if not isinstance(part, dict) or part.get("type") not in ("input_text", "output_text"):
-            raise Untranslatable(
-                "Only text parts of a function call output have a chat form.", param=f"{where}[{j}]"
-            )
-        text = part.get("text")
-        if not isinstance(text, str):
-            raise wrong_type(f"{where}[{j}].text", "a string")
-        texts.append(text)
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise wrong_type(f"{where}[{j}]", "a content part object with a `type`")
+        chat = _chat_part(part, f"{where}[{j}]", "user")
+        if chat["type"] == "text":
+            texts.append(chat["text"])
+        else:
+            shown.append(chat)
     return "\n".join(texts)
