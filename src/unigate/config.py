@@ -62,6 +62,11 @@ class ProviderConfig(_Strict):
     # `openai`/`azure` only: `native` says the upstream serves the Responses API (`/responses`)
     # itself, so /v1/responses is relayed to it; `translate` goes through chat completions.
     responses: Literal["native", "translate"] = "translate"
+    # `openai`/`azure` only: which chat calls keep `web_search_options` (web search asked for in
+    # any format). OpenAI refuses it but from its search models, so `auto` sends it only to
+    # upstream models whose name has `search`; `always` (an upstream that searches for every
+    # model) or `never`. A call that loses it names it in x-unigate-dropped-fields.
+    web_search: Literal["auto", "always", "never"] = "auto"
 
     @model_validator(mode="after")
     def _check_responses(self) -> ProviderConfig:
@@ -77,6 +82,11 @@ class ProviderConfig(_Strict):
                 "responses: native on azure needs base_url https://{resource}.openai.azure.com/openai/v1 "
                 "(where Azure serves the Responses API; the route's model names the deployment), "
                 "not a deployment URL"
+            )
+        if self.web_search != "auto" and self.protocol not in ("openai", "azure"):
+            raise ValueError(
+                f"web_search: is for `openai` and `azure` providers only (a {self.protocol!r} upstream "
+                "is always given its own search tool)"
             )
         return self
 

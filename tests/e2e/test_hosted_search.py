@@ -64,6 +64,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clients]:
             ],
             "models": [
                 {"name": "chat-only", "routes": [{"provider": "chat", "model": "gpt-4o-search-preview"}]},
+                {"name": "chat-plain", "routes": [{"provider": "chat", "model": "gpt-4.1"}]},
                 {"name": "claude-chat", "routes": [{"provider": "claude", "model": "claude-up"}]},
                 {"name": "gemini-chat", "routes": [{"provider": "gem", "model": "gemini-up"}]},
             ],
@@ -133,6 +134,23 @@ def test_responses_web_search_stream(up: Clients, model: str) -> None:
     assert "response.output_text.annotation.added" in kinds
     _check_response(final, model)
     _check_response(up.responses.responses.retrieve(final.id), model)  # stored as streamed
+
+
+def test_openai_models_that_do_not_search_lose_it_by_name(up: Clients) -> None:
+    """OpenAI refuses `web_search_options` but from its search models: a chat-only route to
+    another model answers without searching and says so."""
+    raw = up.responses.responses.with_raw_response.create(
+        model="chat-plain", input=QUESTION, tools=[{"type": "web_search"}]
+    )
+    response = raw.parse()
+    assert [item.type for item in response.output] == ["message"]
+    assert "web_search_options" not in up.chat.received[-1].body
+    assert raw.headers["x-unigate-dropped-fields"] == "web_search_options"
+    chat = up.responses.chat.completions.with_raw_response.create(
+        model="chat-plain", messages=[{"role": "user", "content": QUESTION}], web_search_options={}
+    )
+    assert chat.headers["x-unigate-dropped-fields"] == "web_search_options"
+    assert chat.parse().choices[0].message.annotations is None
 
 
 # ---------------------------------------------------------------- Anthropic clients

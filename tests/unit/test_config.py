@@ -53,10 +53,20 @@ def test_unknown_top_level_key(tmp_path: Path) -> None:
 
 def test_hosted_tools_policy(tmp_path: Path) -> None:
     assert load_config(_write(tmp_path, GOOD), {"KEY": "k"}).hosted_tools == "drop"
-    assert load_config(_write(tmp_path, GOOD + "hosted_tools: reject\n"), {"KEY": "k"}).hosted_tools == "reject"
+    assert (
+        load_config(_write(tmp_path, GOOD + "hosted_tools: reject\n"), {"KEY": "k"}).hosted_tools == "reject"
+    )
     with pytest.raises(ConfigError) as info:
         load_config(_write(tmp_path, GOOD + "hosted_tools: refuse\n"), {"KEY": "k"})
     assert "hosted_tools" in str(info.value) and "'drop' or 'reject'" in str(info.value)
+
+
+def test_web_search_is_an_openai_setting(tmp_path: Path) -> None:
+    searching = GOOD.replace("read_timeout: 12", "read_timeout: 12\n    web_search: always")
+    assert load_config(_write(tmp_path, searching), {"KEY": "k"}).providers[0].web_search == "always"
+    other = searching.replace("protocol: openai", "protocol: anthropic")
+    with pytest.raises(ConfigError, match="web_search: is for `openai` and `azure` providers only"):
+        load_config(_write(tmp_path, other), {"KEY": "k"})
 
 
 def test_missing_env_var_is_an_error(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from unigate.api.serve import Finish
 from unigate.gateway import Gateway
 from unigate.providers.base import Reply, Target, Unsupported
-from unigate.translate.dropped import Dropped
+from unigate.translate.dropped import Dropped, with_dropped
 
 log = logging.getLogger("unigate.hosted_tools")
 
@@ -59,13 +59,12 @@ class HostedTools:
     def finish(self, fmt: str, key_id: str, dropped: Dropped) -> Finish | None:
         """The last step of a call from a client of format `fmt` (Anthropic, Gemini): an answer
         a translated route gave names what the translation dropped."""
-        header = dropped.header()
-        if header is None:
+        if not dropped.fields:
             return None
 
         async def finish(reply: Reply, target: Target) -> Reply:
             if reply.wire != fmt:  # translated, not relayed in the client's own format
-                reply.headers = [*reply.headers, header]
+                reply.headers = with_dropped(reply.headers, dropped.fields)
                 self.note(key_id, target, dropped)
             return reply
 

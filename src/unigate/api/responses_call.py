@@ -25,7 +25,7 @@ from unigate.providers.openai import OpenAIProvider
 from unigate.relay import Framing
 from unigate.responses.runs import PENDING, BackgroundRuns
 from unigate.responses.store import ResponseStore, StoredResponse
-from unigate.translate.dropped import HEADER as DROPPED_HEADER
+from unigate.translate.dropped import with_dropped
 from unigate.translate.responses_items import Untranslatable, for_upstream
 from unigate.translate.responses_request import ResponsesRequest
 from unigate.translate.responses_response import ResponseFrame, chat_to_response
@@ -146,9 +146,8 @@ class ResponseCall:
         self.provider = target.provider.name
         native = reply.wire == NATIVE_FORMAT
         headers = list(reply.headers)
-        dropped = [] if native else self.request.dropped_for(target.provider.protocol)
-        if dropped:
-            headers.append((DROPPED_HEADER, ", ".join(dropped).encode()))
+        if not native:
+            headers = with_dropped(headers, self.request.dropped_for(target.provider.protocol))
         if not native and self.hosted is not None:
             self.hosted.note(self.key_id, target, self.request.dropped)
         if reply.stream is not None:

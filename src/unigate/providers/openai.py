@@ -43,6 +43,8 @@ from unigate.providers.openai_errors import raise_for_status
 from unigate.providers.openai_responses import RESPONSES_FORMAT, Query, ResponsesRelay, request_body
 from unigate.providers.openai_videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
+from unigate.translate.dropped import with_dropped
+from unigate.translate.web_search import OPTIONS as SEARCH_OPTIONS
 from unigate.usage.recorder import Usage
 from unigate.video.job import VIDEO_ACTIONS
 
@@ -168,29 +170,43 @@ class OpenAIProvider(Provider):
             )
         return Reply(status=resp.status, content_type=content_type, body=await read_all(resp))
 
+    def _drops_search(self, call: TextCall, upstream_model: str) -> bool:
+        """Whether `web_search_options` must go: OpenAI refuses it but from its search models."""
+        if SEARCH_OPTIONS not in call.payload or call.op != "chat":
+            return False
+        policy = self.config.web_search
+        return policy == "never" or (policy == "auto" and "search" not in upstream_model.lower())
+
     async def _relay(self, call: TextCall, target: Target) -> Reply:
         injected = call.stream and not call.include_usage
-        body = _upstream_body(call, target.upstream_model, injected)
+        unsearched = self._drops_search(call, target.upstream_model)
+        body = _upstream_body(call, target.upstream_model, injected, unsearched)
         resp = await self.http.post(
             _PATHS[call.op], body, target.timeouts, replay=True
         )  # text: a repeat is harmless
         if resp.status >= 400:
             await raise_for_status(resp)
         content_type = resp.headers.get("Content-Type", "application/json").encode("latin-1")
+        headers = with_dropped([], [SEARCH_OPTIONS] if unsearched else [])
         if call.stream:
-            reply = Reply(status=resp.status, content_type=content_type, close=resp.close)
+            reply = Reply(status=resp.status, content_type=content_type, close=resp.close, headers=headers)
             reply.stream = _relay_events(resp, reply.usage, injected, self.redactor)
             return reply
         data = await read_all(resp)
-        return Reply(status=resp.status, content_type=content_type, body=data, usage=_body_usage(data))
+        usage = _body_usage(data)
+        return Reply(status=resp.status, content_type=content_type, body=data, usage=usage, headers=headers)
 
 
-def _upstream_body(call: TextCall, upstream_model: str, inject_usage: bool) -> bytes:
+def _upstream_body(
+    call: TextCall, upstream_model: str, inject_usage: bool, unsearched: bool = False
+) -> bytes:
     """The client's bytes when nothing must change; otherwise one re-serialisation."""
-    if upstream_model == call.model and not inject_usage:
+    if upstream_model == call.model and not inject_usage and not unsearched:
         return call.body
     payload = dict(call.payload)
     payload["model"] = upstream_model
+    if unsearched:
+        del payload[SEARCH_OPTIONS]
     if inject_usage:
         options = payload.get("stream_options")
         payload["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}

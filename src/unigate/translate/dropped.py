@@ -9,9 +9,24 @@ runs them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 HEADER = b"x-unigate-dropped-fields"
+
+
+Headers = list[tuple[bytes, bytes]]
+
+
+def with_dropped(headers: Headers, names: Iterable[str]) -> Headers:
+    """`headers` with `names` in the one dropped-fields header (an adapter may have set it:
+    what its upstream could not take)."""
+    found = {n for value in (v for k, v in headers if k == HEADER) for n in value.decode().split(", ") if n}
+    merged = found | set(names)
+    if merged == found:
+        return headers
+    rest = [(k, v) for k, v in headers if k != HEADER]
+    return [*rest, (HEADER, ", ".join(sorted(merged)).encode())]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +49,6 @@ class Dropped:
         named by `field`)."""
         self.hosted.append(HostedTool(name, param))
         self.add(field or f"tools.{name}")
-
-    def header(self) -> tuple[bytes, bytes] | None:
-        return (HEADER, ", ".join(sorted(self.fields)).encode()) if self.fields else None
 
     def refusal(self) -> str:
         names = ", ".join(sorted({f"'{t.name}'" for t in self.hosted}))
