@@ -187,7 +187,7 @@ class OpenAIProvider(Provider):
         if resp.status >= 400:
             await raise_for_status(resp)
         content_type = resp.headers.get("Content-Type", "application/json").encode("latin-1")
-        headers = with_dropped([], [SEARCH_OPTIONS] if unsearched else [])
+        headers = with_dropped([], [SEARCH_OPTIONS]) if unsearched else []
         if call.stream:
             reply = Reply(status=resp.status, content_type=content_type, close=resp.close, headers=headers)
             reply.stream = _relay_events(resp, reply.usage, injected, self.redactor)
