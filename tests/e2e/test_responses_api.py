@@ -157,16 +157,20 @@ def test_another_keys_response_is_not_found(gw: GatewayProcess, client: openai.O
     assert client.responses.retrieve(resp.id).id == resp.id  # still there for its owner
 
 
-def test_hosted_tools_are_refused_by_name(client: openai.OpenAI) -> None:
-    with pytest.raises(openai.BadRequestError) as info:
-        client.responses.create(model="sandbox-chat", input="Search the web", tools=[{"type": "web_search"}])
-    assert "'web_search'" in info.value.message and info.value.body["param"] == "tools[0].type"  # type: ignore[index]
-    with pytest.raises(openai.BadRequestError, match="'code_interpreter'"):
-        client.responses.create(
-            model="sandbox-chat",
-            input="x",
-            tools=[WEATHER, {"type": "code_interpreter", "container": {"type": "auto"}}],  # type: ignore[list-item]
-        )
+def test_hosted_tools_without_equivalent_are_dropped_by_name(client: openai.OpenAI) -> None:
+    # Web search has one on every route; code_interpreter none on a translated one (refused
+    # instead under `hosted_tools: reject`: test_responses_codex).
+    searched = client.responses.create(
+        model="sandbox-chat", input="Search the web", tools=[{"type": "web_search"}]
+    )
+    assert [item.type for item in searched.output] == ["web_search_call", "message"]
+    raw = client.responses.with_raw_response.create(
+        model="sandbox-chat",
+        input="Weather in Paris?",
+        tools=[WEATHER, {"type": "code_interpreter", "container": {"type": "auto"}}],  # type: ignore[list-item]
+    )
+    assert raw.headers["x-unigate-dropped-fields"] == "tools.code_interpreter"
+    assert [item.type for item in raw.parse().output] == ["function_call"]
 
 
 def test_unhonoured_fields_are_named_in_a_header(client: openai.OpenAI) -> None:
