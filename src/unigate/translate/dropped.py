@@ -44,15 +44,16 @@ class Dropped:
         if name not in self.fields:
             self.fields.append(name)
 
-    def tool(self, name: str, param: str, field: str | None = None) -> None:
+    def tool(self, name: str, param: str, named: str | None = None) -> None:
         """A hosted tool without an equivalent on a translated route (or an item it made,
-        named by `field`)."""
+        `named` so in the header)."""
         self.hosted.append(HostedTool(name, param))
-        self.add(field or f"tools.{name}")
+        self.add(named or f"tools.{name}")
 
     def refusal(self) -> str:
-        names = ", ".join(sorted({f"'{t.name}'" for t in self.hosted}))
+        names = sorted({f"'{t.name}'" for t in self.hosted})
+        tools = f"hosted tool {names[0]} has" if len(names) == 1 else f"hosted tools {', '.join(names)} have"
         return (
-            f"The hosted tool {names} has no equivalent on this model's route, which translates to "
-            "another vendor's API, and this gateway is set to refuse such tools (hosted_tools: reject)."
+            f"The {tools} no equivalent on this model's route, which translates to another vendor's API, "
+            "and this gateway is set to refuse such tools (hosted_tools: reject)."
         )
