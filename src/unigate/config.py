@@ -145,6 +145,9 @@ class LimitsConfig(_Strict):
     # real count when it ends): what concurrent calls may overspend a budget by is what each
     # produces beyond this.
     budget_output_estimate: int = Field(default=1024, ge=0)
+    # Bytes of stored state (stored responses and their stream events) one API key may hold;
+    # a call that would store more is refused with 429 `storage_quota_exceeded` (0: no quota).
+    stored_bytes_per_key: int = Field(default=1024 * MiB, ge=0)
     redis_down: RedisDownConfig = Field(default_factory=RedisDownConfig)
 
 
@@ -202,6 +205,11 @@ class ResponsesConfig(_Strict):
     # A background response's run holds a lease this long, renewed while it runs; one whose
     # process died is run again by another after it lapses. Read at start.
     background_lease_seconds: float = Field(default=30.0, ge=3, le=3600)
+    # The largest conversation `previous_response_id` rebuilds (every earlier turn's input and
+    # output), in bytes of stored JSON and in tokens: past either, the request is a 400
+    # `context_too_large`, decided before any turn is loaded.
+    max_context_bytes: int = Field(default=16 * MiB, gt=0)
+    max_context_tokens: int = Field(default=2_000_000, gt=0)
 
 
 class StorageConfig(_Strict):

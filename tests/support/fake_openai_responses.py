@@ -60,6 +60,7 @@ class FakeOpenAIResponses(LoopbackServer):
     reply_text: str = "Hello from the fake Responses upstream"
     die_after: int = 4
     background_seconds: float = 0.4
+    event_delay: float = 0.0  # seconds between stream events (a slow upstream)
     prefix: str = "/v1"
     received: list[Seen] = field(default_factory=list)
     stored: dict[str, Stored] = field(default_factory=dict)
@@ -180,6 +181,8 @@ class FakeOpenAIResponses(LoopbackServer):
                 request.transport.close()
                 return resp
             await resp.write(f"event: {event['type']}\n".encode() + b"data: " + orjson.dumps(event) + b"\n\n")
+            if self.event_delay:
+                await asyncio.sleep(self.event_delay)
         await resp.write_eof()
         return resp
 

@@ -26,6 +26,7 @@ from unigate.providers.base import Reply, TextCall
 from unigate.providers.openai import OpenAIProvider
 from unigate.relay import send_reply
 from unigate.responses.store import StoredResponse
+from unigate.store.key_storage import StorageQuota
 from unigate.translate.responses_request import ResponsesRequest, parse_request
 from unigate.translate.responses_response import ResponseFrame
 from unigate.translate.responses_stream import queued_events
@@ -40,6 +41,8 @@ class ResponsesAPI:
         self.store = gw.responses
         self.limit = gw.config.limits.max_json_body
         self.runner = BackgroundRunner(gw, self.text)
+        self.bounds = self.runner.bounds
+        self.quota = StorageQuota(gw.engine, gw.config.limits.stored_bytes_per_key)
 
     @property
     def keepalive(self) -> float:
@@ -49,9 +52,13 @@ class ResponsesAPI:
         assert principal is not None
         raw, payload = await request.json_object(self.limit)
         req = parse_request(payload)
+        if req.store:
+            await self.quota.check(principal.key_id, len(raw))
         chain: list[StoredResponse] = []
-        if req.previous_response_id is not None:  # the only database read on this path
-            chain = await load_conversation(self.store, req.previous_response_id, principal.key_id)
+        if req.previous_response_id is not None:
+            chain = await load_conversation(
+                self.store, req.previous_response_id, principal.key_id, self.bounds
+            )
         call = ResponseCall(self.store, req, principal.key_id, chain, raw)
         if req.background:
             await self._background(request, principal, req, payload, call.text_call())
