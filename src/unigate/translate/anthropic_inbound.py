@@ -192,9 +192,8 @@ class _Reader:
             if block["type"] != "tool_result":
                 parts.extend(self._user_parts(block, f"{where}.content[{j}]"))
         if parts:
-            text_only = all(p["type"] == "text" for p in parts)
-            content = "\n".join(p["text"] for p in parts) if text_only else parts
-            messages.append({"role": "user", "content": content})
+            one_text = len(parts) == 1 and parts[0]["type"] == "text"
+            messages.append({"role": "user", "content": parts[0]["text"] if one_text else parts})
         return messages
 
     # -- user content --
