@@ -1,5 +1,6 @@
-"""A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON and
-`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them."""
+"""A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON,
+`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them, and
+`:countTokens`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class FakeGemini(LoopbackServer):
     cancelled: int = 0
     text: str = "Hello from the fake Gemini upstream"
     received: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)  # request bodies as sent
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
@@ -51,8 +53,13 @@ class FakeGemini(LoopbackServer):
 
     async def _call(self, request: web.Request) -> web.StreamResponse:
         call = request.match_info["call"]
-        body = orjson.loads(await request.read())
+        raw = await request.read()
+        body = orjson.loads(raw)
+        self.raw.append(raw)
         self.received.append((call + "?" + request.query_string, body, dict(request.headers)))
+        if call.endswith(":countTokens"):
+            # Gemini's count: `totalTokens`; one per byte of the body, to tell it from an estimate.
+            return web.json_response({"totalTokens": 2000 + len(raw)})
         parts, finish = self._parts(body)
         usage = {"promptTokenCount": 17, "candidatesTokenCount": 8, "totalTokenCount": 25}
         if call.endswith(":generateContent"):
