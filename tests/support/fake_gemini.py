@@ -45,8 +45,9 @@ class FakeGemini(LoopbackServer):
             return [{"text": "An image:"}, {"inlineData": {"mimeType": "image/png", "data": image}}], "STOP"
         last = body["contents"][-1]["parts"]
         answer = next((p["functionResponse"] for p in last if "functionResponse" in p), None)
-        if body.get("tools") and answer is None:
-            name = body["tools"][0]["functionDeclarations"][0]["name"]
+        declared = [d for tool in body.get("tools") or [] for d in tool.get("functionDeclarations", [])]
+        if declared and answer is None:  # Google's own tools (googleSearch) run upstream
+            name = declared[0]["name"]
             return [{"functionCall": {"name": name, "args": {"city": "Paris"}}}], "STOP"
         text = f"The tool said: {orjson.dumps(answer['response']).decode()}" if answer else self.text
         return [{"text": text}], "STOP"
