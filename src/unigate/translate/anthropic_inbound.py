@@ -400,10 +400,12 @@ def _copy_tool_choice(choice: Any, names: set[str], result: Translation) -> None
     if choice is None:
         return
     kind = optional_object(choice, "tool_choice").get("type")
+    if not isinstance(kind, str):
+        raise wrong_type("tool_choice.type", "a string")
     out = result.canonical
     if kind == "tool" and choice.get("name") in names:
         out["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
-    elif isinstance(kind, str) and kind in _TOOL_CHOICE and (names or kind == "none"):
+    elif kind in _TOOL_CHOICE and (names or kind == "none"):
         if names:  # OpenAI refuses a `tool_choice` without tools
             out["tool_choice"] = _TOOL_CHOICE[kind]
     elif kind != "auto":
