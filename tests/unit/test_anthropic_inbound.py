@@ -342,8 +342,19 @@ def test_model_splice_keeps_every_other_byte() -> None:
     assert body == raw.replace(b'"gw-model"', b'"up-1"')
     escaped = b'{"mod\\u0065l": "gw-model", "x": {"model": "keep"}}'
     assert request_body(orjson.loads(escaped), "up-1", escaped) == escaped.replace(b'"gw-model"', b'"up-1"')
-    duplicate = b'{"model": "a", "x": 1, "model": "gw-model"}'
-    assert orjson.loads(request_body(orjson.loads(duplicate), "up-1", duplicate)) == {"model": "up-1", "x": 1}
+    # A key that ends in `\"model` (the match starts inside the string) is not the model.
+    quoted = b'{"say \\"model": "x", "model": "gw-model"}'
+    assert request_body(orjson.loads(quoted), "up-1", quoted) == quoted.replace(b'"gw-model"', b'"up-1"')
+    # Twice at the top level, in any spelling: a parser keeps the last, so the body is rebuilt
+    # and the upstream can only see the routed model.
+    for duplicate in (
+        b'{"model": "a", "x": 1, "model": "gw-model"}',
+        b'{"model": "a", "x": 1, "mod\\u0065l": "b"}',
+    ):
+        assert orjson.loads(request_body(orjson.loads(duplicate), "up-1", duplicate)) == {
+            "model": "up-1",
+            "x": 1,
+        }
 
 
 def test_relayed_query_drops_the_gateway_key() -> None:

@@ -17,12 +17,12 @@ import orjson
 
 from unigate.asgi import urlencoded
 
-# A literal `"model"` key (the quotes unescaped, so never text inside a string) and its value.
-_MODEL_KEY = re.compile(rb'"model"\s*:')
-_MODEL_VALUE = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.)*")')
-# JSON strings (whole, escapes included) and the brackets that change the nesting depth.
-_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]')
-_SPACE = b" \t\r\n"
+# The key "model" in any spelling JSON allows (each letter literal or a `\u` escape), its colon
+# and the space after it: the value starts where the match ends.
+_MODEL_KEY = re.compile(
+    rb'"(?:m|\\u006[dD])(?:o|\\u006[fF])(?:d|\\u0064)(?:e|\\u0065)(?:l|\\u006[cC])"\s*:\s*'
+)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # one JSON string, escapes included
 # Query parameters never relayed: the gateway's own key (`?key=`) authenticates the client to
 # the gateway, not to the upstream.
 _GATEWAY_PARAMS = frozenset({"key"})
@@ -66,54 +66,44 @@ def request_body(payload: dict[str, Any], upstream_model: str, raw: bytes | None
 
 
 def _splice_model(raw: bytes, upstream_model: str) -> bytes | None:
-    span = _quick_span(raw)
-    if span is None:
-        span = _scanned_span(raw)
+    span = _top_level_model(raw)
     if span is None:
         return None
     return raw[: span[0]] + orjson.dumps(upstream_model) + raw[span[1] :]
 
 
-def _quick_span(raw: bytes) -> tuple[int, int] | None:
-    # Without `\u` escapes every key is spelt literally, so when the document has exactly one
-    # `"model":` key it is the top-level one: no scan needed (the common case).
-    if b"\\u" in raw or len(_MODEL_KEY.findall(raw)) != 1:
-        return None
-    found = _MODEL_VALUE.search(raw)
-    return None if found is None else found.span(1)
-
-
-def _scanned_span(raw: bytes) -> tuple[int, int] | None:
-    """The span of the top-level `model` value, found by walking the document's strings and
-    brackets (a nested `model` key, as in a tool's schema, is skipped; an escaped spelling of
-    the key is decoded). None when there is no such string value or there are two."""
-    depth = 0
-    found: tuple[int, int] | None = None
-    expect_value = False
-    for token in _TOKENS.finditer(raw):
-        text = token.group()
-        if text[0] != 0x22:  # a bracket
-            depth += 1 if text in (b"{", b"[") else -1
-            expect_value = False
-            continue
-        if expect_value:
-            expect_value = False
+def _top_level_model(raw: bytes) -> tuple[int, int] | None:
+    """The span of the top-level `model` string value. A `"model":` key nested in the body (a
+    tool's schema) is told apart by the bracket depth outside strings, counted in C (strings
+    removed by one regex) between the candidates. None when the value is not a string or the
+    key is there twice (a parser keeps the last: the caller re-serialises then)."""
+    keys = list(_MODEL_KEY.finditer(raw))
+    if len(keys) == 1:  # the request has a top-level model, so a lone match is it
+        return _string_at(raw, keys[0].end())
+    depth, scanned, found = 0, 0, None
+    for key in keys:
+        if _escaped(raw, key.start()):
+            continue  # inside a string: a key ending in `\"model` (the segment counts it)
+        between = _STRING.sub(b"", raw[scanned : key.start()])
+        depth += between.count(b"{") + between.count(b"[") - between.count(b"}") - between.count(b"]")
+        scanned = key.end()
+        if depth == 1:
             if found is not None:
-                return None  # a duplicate key: the parser keeps the last, so re-serialise
-            found = token.span()
-            continue
-        if depth == 1 and _is_key(raw, token.end()) and orjson.loads(text) == "model":
-            expect_value = _value_is_string(raw, token.end())
-            if not expect_value:
-                return None  # a model that is not a string: the upstream judges the parsed form
+                return None
+            found = _string_at(raw, scanned)
+            if found is None:
+                return None
     return found
 
 
-def _is_key(raw: bytes, end: int) -> bool:
-    rest = raw[end : end + 64].lstrip(_SPACE)
-    return rest.startswith(b":")
+def _string_at(raw: bytes, at: int) -> tuple[int, int] | None:
+    value = _STRING.match(raw, at)
+    return None if value is None else value.span()
 
 
-def _value_is_string(raw: bytes, end: int) -> bool:
-    rest = raw[end : end + 64].lstrip(_SPACE)[1:].lstrip(_SPACE)
-    return rest.startswith(b'"')
+def _escaped(raw: bytes, quote: int) -> bool:
+    """Whether the quote at `quote` is escaped (an odd run of backslashes before it)."""
+    at = quote - 1
+    while at >= 0 and raw[at] == 0x5C:
+        at -= 1
+    return (quote - 1 - at) % 2 == 1
