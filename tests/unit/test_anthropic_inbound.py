@@ -4,14 +4,18 @@ upstream protocol; and the same-format relay's helpers (model splice, relayed qu
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from unigate.config import ProviderConfig
 from unigate.errors import InvalidRequest
 from unigate.limits.estimate import prompt_tokens
-from unigate.providers.same_format import relayed_query, request_body
+from unigate.providers.anthropic import AnthropicProvider
+from unigate.providers.base import ProviderContext
+from unigate.providers.same_format import ClientRequest, relayed_query, request_body
 from unigate.translate.anthropic import OpenAIToAnthropicStream, translate_messages
 from unigate.translate.sse import SSEParser
 from unigate.usage.recorder import Usage
@@ -369,3 +373,19 @@ def test_limit_estimate_skips_inline_data_and_signatures() -> None:
     payload = _request(messages=[{"role": "user", "content": [image, {"type": "text", "text": "one two"}]},
                                  {"role": "assistant", "content": [thinking]}])  # fmt: skip
     assert prompt_tokens(payload) == prompt_tokens({"a": "one two", "b": "two words"})
+
+
+def test_configured_betas_are_kept_beside_the_clients(tmp_path: Path) -> None:
+    config = ProviderConfig(
+        name="c", protocol="anthropic", api_key="k", headers={"Anthropic-Beta": "files-api-2025-04-14"}
+    )
+    provider = AnthropicProvider(config, ProviderContext(data_dir=tmp_path))
+    client = ClientRequest(
+        headers={"anthropic-beta": "context-1, files-api-2025-04-14", "anthropic-version": "v"}
+    )
+    assert provider._relayed_headers(client) == {
+        "anthropic-beta": "files-api-2025-04-14,context-1",
+        "anthropic-version": "v",
+    }
+    # Without the client's own betas, the configured header goes out as it is.
+    assert provider._relayed_headers(ClientRequest()) == {}
