@@ -18,7 +18,7 @@ import pytest
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
 from tests.support.gateway import GatewayProcess
-from tests.support.net import HTTPResult, http
+from tests.support.net import HTTPResult, free_port, http
 
 BETAS = "context-management-2025-06-27,interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14"
 # Not what a serialiser would write back: key order, spacing, a `\u` escape, and a nested
@@ -61,10 +61,15 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                     "api_key": "sk-ant-up",
                 },
                 {"name": "gem", "protocol": "gemini", "base_url": gemini.base_url, "api_key": "AIza-up"},
+                # An Anthropic-compatible host without count_tokens (404), and one that is down.
+                {"name": "nocount", "protocol": "anthropic", "base_url": gemini.base_url, "api_key": "x"},
+                {"name": "down", "protocol": "anthropic", "base_url": f"http://127.0.0.1:{free_port()}"},
             ],
             "models": [
                 {"name": "claude-chat", "routes": [{"provider": "claude", "model": "claude-up-1"}]},
                 {"name": "gem-chat", "routes": [{"provider": "gem", "model": "gemini-up-2"}]},
+                {"name": "nocount-chat", "routes": [{"provider": "nocount"}]},
+                {"name": "down-chat", "routes": [{"provider": "down"}]},
                 # Translated first (the sandbox), then a same-format route.
                 {
                     "name": "mixed",
@@ -195,6 +200,15 @@ def test_count_tokens_estimates_for_the_sandbox(setup: Setup) -> None:
     assert res.status == 200 and res.headers["x-unigate-token-count"] == "estimated"
     sent = setup.post("/v1/messages", orjson.dumps({**body, "max_tokens": 20}))
     assert res.json()["input_tokens"] == sent.json()["usage"]["input_tokens"]
+
+
+@pytest.mark.parametrize("model", ["nocount-chat", "down-chat"])
+def test_count_tokens_estimates_when_the_upstream_cannot_count(setup: Setup, model: str) -> None:
+    body = {"model": model, "messages": [{"role": "user", "content": "Hello there"}]}
+    res = setup.post("/v1/messages/count_tokens", orjson.dumps(body))
+    assert res.status == 200, res.body
+    assert res.headers["x-unigate-token-count"] == "estimated"
+    assert res.json()["input_tokens"] > 0
 
 
 def test_gemini_count_tokens_on_every_kind_of_route(setup: Setup) -> None:

@@ -3,7 +3,8 @@
 when it has a count endpoint (Anthropic's `count_tokens` and Gemini's `countTokens`; a client of
 the upstream's own format has its request relayed there as it is, the gateway answering with
 the upstream's bytes), else the gateway's local count (the sandbox's tokenizer: exact for the
-sandbox, an approximation for other upstreams). The header `x-unigate-token-count` says which:
+sandbox, an approximation for other upstreams; also when the counting upstream fails, or has no
+count endpoint: a compatible host answering 404). The header `x-unigate-token-count` says which:
 `upstream` or `estimated`. A count is not a call: the model is checked (404, 403), nothing is
 rate-limited, charged or recorded in usage.
 """
@@ -32,6 +33,7 @@ log = logging.getLogger("unigate.routing")
 
 TOKEN_COUNT_HEADER = b"x-unigate-token-count"
 UPSTREAM, ESTIMATED = b"upstream", b"estimated"
+_NO_ENDPOINT = frozenset({404, 405})  # what a host answers for a count endpoint it lacks
 
 
 def estimate_input_tokens(canonical: Json) -> int:
@@ -72,8 +74,16 @@ class TokenCounter:
             except Unsupported:
                 break  # this route's upstream has no count endpoint: the gateway counts
             except UpstreamRejected as rejected:
-                scrubbed(rejected, target.provider.redactor)
-                raise
+                if rejected.status not in _NO_ENDPOINT:
+                    scrubbed(rejected, target.provider.redactor)
+                    raise
+                # A compatible host without the count endpoint: the gateway counts.
+                log.warning(
+                    "token count: route %s has no count endpoint (HTTP %d); using the local estimate",
+                    target.route_key,
+                    rejected.status,
+                )
+                break
             except RouteFailed as failure:
                 scrubbed(failure, target.provider.redactor)
                 after = targets[i + 1].route_key if i + 1 < len(targets) else "the local estimate"
