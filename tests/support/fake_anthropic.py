@@ -22,6 +22,9 @@ class FakeAnthropic(LoopbackServer):
     text: str = "Hello from the fake Anthropic upstream"
     received: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)  # request bodies as sent
+    queries: list[str] = field(default_factory=list)
+    counted: list[bytes] = field(default_factory=list)  # count_tokens bodies as sent
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
@@ -33,6 +36,7 @@ class FakeAnthropic(LoopbackServer):
 
     def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count)
 
     def _answer(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         last = body["messages"][-1]
@@ -46,8 +50,26 @@ class FakeAnthropic(LoopbackServer):
         text = f"The tool said: {result['content']}" if result else self.text
         return [{"type": "text", "text": text}], "end_turn"
 
+    async def _count(self, request: web.Request) -> web.Response:
+        """Anthropic's count: `input_tokens` only (it refuses `max_tokens`); here one token per
+        character of the request, so tests can tell the upstream's count from an estimate."""
+        raw = await request.read()
+        body = orjson.loads(raw)
+        self.counted.append(raw)
+        self.queries.append(request.query_string)
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        if "max_tokens" in body:
+            return web.json_response(
+                {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: extra"}},
+                status=400,
+            )
+        return web.json_response({"input_tokens": 1000 + len(raw)})
+
     async def _messages(self, request: web.Request) -> web.StreamResponse:
-        body = orjson.loads(await request.read())
+        raw = await request.read()
+        body = orjson.loads(raw)
+        self.raw.append(raw)
+        self.queries.append(request.query_string)
         self.received.append(body)
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
         blocks, stop = self._answer(body)

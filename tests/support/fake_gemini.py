@@ -1,5 +1,6 @@
-"""A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON and
-`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them."""
+"""A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON,
+`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them, and
+`:countTokens`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class FakeGemini(LoopbackServer):
     cancelled: int = 0
     text: str = "Hello from the fake Gemini upstream"
     received: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)  # request bodies as sent
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
@@ -43,16 +45,22 @@ class FakeGemini(LoopbackServer):
             return [{"text": "An image:"}, {"inlineData": {"mimeType": "image/png", "data": image}}], "STOP"
         last = body["contents"][-1]["parts"]
         answer = next((p["functionResponse"] for p in last if "functionResponse" in p), None)
-        if body.get("tools") and answer is None:
-            name = body["tools"][0]["functionDeclarations"][0]["name"]
+        declared = [d for tool in body.get("tools") or [] for d in tool.get("functionDeclarations", [])]
+        if declared and answer is None:  # Google's own tools (googleSearch) run upstream
+            name = declared[0]["name"]
             return [{"functionCall": {"name": name, "args": {"city": "Paris"}}}], "STOP"
         text = f"The tool said: {orjson.dumps(answer['response']).decode()}" if answer else self.text
         return [{"text": text}], "STOP"
 
     async def _call(self, request: web.Request) -> web.StreamResponse:
         call = request.match_info["call"]
-        body = orjson.loads(await request.read())
+        raw = await request.read()
+        body = orjson.loads(raw)
+        self.raw.append(raw)
         self.received.append((call + "?" + request.query_string, body, dict(request.headers)))
+        if call.endswith(":countTokens"):
+            # Gemini's count: `totalTokens`; one per byte of the body, to tell it from an estimate.
+            return web.json_response({"totalTokens": 2000 + len(raw)})
         parts, finish = self._parts(body)
         usage = {"promptTokenCount": 17, "candidatesTokenCount": 8, "totalTokenCount": 25}
         if call.endswith(":generateContent"):

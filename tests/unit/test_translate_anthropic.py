@@ -342,17 +342,6 @@ def test_n_greater_than_one_is_rejected() -> None:
         )
 
 
-def test_server_tools_cannot_be_translated() -> None:
-    payload = {
-        "model": "m",
-        "max_tokens": 5,
-        "messages": [{"role": "user", "content": "x"}],
-        "tools": [{"type": "web_search_20250305", "name": "web_search"}],
-    }
-    with pytest.raises(InvalidRequest):
-        anthropic_to_openai_request(payload)
-
-
 # ---------------------------------------------------------------- responses
 
 ANTHROPIC_TOOL_REPLY: dict[str, Any] = {

@@ -27,7 +27,9 @@ _INVOKE: dict[str, Callable[[Provider], Callable[[TextCall, Target], Awaitable[R
 # A model id in `GET /v1/models/{model}`: anything but a Gemini action path (`x:generateContent`
 # and the like are POST-only, so a GET there is a 405 with `Allow: POST`). Fine-tuned OpenAI ids
 # have colons (`ft:gpt-4o-mini:org::id`), so a colon alone cannot be refused.
-_GEMINI_ACTIONS = "generateContent|streamGenerateContent|embedContent|batchEmbedContents|predictLongRunning"
+_GEMINI_ACTIONS = (
+    "generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents|predictLongRunning"
+)
 MODEL_PARAM = rf"(?![^/]*:(?:{_GEMINI_ACTIONS})$)[^/]+"
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 

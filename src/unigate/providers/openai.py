@@ -40,9 +40,10 @@ from unigate.providers.http import (
     sse_events,
 )
 from unigate.providers.openai_errors import raise_for_status
-from unigate.providers.openai_responses import RESPONSES_FORMAT, Query, ResponsesRelay, request_body
+from unigate.providers.openai_responses import RESPONSES_FORMAT, Query, ResponsesRelay
 from unigate.providers.openai_videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
+from unigate.providers.same_format import ClientRequest, request_body
 from unigate.usage.recorder import Usage
 from unigate.video.job import VIDEO_ACTIONS
 
@@ -100,8 +101,10 @@ class OpenAIProvider(Provider):
             await self.videos.delete(ref, timeouts)
 
     # The Responses API, on an upstream configured `responses: native` (openai_responses.py).
-    def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Coroutine[Any, Any, Reply]:
-        return self.responses_create(payload, target, stream)
+    def native(
+        self, payload: dict[str, Any], target: Target, stream: bool, client: ClientRequest | None = None
+    ) -> Coroutine[Any, Any, Reply]:
+        return self.responses_create(payload, target, stream, client.raw if client else None)
 
     async def responses_create(
         self, payload: dict[str, Any], target: Target, stream: bool, raw: bytes | None = None

@@ -1,29 +1,19 @@
-"""Request bodies: OpenAI chat completions ⇄ Anthropic Messages.
+"""Request bodies, OpenAI -> Anthropic: the canonical chat request as a Messages request for an
+`anthropic` upstream (the other direction is `anthropic_inbound`).
 
-Both functions take an already-parsed JSON object and return a new one; input is never mutated.
+The function takes an already-parsed JSON object and returns a new one; input is never mutated.
 Anything with no faithful equivalent on the other side raises `InvalidRequest` rather than being
-silently dropped, except sampling knobs that only tune quality (`top_k`, `seed`, penalties).
+silently dropped, except sampling knobs that only tune quality (`seed`, penalties).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any
 
 import orjson
 
 from unigate.errors import InvalidRequest
 from unigate.translate.anthropic_response import as_object
-from unigate.translate.checks import (
-    base64_text,
-    optional_array,
-    optional_number,
-    optional_object,
-    optional_string,
-    string_list,
-    wrong_type,
-)
 
 # Anthropic requires `max_tokens`; OpenAI lets the model decide. 4096 is accepted by every
 # current Claude model and long enough for ordinary chat replies.
@@ -288,203 +278,3 @@ def _tool_result_block(msg: Json, i: int) -> Json:
     else:
         block["content"] = _plain_text(content, f"messages[{i}].content")
     return block
-
-
-# ---------------------------------------------------------------- Anthropic -> OpenAI
-
-
-def anthropic_to_openai_request(payload: Json) -> Json:
-    messages = payload.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise InvalidRequest("`messages` must be a non-empty array.", param="messages")
-    out: Json = {"model": payload.get("model"), "messages": []}
-    system = _system_text(payload.get("system"))
-    if system:
-        out["messages"].append({"role": "system", "content": system})
-    for i, msg in enumerate(messages):
-        out["messages"].extend(_anthropic_turn(msg, i))
-    if isinstance(payload.get("max_tokens"), int):
-        out["max_tokens"] = payload["max_tokens"]
-    for key in ("temperature", "top_p"):
-        if optional_number(payload.get(key), key) is not None:
-            out[key] = payload[key]
-    stop = string_list(payload.get("stop_sequences"), "stop_sequences")
-    if stop:
-        out["stop"] = stop
-    if payload.get("stream"):
-        # Anthropic streams always end with token counts, so the usage chunk is always needed.
-        out["stream"] = True
-        out["stream_options"] = {"include_usage": True}
-    _copy_tools_to_openai(payload, out)
-    metadata = optional_object(payload.get("metadata"), "metadata")
-    user = optional_string(metadata.get("user_id"), "metadata.user_id")
-    if user:
-        out["user"] = user
-    return out
-
-
-def _system_text(system: Any) -> str:
-    if system is None or isinstance(system, str):
-        return system or ""
-    if isinstance(system, list):
-        return "\n\n".join(_text_of(block, f"system[{j}]") for j, block in enumerate(system))
-    raise InvalidRequest("`system` must be a string or an array of text blocks.", param="system")
-
-
-def _text_of(block: Any, where: str) -> str:
-    """The text of a `{"type": "text", "text": ...}` block; anything else is refused."""
-    if not isinstance(block, dict) or block.get("type") != "text":
-        raise InvalidRequest("Only text blocks are allowed here.", param=where)
-    text = block.get("text")
-    if not isinstance(text, str):
-        raise wrong_type(f"{where}.text", "a string")
-    return text
-
-
-def _anthropic_turn(msg: Any, i: int) -> list[Json]:
-    """One Anthropic turn as OpenAI messages: a user turn's `tool_result` blocks become `tool`
-    messages (placed first, answering the previous assistant turn), the rest one user message."""
-    if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
-        raise InvalidRequest("Each message needs role `user` or `assistant`.", param=f"messages[{i}]")
-    content = msg.get("content")
-    if isinstance(content, str):
-        return [{"role": msg["role"], "content": content}]
-    if not isinstance(content, list):
-        raise InvalidRequest(
-            "Message content must be a string or an array of blocks.", param=f"messages[{i}]"
-        )
-    if msg["role"] == "assistant":
-        return [_assistant_message(content, i)]
-    out = [_tool_message(b, i) for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
-    rest = [b for b in content if not (isinstance(b, dict) and b.get("type") == "tool_result")]
-    if rest:
-        out.append({"role": "user", "content": _user_parts(rest, f"messages[{i}]")})
-    return out
-
-
-def _user_parts(blocks: list[Any], where: str) -> str | list[Json]:
-    parts: list[Json] = []
-    for j, block in enumerate(blocks):
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text":
-            parts.append({"type": "text", "text": _text_of(block, f"{where}.content[{j}]")})
-        elif kind == "image":
-            parts.append(
-                {"type": "image_url", "image_url": {"url": _image_url(block, f"{where}.content[{j}]")}}
-            )
-        elif kind == "document":
-            parts.append(_document_part(block, f"{where}.content[{j}]"))
-        else:
-            raise InvalidRequest(
-                f"Content block type {kind!r} cannot be translated.", param=f"{where}.content[{j}]"
-            )
-    if len(parts) == 1 and parts[0]["type"] == "text":
-        return str(parts[0]["text"])
-    return parts
-
-
-def _image_url(block: Json, where: str) -> str:
-    source = block.get("source")
-    if isinstance(source, dict):
-        if source.get("type") == "url" and isinstance(source.get("url"), str):
-            return str(source["url"])
-        if source.get("type") == "base64":
-            data = base64_text(source.get("data"), f"{where}.source.data")
-            media_type = optional_string(source.get("media_type"), f"{where}.source.media_type")
-            return f"data:{media_type or 'image/png'};base64,{data}"
-    raise InvalidRequest("Unsupported image source.", param=where)
-
-
-def _document_part(block: Json, where: str) -> Json:
-    source = block.get("source")
-    if (
-        isinstance(source, dict)
-        and source.get("type") == "base64"
-        and source.get("media_type") == "application/pdf"
-    ):
-        try:
-            base64.b64decode(str(source.get("data", "")), validate=True)
-        except (binascii.Error, ValueError):  # ValueError: characters outside ASCII
-            raise InvalidRequest("Document data is not valid base64.", param=where) from None
-        filename = str(block.get("title") or "document.pdf")
-        data_url = f"data:application/pdf;base64,{source['data']}"
-        return {"type": "file", "file": {"file_data": data_url, "filename": filename}}
-    raise InvalidRequest("Only base64 PDF documents can be translated.", param=where)
-
-
-def _assistant_message(blocks: list[Any], i: int) -> Json:
-    texts: list[str] = []
-    calls: list[Json] = []
-    for j, block in enumerate(blocks):
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text":
-            texts.append(_text_of(block, f"messages[{i}].content[{j}]"))
-        elif kind == "tool_use":
-            args = orjson.dumps(block.get("input") or {}).decode()
-            calls.append(
-                {
-                    "id": block.get("id"),
-                    "type": "function",
-                    "function": {"name": block.get("name"), "arguments": args},
-                }
-            )
-        elif kind in ("thinking", "redacted_thinking"):
-            continue  # Signed reasoning only means something to Anthropic; OpenAI has no slot for it.
-        else:
-            raise InvalidRequest(f"Content block type {kind!r} cannot be translated.", param=f"messages[{i}]")
-    out: Json = {"role": "assistant", "content": "".join(texts) if texts else None}
-    if calls:
-        out["tool_calls"] = calls
-    return out
-
-
-def _tool_message(block: Json, i: int) -> Json:
-    content = block.get("content")
-    if isinstance(content, list):
-        # OpenAI tool messages carry text parts only.
-        text = "\n".join(
-            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    else:
-        text = str(content or "")
-    if block.get("is_error"):
-        # OpenAI has no error flag on tool results; say it in the text so the model still knows.
-        text = f"Error: {text}"
-    tool_use_id = block.get("tool_use_id")
-    if not isinstance(tool_use_id, str):
-        raise InvalidRequest("`tool_result` needs a `tool_use_id`.", param=f"messages[{i}]")
-    return {"role": "tool", "tool_call_id": tool_use_id, "content": text}
-
-
-def _copy_tools_to_openai(payload: Json, out: Json) -> None:
-    tools = [_tool_to_openai(tool) for tool in optional_array(payload.get("tools"), "tools")]
-    if tools:
-        out["tools"] = tools
-    choice = payload.get("tool_choice")
-    if choice is None:
-        return
-    kind = optional_object(choice, "tool_choice").get("type")
-    if isinstance(kind, str) and kind in _TOOL_CHOICE_TO_OPENAI:
-        out["tool_choice"] = _TOOL_CHOICE_TO_OPENAI[kind]
-    elif kind == "tool" and isinstance(choice.get("name"), str):
-        out["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
-    else:
-        raise InvalidRequest("Unsupported `tool_choice`.", param="tool_choice")
-    if choice.get("disable_parallel_tool_use"):
-        out["parallel_tool_calls"] = False
-
-
-def _tool_to_openai(tool: Any) -> Json:
-    # Server tools (web search, code execution, ...) carry a versioned `type`; only client
-    # tools (no type, or `custom`) have an OpenAI function equivalent.
-    if (
-        not isinstance(tool, dict)
-        or tool.get("type") not in (None, "custom")
-        or not isinstance(tool.get("name"), str)
-    ):
-        raise InvalidRequest("Only client tools with a `name` can be translated.", param="tools")
-    schema = optional_object(tool.get("input_schema"), "tools[].input_schema")
-    fn: Json = {"name": tool["name"], "parameters": schema or {"type": "object", "properties": {}}}
-    if isinstance(tool.get("description"), str):
-        fn["description"] = tool["description"]
-    return {"type": "function", "function": fn}

@@ -30,6 +30,7 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
+from unigate.providers.same_format import ClientRequest
 from unigate.providers.sandbox.chat import chat_reply
 from unigate.providers.sandbox.completions import completions_reply
 from unigate.providers.sandbox.compose import generates_values
@@ -86,7 +87,9 @@ class SandboxProvider(Provider):
         await load_media()
         return await self.media_calls.answer(call)
 
-    async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
+    async def native(
+        self, payload: dict[str, Any], target: Target, stream: bool, client: ClientRequest | None = None
+    ) -> Reply:
         check_kind(target.upstream_model, "image")  # Gemini calls asking for image output
         self._require_media()
         await load_media()
