@@ -50,6 +50,7 @@ from unigate.api import (
 )
 from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.auth.authenticate import authenticate
+from unigate.disk import disk_failed
 from unigate.endpoints import Endpoint, EndpointTable
 from unigate.errors import (
     AuthenticationFailed,
@@ -68,7 +69,6 @@ from unigate.logs import InfoLines
 from unigate.observability.request_ids import RequestIds
 from unigate.reload import ConfigReloader
 from unigate.settings import Settings
-from unigate.storage.base import disk_failed
 from unigate.store.db import failure_reason, is_outage
 
 log = logging.getLogger("unigate")

@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from unigate.storage.base import disk_failed
+from unigate.disk import disk_failed
 from unigate.store.db import failure_reason, is_outage
 
 log = logging.getLogger("unigate")

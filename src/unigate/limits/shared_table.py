@@ -12,7 +12,7 @@ two integers, whose meaning the caller gives (a rate counter's arrival time; a b
 amount, period and seeded flag). Slots are never freed; a full table is logged and its new
 counters are not enforced rather than refusing traffic.
 
-The whole file is allocated (`posix_fallocate`) before it is mapped, ~3 MB of disk: a first
+The whole file is allocated (`disk.allocate`) before it is mapped, ~3 MB of disk: a first
 store into a page of a sparse file that the filesystem then has no block for is a SIGBUS, which
 would kill a worker at a new key's first limited call once the disk is full. `unigate serve`
 creates the table before its workers start, so no space for it is a start-up error.
@@ -29,6 +29,8 @@ import struct
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import TracebackType
+
+from unigate.disk import allocate
 
 log = logging.getLogger("unigate.limits")
 
@@ -73,7 +75,7 @@ class SharedTable:
 
     def _allocate(self, size: int) -> None:
         try:
-            os.posix_fallocate(self._fd, 0, size)
+            allocate(self._fd, 0, size)
         except OSError as exc:
             raise NoRoomForTable(self.path, size, exc) from exc
 

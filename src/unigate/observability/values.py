@@ -16,7 +16,7 @@ writes the file (one file per `ValueFile`, named with a random part), so nothing
 a reader sees each value whole (an aligned 8-byte store) and a new entry only once the used
 count covering it is written, which happens after the entry.
 
-Every byte of the map is reserved (`posix_fallocate`) before it is mapped: a store into a page
+Every byte of the map is allocated (`disk.allocate`) before it is mapped: a store into a page
 of a sparse file that the filesystem then has no block for is a SIGBUS, which kills the worker.
 When the filesystem is full the file does not grow: a new label set gets `SCRATCH`, the map's
 last double, which no entry ever covers and no scrape reads, so its values are lost while the
@@ -32,6 +32,8 @@ import os
 import struct
 import time
 from pathlib import Path
+
+from unigate.disk import allocate
 
 log = logging.getLogger("unigate.metrics")
 
@@ -95,7 +97,7 @@ class ValueFile:
             if self._fd < 0:
                 self._fd = _create(self.path, capacity)
             else:
-                os.posix_fallocate(self._fd, self._capacity, capacity - self._capacity)
+                allocate(self._fd, self._capacity, capacity - self._capacity)
         except OSError as exc:
             self._retry_at = time.monotonic() + _RETRY_SECONDS
             if not self._refused:
@@ -143,7 +145,7 @@ def _create(path: Path, size: int) -> int:
     # O_EXCL: a name is never shared, so no two writers ever append to one file.
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.posix_fallocate(fd, 0, size)
+        allocate(fd, 0, size)
     except BaseException:
         os.close(fd)
         path.unlink(missing_ok=True)

@@ -16,7 +16,6 @@ needs) and an async iterator over the rest, so a large file never sits whole in 
 
 from __future__ import annotations
 
-import errno
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -24,8 +23,6 @@ from typing import Protocol
 MEDIA = "media/"  # served at /media/{name}
 INPUTS = "sandbox/inputs/"  # a sandbox job's input files, kept until it renders
 RECORDS = "sandbox/"  # + "jobs/" or "tasks/": a shared store's sandbox job records
-# The disk is full, over its quota, failing or read-only: it may take writes again later.
-DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
 # Bytes per chunk when streaming a stored file: big enough that a 100 MB video costs a few
 # hundred reads, small enough that a slow client holds little of it in memory.
 CHUNK = 256 * 1024
@@ -44,13 +41,6 @@ def input_key(name: str) -> str:
 def record_key(area: str, job_id: str) -> str:
     """The key of a sandbox job record (`area`: `jobs` for music, `tasks` for the others)."""
     return f"{RECORDS}{area}/{job_id}.json"
-
-
-def disk_failed(exc: BaseException) -> bool:
-    """Whether `exc`, or the error it was raised from, is a disk refusing a write (full, over
-    quota, failing): a condition that passes, not a bug."""
-    cause = exc.__cause__
-    return any(isinstance(e, OSError) and e.errno in DISK_ERRORS for e in (exc, cause))
 
 
 def check_key(key: str) -> str:
