@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-_MOUNT = 'mount -t tmpfs -o size={size},mode=0700 tmpfs "$0" && cd "$0" && exec "$@"'
+_MOUNT = 'mount -t tmpfs -o size={size},mode=0700 tmpfs "$0" && {enter}exec "$@"'
 
 
 def require_namespaces() -> None:
@@ -31,20 +31,13 @@ def require_namespaces() -> None:
     assert probe.returncode == 0, f"cannot mount a tmpfs in a private mount namespace: {probe.stderr.strip()}"
 
 
-def mounted_prefix(directory: Path, size: str) -> list[str]:
+def mounted_prefix(directory: Path, size: str, enter: bool = False) -> list[str]:
     """A command prefix that mounts a tmpfs of `size` (e.g. "16m") on `directory`, in a mount
-    namespace of the command's own, then execs the command in that directory (same pid)."""
+    namespace of the command's own, then execs the command (same pid; with `enter`, in that
+    directory)."""
     directory.mkdir(parents=True, exist_ok=True)
-    return [
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        _MOUNT.format(size=size),
-        str(directory),
-    ]
+    mount = _MOUNT.format(size=size, enter='cd "$0" && ' if enter else "")
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, str(directory)]
 
 
 def inside(pid: int, path: Path) -> Path:
@@ -83,7 +76,7 @@ def run_python_on_tiny_disk(code: str, workdir: Path, size: str = "1m") -> subpr
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}"}
     return subprocess.run(
-        [*mounted_prefix(workdir, size), sys.executable, "-c", code],
+        [*mounted_prefix(workdir, size, enter=True), sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=60,
