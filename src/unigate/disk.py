@@ -27,8 +27,10 @@ def allocate(fd: int, offset: int, length: int) -> None:
     except OSError as exc:
         if exc.errno not in _UNSUPPORTED:
             raise
-    # Zeros written are blocks allocated all the same (what glibc does for such filesystems).
+    # Zeros written are blocks allocated all the same (glibc's own fallback). Only past the
+    # file's end, so no byte in it is overwritten: callers allocate only what they extend by.
     end = offset + length
+    offset = max(offset, os.fstat(fd).st_size)
     while offset < end:
         offset += os.pwrite(fd, _ZEROS[: min(len(_ZEROS), end - offset)], offset)
 

@@ -14,10 +14,11 @@ import asyncio
 import errno
 import json
 import logging
+import os
 import sqlite3
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from tests.unit.test_observability import _samples
 from unigate.app import _unexpected
 from unigate.asgi import Request
 from unigate.cli.startup import StartupError, create_limits_table
+from unigate.disk import allocate
 from unigate.errors import DatabaseUnavailable, GatewayError, StorageUnavailable
 from unigate.limits.shared_table import NoRoomForTable, SharedTable
 from unigate.observability import values
@@ -129,6 +131,25 @@ def test_the_limits_table_on_a_full_tmpfs_takes_no_signal(tmp_path: Path) -> Non
     count, total = claimed.split()
     assert int(count) == 20000 and float(total) == 20000.0
     assert refused == "refused: No space left on device"
+
+
+def test_allocation_without_fallocate_writes_zeros_past_the_end_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unsupported(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(os, "posix_fallocate", unsupported)
+    path = tmp_path / "f"
+    path.write_bytes(b"kept")
+    fd = os.open(path, os.O_RDWR)
+    try:
+        allocate(fd, 0, 100_000)  # over the existing bytes too: they are not overwritten
+    finally:
+        os.close(fd)
+    data = path.read_bytes()
+    assert len(data) == 100_000 and data[:4] == b"kept" and data[4:] == bytes(99_996)
+    assert os.stat(path).st_blocks * 512 >= 100_000, "written, so allocated: not a sparse file"
 
 
 # ------------------------------------------------------------- allocation refused: behaviour
@@ -307,12 +328,14 @@ def test_usage_waits_in_memory_while_the_database_is_full(
         # Distinct buckets, so each write needs new pages.
         for i in range(3000):
             recorder.record(_usage(f"key-{i}-" + "k" * 40))
-        await asyncio.sleep(0.3)  # the loop tries many times meanwhile
+        await _until(lambda: _logged(caplog, "usage-flush"))  # the loop tried
+        await asyncio.sleep(0.2)  # and tries again, many times
         assert recorder.pending == 3000, "nothing is lost while the database is full"
         with pytest.raises(sa.exc.OperationalError, match="database or disk is full"):
             await recorder.spent("key-1", 0.0)  # a budget's figure would miss spend: refused
         await full.set_full(False)
-        await asyncio.sleep(0.3)
+        await _until(lambda: recorder.pending == 0)
+        await _until(lambda: len(_logged(caplog, "usage-flush")) == 2)
         await recorder.stop()
         async with full.engine.connect() as conn:
             row = (await conn.execute(sa.text("SELECT SUM(requests), SUM(cost) FROM usage_records"))).one()
@@ -322,10 +345,21 @@ def test_usage_waits_in_memory_while_the_database_is_full(
     with caplog.at_level(logging.WARNING, logger="unigate"):
         requests, cost = asyncio.run(run())
     assert requests == 3000 and cost == pytest.approx(1500.0)
-    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("usage-flush")]
+    lines = _logged(caplog, "usage-flush")
     assert len(lines) == 2, lines  # one when the writes began to fail, one when they work again
     assert "database or disk is full" in lines[0] and "working again" in lines[1]
     assert not any(r.exc_info for r in caplog.records), "an outage is one line, not a traceback"
+
+
+def _logged(caplog: pytest.LogCaptureFixture, start: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith(start)]
+
+
+async def _until(check: Callable[[], object], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.01)
 
 
 def test_the_request_log_keeps_its_rows_while_the_database_is_full(tmp_path: Path) -> None:

@@ -56,12 +56,11 @@ class SharedTable:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
-            # New, or left by another layout: start empty.
-            fresh = os.fstat(self._fd).st_size != size or os.pread(self._fd, 8, 0) != _MAGIC
-            if fresh:
+            if os.fstat(self._fd).st_size != size or os.pread(self._fd, 8, 0) != _MAGIC:
+                # New, or left by another layout: start empty, every block allocated. A table
+                # another process created is left alone: it was allocated with it.
                 os.ftruncate(self._fd, 0)
-            self._allocate(size)  # a no-op when another worker allocated it already
-            if fresh:
+                self._allocate(size)
                 os.pwrite(self._fd, _HEADER.pack(_MAGIC, slots), 0)
         except BaseException:
             os.close(self._fd)  # which drops the lock too
