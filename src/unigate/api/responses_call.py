@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import sys
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,6 +26,7 @@ from unigate.providers.base import Reply, StreamBroken, Target, TextCall, Unsupp
 from unigate.providers.openai import OpenAIProvider
 from unigate.relay import Framing
 from unigate.responses.store import PENDING, Head, ResponseStore, StoredResponse
+from unigate.store.db import failure_reason, is_outage
 from unigate.translate.responses_items import Untranslatable, for_upstream
 from unigate.translate.responses_request import ResponsesRequest
 from unigate.translate.responses_response import ResponseFrame, chat_to_response
@@ -226,7 +228,7 @@ class ResponseCall:
             try:
                 event = await self._commit(response, False, event)
             except Exception:  # failing anyway: the client still learns why
-                log.exception("could not store failed response %s", response["id"])
+                _store_failed(response)
             if event:
                 yield event
             raise StreamBroken(translator.error_message)  # the relay adds the `error` event
@@ -234,7 +236,7 @@ class ResponseCall:
         try:
             terminal = await self._commit(response, False, translator.terminal(response))
         except Exception:
-            log.exception("could not store response %s", response["id"])
+            _store_failed(response)
             raise StreamBroken(_NOT_STORED) from None
         if terminal:
             yield terminal
@@ -249,7 +251,7 @@ class ResponseCall:
                     try:
                         run = await self._commit(response, True, run)
                     except Exception:
-                        log.exception("could not store response %s", response.get("id"))
+                        _store_failed(response)
                         raise StreamBroken(_NOT_STORED) from None
                     if self.sink is not None:
                         return  # sealed: whatever the upstream sends after it is not written
@@ -329,6 +331,16 @@ class ResponseCall:
             "error": {"type": "upstream_error", "code": "stream_broken", "message": message},
         }
         return b"event: error\ndata: " + orjson.dumps(fields) + b"\n\n"
+
+
+def _store_failed(response: Json) -> None:
+    """One line for a database that is away or full (it says so on every request meanwhile);
+    a traceback for anything else."""
+    exc = sys.exc_info()[1]
+    if exc is not None and is_outage(exc):
+        log.warning("could not store response %s: %s", response.get("id"), failure_reason(exc))
+    else:
+        log.exception("could not store response %s", response.get("id"))
 
 
 def _json_object(body: bytes) -> Json | None:
