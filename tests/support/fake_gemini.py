@@ -1,5 +1,9 @@
 """A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON and
-`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them."""
+`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them.
+
+A function call goes to the first declared function with `{"city": "Paris"}`, or, when
+`tool_call` names a declared function, to that one with the scripted arguments; after a
+function response it answers "The tool said: ..." quoting the response."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ class FakeGemini(LoopbackServer):
     slow_seconds: float = 0.5
     cancelled: int = 0
     text: str = "Hello from the fake Gemini upstream"
+    tool_call: tuple[str, dict[str, Any]] | None = None  # (name, args) to call when declared
     received: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
     port: int = field(default_factory=free_port)
 
@@ -44,8 +49,11 @@ class FakeGemini(LoopbackServer):
         last = body["contents"][-1]["parts"]
         answer = next((p["functionResponse"] for p in last if "functionResponse" in p), None)
         if body.get("tools") and answer is None:
-            name = body["tools"][0]["functionDeclarations"][0]["name"]
-            return [{"functionCall": {"name": name, "args": {"city": "Paris"}}}], "STOP"
+            name, args = body["tools"][0]["functionDeclarations"][0]["name"], {"city": "Paris"}
+            declared = {d.get("name") for t in body["tools"] for d in t.get("functionDeclarations") or []}
+            if self.tool_call is not None and self.tool_call[0] in declared:
+                name, args = self.tool_call
+            return [{"functionCall": {"name": name, "args": args}}], "STOP"
         text = f"The tool said: {orjson.dumps(answer['response']).decode()}" if answer else self.text
         return [{"text": text}], "STOP"
 
