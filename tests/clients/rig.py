@@ -69,6 +69,18 @@ class Rig:
             for fake in fakes:
                 fake.tool_call = None
 
+    def reply_to(self, model: str, prompt: str) -> str:
+        """What an answer to a plain `prompt` contains: the sandbox quotes the prompt, a fake
+        answers its own text."""
+        if model == SANDBOX:
+            return prompt
+        return {
+            "fake-chat": self.chat.reply_text,
+            "fake-anthropic": self.anthropic.text,
+            "fake-gemini": self.gemini.text,
+            NATIVE_RESPONSES: self.responses.reply_text,
+        }[model]
+
     def tool_results(self, model: str, since: dict[str, int]) -> list[str]:
         """The tool results (as JSON text) in the requests `model`'s fake received since `since`."""
         out: list[str] = []
@@ -165,13 +177,24 @@ def run_client(
 def run_driver(
     argv: list[str], spec: dict[str, Any], home: Path, extra_env: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """Run a driver script (tests/clients/drivers) that prints one JSON object of results."""
+    """Run a driver (a Node or Python script running one client) that prints one JSON object."""
     env = clean_env(home, CLIENT_SPEC=json.dumps(spec), **(extra_env or {}))
     proc = run_client(argv, env, home, timeout=110)
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0 and lines, f"driver failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     result: dict[str, Any] = json.loads(lines[-1])
     return result
+
+
+def run_node_driver(script: str, spec: dict[str, Any], home: Path) -> dict[str, Any]:
+    node = NODE_BIN / "node"
+    assert node.exists(), SETUP_HINT
+    return run_driver([str(node), str(NODE_DIR / script)], spec, home)
+
+
+def run_python_driver(script: str, spec: dict[str, Any], home: Path, **env: str) -> dict[str, Any]:
+    assert PYTHON_CLIENTS.exists(), SETUP_HINT
+    return run_driver([str(PYTHON_CLIENTS), str(DRIVERS / script)], spec, home, env)
 
 
 def outcome(results: dict[str, Any], model: str, case: str) -> dict[str, Any]:
