@@ -202,3 +202,26 @@ def outcome(results: dict[str, Any], model: str, case: str) -> dict[str, Any]:
     got: dict[str, Any] = results[model][case]
     assert "error" not in got, f"{case} on {model} raised: {got['error']}"
     return got
+
+
+# The prompts every SDK driver sends, and what their answers must show.
+HELLO = "Hello there"
+STREAM = "Stream a short reply please"
+
+
+def check_reply(rig: Rig, model: str, got: dict[str, Any], prompt: str, streamed: bool = False) -> None:
+    assert rig.reply_to(model, prompt) in got["text"], got
+    if streamed:
+        assert got["chunks"] > 1, got  # it arrived in pieces
+
+
+def check_tool_round_trip(
+    rig: Rig, model: str, got: dict[str, Any], since: dict[str, int], nonce: str
+) -> None:
+    """The tool ran once (on the city the prompt names), and its result, which alone holds the
+    nonce, reached the model (the fake's request; the sandbox quotes it) and its answer."""
+    assert got["calls"] == ["Paris"], got
+    assert nonce in got["text"], got
+    if model != SANDBOX:
+        results = rig.tool_results(model, since)
+        assert any(nonce in r for r in results), results

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.rig import TRANSLATED, Rig, outcome, run_node_driver
+from tests.clients.rig import HELLO, STREAM, TRANSLATED, Rig, check_reply, outcome, run_node_driver
 
 pytestmark = pytest.mark.clients
 
@@ -24,24 +24,26 @@ def results(rig: Rig, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
 @pytest.mark.parametrize("model", TRANSLATED)
 def test_chat(results: dict[str, Any], rig: Rig, model: str) -> None:
     got = outcome(results, model, "chat")
-    assert got["finish"] == "stop" and rig.reply_to(model, "Hello there") in got["text"]
+    assert got["finish"] == "stop"
+    check_reply(rig, model, got, HELLO)
 
 
 @pytest.mark.parametrize("model", TRANSLATED)
 def test_chat_stream(results: dict[str, Any], rig: Rig, model: str) -> None:
     got = outcome(results, model, "stream")
-    assert got["chunks"] > 1 and rig.reply_to(model, "Stream a short reply please") in got["text"]
+    check_reply(rig, model, got, STREAM, streamed=True)
     assert got["usage"]["completion_tokens"] > 0
 
 
 @pytest.mark.parametrize("model", TRANSLATED)
 def test_responses(results: dict[str, Any], rig: Rig, model: str) -> None:
     got = outcome(results, model, "responses")
-    assert got["status"] == "completed" and rig.reply_to(model, "Hello there") in got["text"]
+    assert got["status"] == "completed"
+    check_reply(rig, model, got, HELLO)
 
 
 @pytest.mark.parametrize("model", TRANSLATED)
 def test_responses_stream(results: dict[str, Any], rig: Rig, model: str) -> None:
     got = outcome(results, model, "responses_stream")
-    assert got["chunks"] > 1 and got["final"] == got["text"]
-    assert rig.reply_to(model, "Stream a short reply please") in got["text"]
+    check_reply(rig, model, got, STREAM, streamed=True)
+    assert got["final"] == got["text"]  # the completed response holds what was streamed
