@@ -123,20 +123,15 @@ def running_rig(workdir: Path) -> Iterator[Rig]:
         responses = stack.enter_context(FakeOpenAIResponses())
         config = {
             "sandbox": {"enabled": True},
+            # No upstream keys: the fakes take any request (these tests are about the clients).
             "providers": [
-                {"name": "chat", "protocol": "openai", "base_url": chat.base_url, "api_key": "sk-up-chat"},
-                {
-                    "name": "anthropic",
-                    "protocol": "anthropic",
-                    "base_url": anthropic.base_url,
-                    "api_key": "sk-ant-up",
-                },
-                {"name": "gemini", "protocol": "gemini", "base_url": gemini.base_url, "api_key": "AIza-up"},
+                {"name": "chat", "protocol": "openai", "base_url": chat.base_url},
+                {"name": "anthropic", "protocol": "anthropic", "base_url": anthropic.base_url},
+                {"name": "gemini", "protocol": "gemini", "base_url": gemini.base_url},
                 {
                     "name": "responses",
                     "protocol": "openai",
                     "base_url": responses.base_url,
-                    "api_key": "sk-up-responses",
                     "responses": "native",
                 },
             ],
