@@ -6,26 +6,17 @@ from __future__ import annotations
 import secrets
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.clients.rig import Rig, running_rig
+from tests.clients.rig import Rig, Workdir, running_rig
 
 
 @pytest.fixture(scope="session")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     with running_rig(tmp_path_factory.mktemp("clients-gateway")) as running:
         yield running
-
-
-@dataclass
-class Workdir:
-    path: Path
-    notes: Path
-    secret: str
-    home: Path
 
 
 @pytest.fixture

@@ -100,6 +100,17 @@ class Rig:
         raise AssertionError(f"no fake behind {model}")
 
 
+@dataclass
+class Workdir:
+    """An agent's project folder, the file in it, the secret only that file holds, and the
+    agent's HOME (outside the project)."""
+
+    path: Path
+    notes: Path
+    secret: str
+    home: Path
+
+
 def _tool_results(model: str, body: Any) -> list[Any]:
     if model == "fake-chat":
         return [m.get("content") for m in body.get("messages", []) if m.get("role") == "tool"]

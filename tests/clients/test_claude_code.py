@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.clients.conftest import Workdir
-from tests.clients.rig import NODE_BIN, SANDBOX, SETUP_HINT, TRANSLATED, Rig, clean_env, run_client
+from tests.clients.rig import NODE_BIN, SANDBOX, SETUP_HINT, TRANSLATED, Rig, Workdir, clean_env, run_client
 
 pytestmark = pytest.mark.clients
 

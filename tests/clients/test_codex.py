@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.conftest import Workdir
 from tests.clients.rig import (
     NATIVE_RESPONSES,
     NODE_BIN,
@@ -22,6 +21,7 @@ from tests.clients.rig import (
     SETUP_HINT,
     TRANSLATED,
     Rig,
+    Workdir,
     clean_env,
     run_client,
 )
