@@ -1,9 +1,5 @@
 """A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON and
-`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them.
-
-A function call goes to the first declared function with `{"city": "Paris"}`, or, when
-`tool_call` names a declared function, to that one with the scripted arguments; after a
-function response it answers "The tool said: ..." quoting the response."""
+`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them."""
 
 from __future__ import annotations
 
@@ -25,7 +21,8 @@ class FakeGemini(LoopbackServer):
     slow_seconds: float = 0.5
     cancelled: int = 0
     text: str = "Hello from the fake Gemini upstream"
-    tool_call: tuple[str, dict[str, Any]] | None = None  # (name, args) to call when declared
+    # (name, args): call this declared function instead of the first one with {"city": "Paris"}.
+    tool_call: tuple[str, dict[str, Any]] | None = None
     received: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
     port: int = field(default_factory=free_port)
 
@@ -49,11 +46,8 @@ class FakeGemini(LoopbackServer):
         last = body["contents"][-1]["parts"]
         answer = next((p["functionResponse"] for p in last if "functionResponse" in p), None)
         if body.get("tools") and answer is None:
-            name, args = body["tools"][0]["functionDeclarations"][0]["name"], {"city": "Paris"}
-            declared = {d.get("name") for t in body["tools"] for d in t.get("functionDeclarations") or []}
-            if self.tool_call is not None and self.tool_call[0] in declared:
-                name, args = self.tool_call
-            return [{"functionCall": {"name": name, "args": args}}], "STOP"
+            name = body["tools"][0]["functionDeclarations"][0]["name"]
+            return [{"functionCall": {"name": name, "args": {"city": "Paris"}}}], "STOP"
         text = f"The tool said: {orjson.dumps(answer['response']).decode()}" if answer else self.text
         return [{"text": text}], "STOP"
 
@@ -62,6 +56,7 @@ class FakeGemini(LoopbackServer):
         body = orjson.loads(await request.read())
         self.received.append((call + "?" + request.query_string, body, dict(request.headers)))
         parts, finish = self._parts(body)
+        parts = self._scripted(body, parts)
         usage = {"promptTokenCount": 17, "candidatesTokenCount": 8, "totalTokenCount": 25}
         if call.endswith(":generateContent"):
             return web.json_response(
@@ -103,3 +98,12 @@ class FakeGemini(LoopbackServer):
             self.cancelled += 1
             raise
         return resp
+
+    def _scripted(self, body: dict[str, Any], parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The scripted `tool_call` in place of the default function call, when declared."""
+        tools = body.get("tools") or []
+        declared = {d.get("name") for tool in tools for d in tool.get("functionDeclarations") or []}
+        if "functionCall" not in parts[0] or self.tool_call is None or self.tool_call[0] not in declared:
+            return parts
+        name, args = self.tool_call
+        return [{"functionCall": {"name": name, "args": args}}]
