@@ -1,5 +1,9 @@
 """A fake Anthropic Messages upstream on 127.0.0.1: JSON answers and `event:`/`data:` SSE in
-Anthropic's real framing, tool use when tools are offered, recorded requests, scripted death."""
+Anthropic's real framing, tool use when tools are offered, recorded requests, scripted death.
+
+Tool use calls the first tool offered with `{"city": "Paris"}`, or, when `tool_call` names a
+tool the request offers, that tool with the scripted input (an agent's real tool, e.g. Claude
+Code's `Read`); after a tool result it answers "The tool said: ..." quoting the result."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ class FakeAnthropic(LoopbackServer):
     slow_seconds: float = 0.5
     cancelled: int = 0
     text: str = "Hello from the fake Anthropic upstream"
+    tool_call: tuple[str, dict[str, Any]] | None = None  # (name, input) to call when offered
     received: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     raw: list[bytes] = field(default_factory=list)  # request bodies as sent
@@ -43,10 +48,11 @@ class FakeAnthropic(LoopbackServer):
         content = last["content"] if isinstance(last["content"], list) else []
         result = next((b for b in content if b.get("type") == "tool_result"), None)
         if body.get("tools") and result is None:
-            tool = body["tools"][0]["name"]
-            return [
-                {"type": "tool_use", "id": "toolu_fake1", "name": tool, "input": {"city": "Paris"}}
-            ], "tool_use"
+            tool, args = body["tools"][0]["name"], {"city": "Paris"}
+            offered = {t.get("name") for t in body["tools"]}
+            if self.tool_call is not None and self.tool_call[0] in offered:
+                tool, args = self.tool_call
+            return [{"type": "tool_use", "id": "toolu_fake1", "name": tool, "input": args}], "tool_use"
         text = f"The tool said: {result['content']}" if result else self.text
         return [{"type": "text", "text": text}], "end_turn"
 

@@ -22,6 +22,8 @@ class FakeGemini(LoopbackServer):
     slow_seconds: float = 0.5
     cancelled: int = 0
     text: str = "Hello from the fake Gemini upstream"
+    # (name, args): call this declared function instead of the first one with {"city": "Paris"}.
+    tool_call: tuple[str, dict[str, Any]] | None = None
     received: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
     raw: list[bytes] = field(default_factory=list)  # request bodies as sent
     port: int = field(default_factory=free_port)
@@ -62,6 +64,7 @@ class FakeGemini(LoopbackServer):
             # Gemini's count: `totalTokens`; one per byte of the body, to tell it from an estimate.
             return web.json_response({"totalTokens": 2000 + len(raw)})
         parts, finish = self._parts(body)
+        parts = self._scripted(body, parts)
         usage = {"promptTokenCount": 17, "candidatesTokenCount": 8, "totalTokenCount": 25}
         if call.endswith(":generateContent"):
             return web.json_response(
@@ -103,3 +106,12 @@ class FakeGemini(LoopbackServer):
             self.cancelled += 1
             raise
         return resp
+
+    def _scripted(self, body: dict[str, Any], parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The scripted `tool_call` in place of the default function call, when declared."""
+        tools = body.get("tools") or []
+        declared = {d.get("name") for tool in tools for d in tool.get("functionDeclarations") or []}
+        if "functionCall" not in parts[0] or self.tool_call is None or self.tool_call[0] not in declared:
+            return parts
+        name, args = self.tool_call
+        return [{"functionCall": {"name": name, "args": args}}]

@@ -10,6 +10,10 @@ Behaviour is scripted per instance through `mode`:
   die_mid       streams: send two events, then drop the connection
   reject400     HTTP 400 with an OpenAI error body (must be relayed, not retried)
   slow_stream   streams: wait `slow_seconds` between events (client disconnect tests)
+
+A tool call goes to the first tool with `{"city": "Paris"}`, or, when `tool_call` names an
+offered tool, to that one with the scripted arguments; after a tool message it answers
+"The tool said: ..." quoting it.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class Received:
 class FakeOpenAI(LoopbackServer):
     mode: str = "ok"
     reply_text: str = "Hello from the fake upstream"
+    tool_call: tuple[str, dict[str, Any]] | None = None  # (name, arguments) to call when offered
     slow_seconds: float = 0.5
     received: list[Received] = field(default_factory=list)
     cancelled: int = 0
@@ -83,7 +88,9 @@ class FakeOpenAI(LoopbackServer):
         tools = body.get("tools") or []
         last = body["messages"][-1]
         if tools and body.get("tool_choice") != "none" and last.get("role") != "tool":
-            name = tools[0]["function"]["name"]
+            name, args = tools[0]["function"]["name"], '{"city": "Paris"}'
+            if self.tool_call is not None and self.tool_call[0] in {t["function"]["name"] for t in tools}:
+                name, args = self.tool_call[0], orjson.dumps(self.tool_call[1]).decode()
             message: dict[str, Any] = {
                 "role": "assistant",
                 "content": None,
@@ -91,7 +98,7 @@ class FakeOpenAI(LoopbackServer):
                     {
                         "id": "call_fake1",
                         "type": "function",
-                        "function": {"name": name, "arguments": '{"city": "Paris"}'},
+                        "function": {"name": name, "arguments": args},
                     }
                 ],
             }
