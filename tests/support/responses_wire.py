@@ -88,7 +88,7 @@ def function_call_item(name: str, arguments: str) -> Item:
 def usage(input_tokens: int, output_tokens: int) -> Item:
     return {
         "input_tokens": input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input_tokens + output_tokens,
