@@ -58,7 +58,7 @@ QUIRKS: tuple[Quirk, ...] = (
         _RESPONSES,
         r"(response/)?user",
         r'^null is not of type "string"$',
-        "`Response.user` is typed as a string, but OpenAI sends `\"user\": null` when the request "
+        '`Response.user` is typed as a string, but OpenAI sends `"user": null` when the request '
         "named none (as the description's own examples of Response objects show; the SDK types it "
         "Optional).",
     ),
@@ -66,7 +66,7 @@ QUIRKS: tuple[Quirk, ...] = (
         _RESPONSES,
         r"(response/)?usage",
         r'^null is not of type "object"$',
-        "`Response.usage` is typed as an object, but OpenAI sends `\"usage\": null` until a "
+        '`Response.usage` is typed as an object, but OpenAI sends `"usage": null` until a '
         "response has finished (queued, in progress, cancelled before an answer), as the "
         "description's own examples of `response.created` and `response.in_progress` show.",
     ),
@@ -128,7 +128,9 @@ class OpenAISpec:
         self.source: str = document["info"]["x-source"]
         self.paths: dict[str, Any] = document["paths"]
         self.components: dict[str, Any] = {"schemas": _with_nullable(document["components"]["schemas"])}
-        self._templates = [(re.compile("^" + re.sub(r"\{[a-z_]+\}", "[^/]+", p) + "$"), p) for p in self.paths]
+        self._templates = [
+            (re.compile("^" + re.sub(r"\{[a-z_]+\}", "[^/]+", p) + "$"), p) for p in self.paths
+        ]
 
     def operation(self, method: str, path: str) -> str:
         """`METHOD /template` of the published operation a gateway path (`/v1/...`) is."""

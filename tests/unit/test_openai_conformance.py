@@ -26,7 +26,11 @@ TOOLS = [
         "function": {
             "name": "get_weather",
             "description": "Weather in a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
         },
     }
 ]
@@ -95,10 +99,17 @@ def test_completions_embeddings_models(checked: Checked) -> None:
     checked.post("/v1/completions", {"model": "sandbox-chat", "prompt": "Once upon a time"})
     checked.post(
         "/v1/completions",
-        {"model": "sandbox-chat", "prompt": "Once", "stream": True, "stream_options": {"include_usage": True}},
+        {
+            "model": "sandbox-chat",
+            "prompt": "Once",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
     )
     checked.post("/v1/embeddings", {"model": "sandbox-embedding", "input": ["one", "two"]})
-    checked.post("/v1/embeddings", {"model": "sandbox-embedding", "input": "one", "encoding_format": "base64"})
+    checked.post(
+        "/v1/embeddings", {"model": "sandbox-embedding", "input": "one", "encoding_format": "base64"}
+    )
     checked.call("GET", "/v1/models")
     checked.call("GET", "/v1/models/sandbox-chat")
     checked.call("GET", "/v1/models/no-such-model", 404)
@@ -132,6 +143,17 @@ def test_audio(checked: Checked) -> None:
     checked.clean()
 
 
+def test_moderations(checked: Checked) -> None:
+    image = {"type": "image_url", "image_url": {"url": _data_url(make_image(32, 32))}}
+    checked.post("/v1/moderations", {"input": "I want to kill them."})
+    checked.post("/v1/moderations", {"model": "text-moderation-latest", "input": ["hello", "you idiot"]})
+    both = checked.post("/v1/moderations", {"input": [{"type": "text", "text": "a picture"}, image]}).json()
+    assert both["results"][0]["category_applied_input_types"]["violence"] == ["text", "image"]
+    checked.post("/v1/moderations", {"input": [image]})
+    checked.post("/v1/moderations", {"input": []}, 400)
+    checked.clean()
+
+
 def test_responses(checked: Checked) -> None:
     base = {"model": "sandbox-chat", "input": "Weather in Paris?"}
     first = checked.post("/v1/responses", base).json()
@@ -140,7 +162,9 @@ def test_responses(checked: Checked) -> None:
     stream = checked.post("/v1/responses", {**base, "stream": True, "previous_response_id": first["id"]})
     kinds = {e["type"] for e in checked.events(stream)}
     assert {"response.created", "response.output_text.delta", "response.completed"} <= kinds
-    calls = checked.post("/v1/responses", {**base, "stream": True, "tools": RESPONSES_TOOLS, "tool_choice": "required"})
+    calls = checked.post(
+        "/v1/responses", {**base, "stream": True, "tools": RESPONSES_TOOLS, "tool_choice": "required"}
+    )
     assert "response.function_call_arguments.done" in {e["type"] for e in checked.events(calls)}
     second = checked.events(stream)[-1]["response"]["id"]
     checked.call("GET", f"/v1/responses/{second}")
@@ -178,7 +202,9 @@ def first_id(checked: Checked) -> str:
 
 
 def test_videos(checked: Checked) -> None:
-    video = checked.post("/v1/videos", {"model": "sora-2", "prompt": "a fox", "seconds": "4", "size": "720x1280"})
+    video = checked.post(
+        "/v1/videos", {"model": "sora-2", "prompt": "a fox", "seconds": "4", "size": "720x1280"}
+    )
     video_id = video.json()["id"]
     for _ in range(200):
         state = checked.call("GET", f"/v1/videos/{video_id}").json()

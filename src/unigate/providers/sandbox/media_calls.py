@@ -220,7 +220,9 @@ class SandboxMedia:
                 for url, image in zip(urls or [""] * len(images), images, strict=True)
             ]
             size = f"{width}x{height}"
-            rest = {"output_format": fmt, **({"size": size} if size in _GPT_IMAGE_SIZES else {}), "usage": usage}
+            rest: dict[str, Any] = {"output_format": fmt, "usage": usage}
+            if size in _GPT_IMAGE_SIZES:
+                rest["size"] = size
             head = b'{"created":' + str(int(time.time())).encode() + b',"data":['
             return head + b",".join(items) + b"]," + orjson.dumps(rest)[1:]
 
