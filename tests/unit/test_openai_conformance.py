@@ -126,6 +126,10 @@ def test_images(checked: Checked) -> None:
     form = {"model": "sandbox-image", "prompt": "make it blue"}
     checked.call("POST", "/v1/images/edits", files=files, data=form)
     checked.call("POST", "/v1/images/edits", files=files, data={**form, "response_format": "url"})
+    refs = {"images": [{"image_url": _data_url(image)}], "mask": {"image_url": _data_url(mask)}}
+    checked.post("/v1/images/edits", {**form, **refs, "size": "1024x1536"})
+    checked.post("/v1/images/edits", {**form, **refs, "response_format": "url"})
+    checked.post("/v1/images/edits", {**form, "images": [{"file_id": "file-1"}]}, 400)
     checked.clean()
 
 
