@@ -21,11 +21,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import jsonschema_rs
 import orjson
 
+from tests.support.in_process import InProcessGateway
+
 SPEC_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "openai-openapi" / "openai-trimmed.json"
 _SCHEMAS = "#/components/schemas/"
+Json = dict[str, Any]
 _RESPONSES = r"(POST|GET) /responses(/\{response_id\}(/cancel)?)?"
 
 
@@ -271,3 +275,46 @@ def sse_events(body: bytes) -> list[tuple[str | None, str]]:
         if data:
             events.append((name, "\n".join(data)))
     return events
+
+
+# A function tool in each API's spelling, for calls that should come back with a tool call.
+CHAT_TOOLS: list[Json] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+RESPONSES_TOOLS: list[Json] = [{"type": "function", **CHAT_TOOLS[0]["function"]}]
+
+
+class Checked:
+    """Calls through the gateway, each answer checked against the description as it arrives."""
+
+    def __init__(self, gw: InProcessGateway, key: str) -> None:
+        self.gw, self.key = gw, key
+        self.violations: list[Violation] = []
+
+    def call(self, method: str, path: str, status: int = 200, **kwargs: Any) -> httpx2.Response:
+        res = self.gw.request(method, path, self.key, **kwargs)
+        assert res.status_code == status, (method, path, res.status_code, res.text[:500])
+        content_type = res.headers.get("content-type", "")
+        self.violations += spec().check_body(method, path, res.status_code, content_type, res.content)
+        return res
+
+    def post(self, path: str, body: Json, status: int = 200) -> httpx2.Response:
+        return self.call("POST", path, status, json=body)
+
+    def events(self, res: httpx2.Response) -> list[Json]:
+        return [orjson.loads(data) for _, data in sse_events(res.content) if data != "[DONE]"]
+
+    def clean(self) -> None:
+        found = sorted({str(v) for v in self.violations})
+        assert not found, f"{len(found)} deviations from {spec().source}:\n" + "\n".join(found)

@@ -147,5 +147,6 @@ def test_json_fields_are_checked_as_for_generations(gw: InProcessGateway, key: s
     for field, value in (("n", 11), ("quality", 5), ("size", "huge"), ("output_format", "gif"), ("user", {})):
         body = {"model": "sandbox-image", "prompt": "x", "images": image, field: value}
         assert _edit(gw, key, body, 400)["error"]["param"] == field
-    mask = _edit(gw, key, {"model": "sandbox-image", "prompt": "x", "images": image, "mask": {"file_id": "f"}}, 400)
+    body = {"model": "sandbox-image", "prompt": "x", "images": image, "mask": {"file_id": "f"}}
+    mask = _edit(gw, key, body, 400)
     assert mask["error"]["param"] == "mask.file_id"

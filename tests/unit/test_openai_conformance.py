@@ -8,62 +8,16 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from tests.support.in_process import InProcessGateway
 from tests.support.media_fixtures import encode_tone, make_image, make_mask
-from tests.support.openai_conformance import Violation, spec, sse_events
+from tests.support.openai_conformance import CHAT_TOOLS, RESPONSES_TOOLS, Checked
 from tests.support.video import sandbox_config
 
 Json = dict[str, Any]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather in a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-RESPONSES_TOOLS = [{"type": "function", **TOOLS[0]["function"]}]
-
-
-class Checked:
-    """Calls through the gateway, each answer checked against the description as it arrives."""
-
-    def __init__(self, gw: InProcessGateway, key: str) -> None:
-        self.gw, self.key = gw, key
-        self.violations: list[Violation] = []
-        self.operations: set[str] = set()
-
-    def call(self, method: str, path: str, status: int = 200, **kwargs: Any) -> httpx2.Response:
-        res = self.gw.request(method, path, self.key, **kwargs)
-        assert res.status_code == status, (method, path, res.status_code, res.text[:500])
-        content_type = res.headers.get("content-type", "")
-        self.violations += spec().check_body(method, path, res.status_code, content_type, res.content)
-        self.operations.add(spec().operation(method, path))
-        return res
-
-    def post(self, path: str, body: Json, status: int = 200) -> httpx2.Response:
-        return self.call("POST", path, status, json=body)
-
-    def events(self, res: httpx2.Response) -> list[Json]:
-        import orjson
-
-        return [orjson.loads(data) for _, data in sse_events(res.content) if data != "[DONE]"]
-
-    def clean(self) -> None:
-        found = sorted({str(v) for v in self.violations})
-        assert not found, f"{len(found)} deviations from {spec().source}:\n" + "\n".join(found)
 
 
 @pytest.fixture(scope="module")
@@ -83,14 +37,14 @@ def _chat(**extra: Any) -> Json:
 
 def test_chat_completions(checked: Checked) -> None:
     checked.post("/v1/chat/completions", _chat())
-    checked.post("/v1/chat/completions", _chat(tools=TOOLS, tool_choice="required"))
+    checked.post("/v1/chat/completions", _chat(tools=CHAT_TOOLS, tool_choice="required"))
     checked.post("/v1/chat/completions", _chat(n=2, max_tokens=3))
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     fmt = {"type": "json_schema", "json_schema": {"name": "w", "schema": schema, "strict": True}}
     checked.post("/v1/chat/completions", _chat(response_format=fmt))
     stream = checked.post("/v1/chat/completions", _chat(stream=True, stream_options={"include_usage": True}))
     assert checked.events(stream)[-1]["usage"]["total_tokens"] > 0
-    tools = checked.post("/v1/chat/completions", _chat(stream=True, tools=TOOLS, tool_choice="required"))
+    tools = checked.post("/v1/chat/completions", _chat(stream=True, tools=CHAT_TOOLS, tool_choice="required"))
     assert any(c["choices"] and c["choices"][0]["delta"].get("tool_calls") for c in checked.events(tools))
     checked.clean()
 
@@ -226,6 +180,3 @@ def test_videos(checked: Checked) -> None:
 
 def _data_url(data: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode()
-
-
-_ = Path
