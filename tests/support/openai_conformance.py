@@ -9,7 +9,8 @@ against the operation's `text/event-stream` schema; an error body against `Error
 Where the description itself disagrees with OpenAI's API as served (and as OpenAI's SDK reads
 it), the difference is listed here, once, with its reason: `QUIRKS` (a validator finding that
 is the description's, not the answer's), `UNDESCRIBED_STREAMS` (streams the description
-forgets) and `NULLABLE` (an OpenAPI 3.0 keyword left in a 3.1 document). Nothing the gateway
+forgets), `IN_BAND_ERRORS` (the error event ending a broken stream) and `NULLABLE` (an OpenAPI
+3.0 keyword left in a 3.1 document). Nothing the gateway
 makes goes there: a gateway deviation is fixed, not listed.
 """
 
@@ -98,6 +99,10 @@ UNDESCRIBED_STREAMS: dict[str, str] = {
     "POST /completions": "CreateCompletionResponse",  # each chunk is a completion object
     "GET /responses/{response_id}": "ResponseStreamEvent",  # a background response's replay
 }
+# A stream the upstream broke off ends with `data: {"error": {...}}`: OpenAI sends errors in band
+# that way and its SDK raises on them, but the description's chunk schema does not list that
+# event, so in these streams it is checked against `ErrorResponse` instead.
+IN_BAND_ERRORS = frozenset({"POST /chat/completions", "POST /completions"})
 # `nullable: true` is OpenAPI 3.0's keyword, ignored by the JSON Schema of a 3.1 document, yet
 # left on a few fields (chat chunks' `finish_reason` and `logprobs`, ...). Its authors mean
 # "or null", the SDK types those fields Optional and OpenAI sends null there, so it is read so.
@@ -188,7 +193,8 @@ class OpenAISpec:
             label = f"event {i} ({_kind(value)})"
             if name is not None and isinstance(value, dict) and value.get("type") not in (None, name):
                 found.append(Violation(operation, "type", f"the event is named {name}", label))
-            found += self.check_value(operation, schema, value, label)
+            in_band = operation in IN_BAND_ERRORS and isinstance(value, dict) and "error" in value
+            found += self.check_value(operation, _ref("ErrorResponse") if in_band else schema, value, label)
         return found
 
     def check_value(

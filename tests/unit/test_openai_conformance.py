@@ -124,6 +124,8 @@ def test_responses(checked: Checked) -> None:
         "/v1/responses", {**base, "stream": True, "tools": RESPONSES_TOOLS, "tool_choice": "required"}
     )
     assert "response.function_call_arguments.done" in {e["type"] for e in checked.events(calls)}
+    cut = checked.post("/v1/responses", {**base, "stream": True, "max_output_tokens": 16})
+    assert checked.events(cut)[-1]["type"] == "response.incomplete"
     second = checked.events(stream)[-1]["response"]["id"]
     checked.call("GET", f"/v1/responses/{second}")
     checked.call("GET", f"/v1/responses/{second}/input_items")
@@ -150,6 +152,8 @@ def test_background_responses(checked: Checked) -> None:
     assert checked.events(streamed)[-1]["type"] == "response.completed"
     later = checked.post("/v1/responses", base).json()
     checked.call("POST", f"/v1/responses/{later['id']}/cancel")
+    checked.call("GET", f"/v1/responses/{later['id']}")
+    checked.call("GET", f"/v1/responses/{later['id']}", params={"stream": "true"})
     checked.call("POST", f"/v1/responses/{first_id(checked)}/cancel", 400)
     checked.clean()
 

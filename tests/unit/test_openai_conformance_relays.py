@@ -43,6 +43,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     with (
         FakeOpenAI() as chat,
         FakeOpenAI(refusal="I can't help with that.") as refusing,
+        FakeOpenAI(mode="die_mid") as dying,
         FakeAnthropic() as claude,
         FakeGemini() as gemini,
         FakeOpenAIResponses() as native,
@@ -65,6 +66,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             "providers": [
                 openai("chat", chat.base_url),
                 openai("refusing", refusing.base_url),
+                openai("dying", dying.base_url),
                 openai("native", native.base_url, responses="native"),
                 openai("media", media.base_url),
                 {"name": "claude", "protocol": "anthropic", "base_url": claude.base_url, "api_key": "sk-ant"},
@@ -73,6 +75,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             "models": [
                 route("relay-chat", "chat", "gpt-up"),
                 route("refusing", "refusing", "gpt-up"),
+                route("dying", "dying", "gpt-up"),
                 route("native-chat", "native", "gpt-native"),
                 route("claude-chat", "claude", "claude-up"),
                 route("gemini-chat", "gem", "gemini-up"),
@@ -139,6 +142,15 @@ def test_responses(rig: Rig, model: str) -> None:
     checked.call("GET", f"/v1/responses/{last}")
     checked.call("GET", f"/v1/responses/{last}/input_items")
     checked.call("DELETE", f"/v1/responses/{last}")
+    checked.clean()
+
+
+def test_a_stream_cut_short_fails_in_band(rig: Rig) -> None:
+    checked = rig.checked()
+    cut = checked.post("/v1/responses", {"model": "dying", "input": "Weather in Paris?", "stream": True})
+    assert [e["type"] for e in checked.events(cut)][-2:] == ["response.failed", "error"]
+    chat = checked.post("/v1/chat/completions", _chat("dying", stream=True))
+    assert "error" in checked.events(chat)[-1]
     checked.clean()
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from unigate.access_log import ROUTE
-from unigate.api.responses_call import KEEPALIVE, ResponseCall, load_conversation
+from unigate.api.responses_call import KEEPALIVE, TERMINAL_MARKS, ResponseCall, load_conversation
 from unigate.api.serve import Admitted
 from unigate.api.text import TextAPI
 from unigate.asgi import Message, Request
@@ -39,6 +39,9 @@ log = logging.getLogger("unigate.responses")
 Json = dict[str, Any]
 RENEW_SECONDS = 2.0  # at most; a third of the lease when that is shorter
 FLUSH_SECONDS = 0.1  # a run's events are written in batches at most this far apart
+# A run stores its final state just before its last events (the terminal one follows the stored
+# state): a replay that saw the state waits this long at most for them.
+LAST_EVENTS_SECONDS = 2.0
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 
 
@@ -247,21 +250,24 @@ async def replay(
     await request.send({"type": "http.response.start", "status": 200, "headers": headers})
     left = asyncio.ensure_future(_disconnected(request))
     try:
-        last, delay, quiet_since, finished = after, 0.02, time.monotonic(), False
+        last, delay, quiet_since = after, 0.02, time.monotonic()
+        ended, until = False, None  # a terminal event was sent; how long to read on once it is final
         while not left.done():
             events = await runs.events_after(response_id, last)
             if events:
                 last = events[-1][0]
-                await request.send(
-                    {"type": "http.response.body", "body": b"".join(d for _, d in events), "more_body": True}
-                )
+                body = b"".join(d for _, d in events)
+                ended = ended or any(mark in body for mark in TERMINAL_MARKS)
+                await request.send({"type": "http.response.body", "body": body, "more_body": True})
                 delay, quiet_since = 0.02, time.monotonic()
                 continue
-            if finished:
+            if ended or (until is not None and time.monotonic() >= until):
                 break
-            finished = await runs.status(response_id) not in PENDING  # then one last read
-            if finished:
-                continue
+            if until is None:
+                status = await runs.status(response_id)
+                if status not in PENDING:  # a cancelled one has no terminal event to come
+                    until = time.monotonic() + (0.0 if status == "cancelled" else LAST_EVENTS_SECONDS)
+                    continue
             if keepalive > 0 and time.monotonic() - quiet_since >= keepalive:
                 await request.send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                 quiet_since = time.monotonic()
