@@ -91,10 +91,14 @@ class InProcessGateway:
         return self.run(self._client.request(method, path, headers=headers, timeout=60, **kwargs))
 
     def create_key(self, **spec: Any) -> str:
+        return str(self.create_key_record(**spec)["key"])
+
+    def create_key_record(self, **spec: Any) -> dict[str, Any]:
+        """The admin API's answer for a new key: `key` (the secret) and `id`, ..."""
         spec.setdefault("name", "test")
         res = self.request("POST", "/admin/keys", json=spec)
         assert res.status_code == 201, res.text
-        return str(res.json()["key"])
+        return dict(res.json())
 
     def __enter__(self) -> Self:
         return self.start()
