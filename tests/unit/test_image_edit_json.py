@@ -32,6 +32,7 @@ def media() -> Iterator[FakeOpenAIMedia]:
 
 def _config(media: FakeOpenAIMedia, allow_private: bool) -> Json:
     config = sandbox_config(
+        # pragma: allowlist nextline secret
         providers=[{"name": "up", "protocol": "openai", "base_url": media.base_url, "api_key": "sk-up"}],
         models=[{"name": "painter", "routes": [{"provider": "up", "model": "gpt-image-1"}]}],
     )

@@ -39,6 +39,7 @@ def gw(
     tmp_path_factory: pytest.TempPathFactory, upstream: FakeOpenAI, media: FakeOpenAIMedia
 ) -> Iterator[InProcessGateway]:
     config = sandbox_config(
+        # pragma: allowlist nextline secret
         providers=[{"name": "up", "protocol": "openai", "base_url": upstream.base_url, "api_key": "sk-up"}],
         models=[
             {
