@@ -19,22 +19,7 @@ from unigate.openapi.schema import (
     string,
 )
 from unigate.openapi.text import TAG
-
-CATEGORIES = (
-    "harassment",
-    "harassment/threatening",
-    "hate",
-    "hate/threatening",
-    "illicit",
-    "illicit/violent",
-    "self-harm",
-    "self-harm/intent",
-    "self-harm/instructions",
-    "sexual",
-    "sexual/minors",
-    "violence",
-    "violence/graphic",
-)
+from unigate.providers.sandbox.moderation import CATEGORIES  # OpenAI's, which the sandbox scores
 
 
 def _per_category(schema: Schema) -> Schema:
