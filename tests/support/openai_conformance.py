@@ -10,8 +10,8 @@ Where the description itself disagrees with OpenAI's API as served (and as OpenA
 it), the difference is listed here, once, with its reason: `QUIRKS` (a validator finding that
 is the description's, not the answer's), `UNDESCRIBED_STREAMS` (streams the description
 forgets), `IN_BAND_ERRORS` (the error event ending a broken stream) and `NULLABLE` (an OpenAPI
-3.0 keyword left in a 3.1 document). Nothing the gateway
-makes goes there: a gateway deviation is fixed, not listed.
+3.0 keyword left in a 3.1 document). Nothing the gateway makes goes there: a gateway deviation
+is fixed, not listed.
 """
 
 from __future__ import annotations
