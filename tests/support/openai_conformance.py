@@ -85,6 +85,13 @@ QUIRKS: tuple[Quirk, ...] = (
         in_stream=True,
     ),
     Quirk(
+        "GET /videos/{video_id}/content",
+        "content-type",
+        r"^image/jpeg$",
+        "Downloads are described as video/mp4, image/webp or JSON, but the documented `variant: "
+        "spritesheet` is a JPEG (the thumbnail is the WebP), which the SDK reads as binary.",
+    ),
+    Quirk(
         "POST /audio/speech",
         "content-type",
         r"^audio/(mpeg|ogg|aac|flac|wav|pcm)$",

@@ -177,6 +177,7 @@ def test_videos(checked: Checked) -> None:
     checked.call("GET", "/v1/videos")
     checked.call("GET", f"/v1/videos/{video_id}/content")
     checked.call("GET", f"/v1/videos/{video_id}/content", params={"variant": "thumbnail"})
+    checked.call("GET", f"/v1/videos/{video_id}/content", params={"variant": "spritesheet"})
     checked.post(f"/v1/videos/{video_id}/remix", {"prompt": "now at night"})
     checked.call("DELETE", f"/v1/videos/{video_id}")
     checked.clean()

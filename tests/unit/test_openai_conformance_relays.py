@@ -8,6 +8,7 @@ description; only its own quirks are allowed."""
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_openai_media import FakeOpenAIMedia
 from tests.support.fake_openai_responses import FakeOpenAIResponses
+from tests.support.fake_openai_videos import FakeOpenAIVideos
 from tests.support.in_process import InProcessGateway
 from tests.support.media_fixtures import encode_tone, make_image, make_mask
 from tests.support.openai_conformance import CHAT_TOOLS, RESPONSES_TOOLS, Checked
@@ -48,6 +50,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         FakeGemini() as gemini,
         FakeOpenAIResponses() as native,
         FakeOpenAIMedia() as media,
+        FakeOpenAIVideos() as sora,
     ):
 
         def openai(name: str, base_url: str, **extra: Any) -> Json:
@@ -69,6 +72,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                 openai("dying", dying.base_url),
                 openai("native", native.base_url, responses="native"),
                 openai("media", media.base_url),
+                {"name": "sora", "protocol": "openai", "base_url": sora.base_url, "api_key": sora.api_key},
                 # pragma: allowlist nextline secret
                 {"name": "claude", "protocol": "anthropic", "base_url": claude.base_url, "api_key": "sk-ant"},
                 # pragma: allowlist nextline secret
@@ -87,7 +91,9 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                 route("dalle", "media", "dall-e-2"),
                 route("whisper", "media", "whisper-1"),
                 route("voice", "media", "tts-1"),
+                route("relay-video", "sora", "sora-2"),
             ],
+            "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.5},
         }
         with InProcessGateway(tmp_path_factory.mktemp("conform-relays"), config) as gw:
             yield Rig(gw, gw.create_key(), chat)
@@ -191,4 +197,24 @@ def test_images_and_audio(rig: Rig) -> None:
         for fmt in ("json", "verbose_json"):
             form = {"model": "whisper", "response_format": fmt}
             checked.call("POST", path, files=[("file", ("a.mp3", audio, "audio/mpeg"))], data=form)
+    checked.clean()
+
+
+def test_videos(rig: Rig) -> None:
+    checked = rig.checked()
+    body = {"model": "relay-video", "prompt": "a harbour", "seconds": "4", "size": "720x1280"}
+    video_id = checked.post("/v1/videos", body).json()["id"]
+    for _ in range(100):
+        state = checked.call("GET", f"/v1/videos/{video_id}").json()
+        if state["status"] in ("completed", "failed"):
+            break
+        time.sleep(0.1)
+    assert state["status"] == "completed", state
+    checked.call("GET", "/v1/videos")
+    checked.call("GET", f"/v1/videos/{video_id}/content")
+    checked.call("GET", f"/v1/videos/{video_id}/content", params={"variant": "spritesheet"})
+    remix = checked.post(f"/v1/videos/{video_id}/remix", {"prompt": "at night"}).json()
+    assert remix["remixed_from_video_id"] == video_id
+    checked.call("DELETE", f"/v1/videos/{video_id}")
+    checked.call("GET", f"/v1/videos/{video_id}", 404)
     checked.clean()
