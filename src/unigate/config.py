@@ -22,6 +22,7 @@ Family = Literal["text", "image", "audio", "music", "video", "visual"]
 SandboxKind = Literal[
     "chat",
     "embedding",
+    "moderation",
     "music",
     "transcription",
     "speech",
@@ -331,6 +332,8 @@ def defaults(config: GatewayConfig) -> list[tuple[str, str, bool]]:
 SANDBOX_MODELS: dict[str, SandboxKind] = {
     "sandbox-chat": "chat",  # chat and text completions
     "sandbox-embedding": "embedding",
+    # /v1/moderations (OpenAI's ids, so a client's default model reaches the sandbox)
+    **dict.fromkeys(("omni-moderation-latest", "text-moderation-latest"), "moderation"),
     **dict.fromkeys(("chirp-v3-0", "chirp-v3-5", "chirp-v4", "chirp-v4-5"), "music"),
     "sandbox-transcribe": "transcription",  # /v1/audio/transcriptions and /translations
     "sandbox-tts": "speech",  # /v1/audio/speech
@@ -376,6 +379,7 @@ SANDBOX_MODELS: dict[str, SandboxKind] = {
 KIND_FAMILY: dict[SandboxKind, Family] = {
     "chat": "text",
     "embedding": "text",
+    "moderation": "text",
     "music": "music",
     "transcription": "audio",
     "speech": "audio",
@@ -401,7 +405,19 @@ def model_family(model: ModelConfig) -> Family:
 ENV_VENDORS: dict[str, tuple[str, tuple[str, ...]]] = {
     "openai": (
         "https://api.openai.com/v1",
-        ("gpt-*", "o1*", "o3*", "o4*", "chatgpt-*", "text-embedding-*", "whisper-*", "tts-*", "dall-e-*"),
+        (
+            "gpt-*",
+            "o1*",
+            "o3*",
+            "o4*",
+            "chatgpt-*",
+            "text-embedding-*",
+            "whisper-*",
+            "tts-*",
+            "dall-e-*",
+            "omni-moderation-*",
+            "text-moderation-*",
+        ),
     ),
     "anthropic": ("https://api.anthropic.com", ("claude-*",)),
     "gemini": ("https://generativelanguage.googleapis.com", ("gemini-*",)),

@@ -53,6 +53,9 @@ class Stored:
     response: dict[str, Any]
     input: list[dict[str, Any]]  # this call's input items, ids assigned
     history: list[dict[str, Any]]  # the conversation up to and including this call's output
+    context: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # what input_items lists: history before the output
 
 
 @dataclass
@@ -124,7 +127,7 @@ class FakeOpenAIResponses(LoopbackServer):
         final = self._answer(body, history, items)
         if body.get("store", True):
             conversation = [*history, *items, *final["output"]]
-            self.stored[final["id"]] = Stored(final, items, conversation)
+            self.stored[final["id"]] = Stored(final, items, conversation, [*history, *items])
         if body.get("background"):
             return self._start_background(final)
         if body.get("stream"):
@@ -238,7 +241,9 @@ class FakeOpenAIResponses(LoopbackServer):
         if isinstance(found, web.Response):
             return found
         _response_id, entry = found
-        items = list(entry.input)
+        # As OpenAI lists them: the whole context the response answered (earlier turns' inputs
+        # and outputs, then this turn's inputs), not only this turn's.
+        items = list(entry.context)
         if request.query.get("order", "desc") == "desc":
             items.reverse()
         after = request.query.get("after")

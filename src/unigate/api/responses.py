@@ -166,7 +166,11 @@ class ResponsesAPI:
             query = [(k, v) for k, v in request.query.items()]
             await self._relayed(request, await relay.responses_input_items(stored.id, query))
             return
-        await send_json(request.send, 200, page(stored.input, request.query))
+        items = stored.input
+        if stored.previous_id is not None:  # the whole context it answered: earlier turns first
+            chain = await self.store.chain(stored.id, stored.key_id)
+            items = [item for turn in chain[:-1] for item in (*turn.input, *turn.output)] + stored.input
+        await send_json(request.send, 200, page(items, request.query))
 
     async def _owned(self, request: Request, principal: Principal | None) -> StoredResponse:
         assert principal is not None

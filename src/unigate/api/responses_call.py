@@ -40,7 +40,7 @@ NATIVE_FORMAT = "openai-responses"
 DROPPED_HEADER = b"x-unigate-dropped-fields"
 KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: the SDK's parser skips it
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_TERMINAL_MARKS = (b'"response.completed"', b'"response.incomplete"', b'"response.failed"')
+TERMINAL_MARKS = (b'"response.completed"', b'"response.incomplete"', b'"response.failed"')
 MAX_ID = 64  # the longest response id: a longer one names nothing
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 _NOT_STORED = "The gateway could not store the response, so it was not completed."
@@ -245,7 +245,7 @@ class ResponseCall:
         async for received in runs:
             run = received if self.sink is None else self._as_background(received)
             self._note_sequence(run)
-            if any(mark in run for mark in _TERMINAL_MARKS):
+            if any(mark in run for mark in TERMINAL_MARKS):
                 response = _terminal_response(run)
                 if response is not None:
                     try:

@@ -1,7 +1,7 @@
 """The provider interface: one adapter per upstream wire protocol.
 
 An adapter implements only the capabilities its upstream has (`chat`, `complete`, `embed`,
-`media`, `submit_task`, ...). Each takes the client's call in the
+`moderate`, `media`, `submit_task`, ...). Each takes the client's call in the
 gateway's inbound format and a resolved `Target`, and returns a `Reply` whose body or
 stream is already in the client's wire format.
 
@@ -40,7 +40,7 @@ class Timeouts:
 
 @dataclass(slots=True)
 class TextCall:
-    """A text-family call in OpenAI format: `op` is chat | completions | embeddings."""
+    """A text-family call in OpenAI format: `op` is chat | completions | embeddings | moderations."""
 
     op: str
     body: bytes  # the client's raw JSON, forwarded untouched where the formats match
@@ -258,6 +258,9 @@ class Provider:
 
     async def embed(self, call: TextCall, target: Target) -> Reply:
         raise _unsupported(self, "embeddings")
+
+    async def moderate(self, call: TextCall, target: Target) -> Reply:
+        raise _unsupported(self, "moderations")
 
     async def media(self, call: MediaCall, target: Target) -> Reply:
         """A synchronous audio/image call (`call.op` in MEDIA_OPS): a JSON body, or a binary

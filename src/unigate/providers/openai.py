@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from unigate.config import ProviderConfig
+from unigate.limits.estimate import prompt_tokens
 from unigate.providers.base import (
     MediaCall,
     Provider,
@@ -49,7 +50,12 @@ from unigate.video.job import VIDEO_ACTIONS
 
 PROVIDER_TYPE = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_PATHS = {"chat": "/chat/completions", "completions": "/completions", "embeddings": "/embeddings"}
+_PATHS = {
+    "chat": "/chat/completions",
+    "completions": "/completions",
+    "embeddings": "/embeddings",
+    "moderations": "/moderations",
+}
 _MEDIA_PATHS = {
     "audio.transcriptions": "/audio/transcriptions",
     "audio.translations": "/audio/translations",
@@ -147,6 +153,14 @@ class OpenAIProvider(Provider):
 
     def embed(self, call: TextCall, target: Target) -> Coroutine[Any, Any, Reply]:
         return self._relay(call, target)
+
+    async def moderate(self, call: TextCall, target: Target) -> Reply:
+        reply = await self._relay(call, target)
+        # A moderation answer reports no usage: the input's tokens, counted as limits count
+        # them, are what the call is accounted for.
+        if not reply.usage.prompt_tokens:
+            reply.usage.prompt_tokens = prompt_tokens(call.payload.get("input"))
+        return reply
 
     async def media(self, call: MediaCall, target: Target) -> Reply:
         """Audio and images: forms rebuilt from the validated parts (files streamed from
