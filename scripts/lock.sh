@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Regenerate the hash-pinned lock files the set-up scripts install from, after changing the
 # dependencies in pyproject.toml: requirements/runtime.txt (the gateway alone),
-# requirements/sandbox.txt (with the sandbox's media libraries: scripts/start.sh) and
-# requirements/test.txt (with the test tools: scripts/test.sh). Uses pip-tools in a throwaway venv.
+# requirements/sandbox.txt (with the sandbox's media libraries: scripts/start.sh),
+# requirements/test.txt (with the test tools: scripts/test.sh), and requirements/clients.txt (the
+# Python clients tests/clients drives, from requirements/clients.in: scripts/setup-clients.sh).
+# Uses pip-tools in a throwaway venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py="${PYTHON:-python3}"
@@ -12,11 +14,13 @@ trap 'rm -rf "$tools"' EXIT
 "$tools/venv/bin/pip" install -q pip-tools
 compile() {
     "$tools/venv/bin/pip-compile" -q --generate-hashes --strip-extras --allow-unsafe --no-header \
-        --resolver=backtracking "$@" pyproject.toml
+        --resolver=backtracking "$@"
 }
 echo "locking requirements/runtime.txt"
-compile -o requirements/runtime.txt
+compile -o requirements/runtime.txt pyproject.toml
 echo "locking requirements/sandbox.txt"
-compile --extra sandbox -o requirements/sandbox.txt
+compile --extra sandbox -o requirements/sandbox.txt pyproject.toml
 echo "locking requirements/test.txt"
-compile --extra test -o requirements/test.txt
+compile --extra test -o requirements/test.txt pyproject.toml
+echo "locking requirements/clients.txt"
+compile -o requirements/clients.txt requirements/clients.in

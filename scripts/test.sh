@@ -34,6 +34,9 @@ if [ ! -x .venv-genai2/bin/python ] || ! .venv-genai2/bin/python -c 'import goog
     "${PYTHON:-python3}" -m venv .venv-genai2
     .venv-genai2/bin/python -m pip install -q google-genai==2.34.0
 fi
+# The real clients tests/clients drives (marker `clients`): Claude Code, Codex, the AI SDK,
+# openai for Node, LangChain, the OpenAI Agents SDK, LiteLLM, pinned by their lock files.
+bash scripts/setup-clients.sh
 echo "== ruff"; .venv/bin/ruff check src tests bench
 echo "== mypy"; .venv/bin/mypy
 echo "== pytest"

@@ -50,6 +50,7 @@ from unigate.api import (
 )
 from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.auth.authenticate import authenticate
+from unigate.disk import disk_failed
 from unigate.endpoints import Endpoint, EndpointTable
 from unigate.errors import (
     AuthenticationFailed,
@@ -60,6 +61,7 @@ from unigate.errors import (
     NotFound,
     PermissionDenied,
     RateLimited,
+    StorageUnavailable,
     render_error,
 )
 from unigate.gateway import Gateway
@@ -67,7 +69,7 @@ from unigate.logs import InfoLines
 from unigate.observability.request_ids import RequestIds
 from unigate.reload import ConfigReloader
 from unigate.settings import Settings
-from unigate.store.db import is_outage
+from unigate.store.db import failure_reason, is_outage
 
 log = logging.getLogger("unigate")
 
@@ -166,23 +168,7 @@ class GatewayApp:
         except ClientDisconnected:
             pass  # still logged below, as 499 when nothing was sent
         except Exception as exc:
-            if is_outage(exc):
-                log.warning(
-                    "database unavailable on %s %s (request %s): %s",
-                    request.method,
-                    shown_path(request.path),
-                    request.request_id,
-                    type(exc).__name__,
-                )
-                await self._send_error(request, DatabaseUnavailable(), style)
-            else:
-                log.exception(
-                    "unhandled error on %s %s (request %s)",
-                    request.method,
-                    shown_path(request.path),
-                    request.request_id,
-                )
-                await self._send_error(request, GatewayError("Internal server error."), style)
+            await self._send_error(request, _unexpected(request, exc), style)
         key_id = principal.key_id if principal else None
         if self._access.enabled():
             if self._json_access:
@@ -252,6 +238,20 @@ class GatewayApp:
                 await self.gateway.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _unexpected(request: Request, exc: Exception) -> GatewayError:
+    """The answer to a failure no handler mapped, logged: a database outage or a disk that
+    took no write (full, failing) is a 503 to retry, anything else a bug (500)."""
+    where = f"{request.method} {shown_path(request.path)} (request {request.request_id})"
+    if is_outage(exc):
+        log.warning("database unavailable on %s: %s", where, failure_reason(exc))
+        return DatabaseUnavailable()
+    if disk_failed(exc):  # a file write that the file store's own mapping did not cover
+        log.warning("disk full or failing on %s: %s", where, failure_reason(exc))
+        return StorageUnavailable(failure_reason(exc))
+    log.exception("unhandled error on %s", where)
+    return GatewayError("Internal server error.")
 
 
 def create_app(settings: Settings | None = None) -> GatewayApp:

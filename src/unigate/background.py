@@ -5,6 +5,11 @@ write leaves that connection's write lock held until the connection is collected
 other writer (the final usage flush, lease release) then waits out the busy timeout and fails.
 `stop()` asks the loop to finish its current step and waits for it; only a step that overruns
 `grace` seconds is cancelled.
+
+A step that fails is retried at the next interval. The first failure of a run of them is logged
+(one line for an outage such as a full disk or a database that is away, with the traceback for
+anything else), the rest are not, and the step that works again says so: a full disk costs one
+line per loop, not one a second.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+
+from unigate.disk import disk_failed
+from unigate.store.db import failure_reason, is_outage
 
 log = logging.getLogger("unigate")
 
@@ -46,11 +54,27 @@ class Periodic:
         self._task = None
 
     async def _run(self) -> None:
+        failed = 0  # steps failed in a row
         while not self._stopping.is_set():
             try:
                 delay = await self._step()
-            except Exception:  # the loop must outlive any one failure
-                log.exception("%s step failed", self.name)
+            except Exception as exc:  # the loop must outlive any one failure
+                if not failed:
+                    self._report(exc)
+                failed += 1
                 delay = None
+            else:
+                if failed:
+                    log.warning("%s: working again after %d failed attempt(s)", self.name, failed)
+                    failed = 0
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self._interval if delay is None else delay)
+
+    def _report(self, exc: Exception) -> None:
+        if is_outage(exc) or disk_failed(exc):
+            log.warning(
+                "%s: %s; retried every %.2g s, logged again once it works",
+                self.name, failure_reason(exc), self._interval,
+            )  # fmt: skip
+        else:
+            log.exception("%s step failed; retried, logged again once it works", self.name)

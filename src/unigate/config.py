@@ -22,6 +22,7 @@ Family = Literal["text", "image", "audio", "music", "video", "visual"]
 SandboxKind = Literal[
     "chat",
     "embedding",
+    "moderation",
     "music",
     "transcription",
     "speech",
@@ -155,6 +156,9 @@ class LimitsConfig(_Strict):
     # real count when it ends): what concurrent calls may overspend a budget by is what each
     # produces beyond this.
     budget_output_estimate: int = Field(default=1024, ge=0)
+    # Bytes of stored state (stored responses and their stream events) one API key may hold;
+    # a call that would store more is refused with 429 `storage_quota_exceeded` (0: no quota).
+    stored_bytes_per_key: int = Field(default=1024 * MiB, ge=0)
     redis_down: RedisDownConfig = Field(default_factory=RedisDownConfig)
 
 
@@ -212,6 +216,11 @@ class ResponsesConfig(_Strict):
     # A background response's run holds a lease this long, renewed while it runs; one whose
     # process died is run again by another after it lapses. Read at start.
     background_lease_seconds: float = Field(default=30.0, ge=3, le=3600)
+    # The largest conversation `previous_response_id` rebuilds (every earlier turn's input and
+    # output), in bytes of stored JSON and in tokens: past either, the request is a 400
+    # `context_too_large`, decided before any turn is loaded.
+    max_context_bytes: int = Field(default=16 * MiB, gt=0)
+    max_context_tokens: int = Field(default=2_000_000, gt=0)
 
 
 class StorageConfig(_Strict):
@@ -336,6 +345,8 @@ def defaults(config: GatewayConfig) -> list[tuple[str, str, bool]]:
 SANDBOX_MODELS: dict[str, SandboxKind] = {
     "sandbox-chat": "chat",  # chat and text completions
     "sandbox-embedding": "embedding",
+    # /v1/moderations (OpenAI's ids, so a client's default model reaches the sandbox)
+    **dict.fromkeys(("omni-moderation-latest", "text-moderation-latest"), "moderation"),
     **dict.fromkeys(("chirp-v3-0", "chirp-v3-5", "chirp-v4", "chirp-v4-5"), "music"),
     "sandbox-transcribe": "transcription",  # /v1/audio/transcriptions and /translations
     "sandbox-tts": "speech",  # /v1/audio/speech
@@ -381,6 +392,7 @@ SANDBOX_MODELS: dict[str, SandboxKind] = {
 KIND_FAMILY: dict[SandboxKind, Family] = {
     "chat": "text",
     "embedding": "text",
+    "moderation": "text",
     "music": "music",
     "transcription": "audio",
     "speech": "audio",
@@ -406,7 +418,19 @@ def model_family(model: ModelConfig) -> Family:
 ENV_VENDORS: dict[str, tuple[str, tuple[str, ...]]] = {
     "openai": (
         "https://api.openai.com/v1",
-        ("gpt-*", "o1*", "o3*", "o4*", "chatgpt-*", "text-embedding-*", "whisper-*", "tts-*", "dall-e-*"),
+        (
+            "gpt-*",
+            "o1*",
+            "o3*",
+            "o4*",
+            "chatgpt-*",
+            "text-embedding-*",
+            "whisper-*",
+            "tts-*",
+            "dall-e-*",
+            "omni-moderation-*",
+            "text-moderation-*",
+        ),
     ),
     "anthropic": ("https://api.anthropic.com", ("claude-*",)),
     "gemini": ("https://generativelanguage.googleapis.com", ("gemini-*",)),

@@ -9,6 +9,7 @@
     ├── PayloadTooLarge                413     invalid_request_error
     ├── RateLimited                    429     rate_limit_error
     ├── BudgetExceeded                 429     insufficient_quota (402 on music paths)
+    ├── StorageQuotaExceeded           429/413 insufficient_quota (the key's stored bytes)
     ├── UpstreamRejected               4xx     (the upstream's own status, relayed)
     ├── UpstreamFailed                 502/504 upstream_error / timeout
     └── StorageUnavailable             503     server_error (the file store is unreachable)
@@ -97,6 +98,13 @@ class BudgetExceeded(GatewayError):
 
     def status_for(self, style: ErrorStyle) -> int:
         return 402 if style == "music" else self.status
+
+
+class StorageQuotaExceeded(GatewayError):
+    """The key holds as much stored state as it may (stored responses): delete some, or wait
+    for retention. 413 when one request alone would store more than the whole quota."""
+
+    status, type, code = 429, "insufficient_quota", "storage_quota_exceeded"
 
 
 class UpstreamRejected(GatewayError):

@@ -85,6 +85,12 @@ def is_multipart(content_type: bytes | None) -> bool:
     )
 
 
+def is_json(content_type: bytes | None) -> bool:
+    """A JSON body (`application/json`, with or without parameters), which some form
+    endpoints take as their other spelling."""
+    return content_type is not None and content_type.split(b";", 1)[0].strip().lower() == b"application/json"
+
+
 def _parser(content_type: bytes, builder: _Builder) -> MultipartParser:
     _, options = parse_options_header(content_type)
     boundary = options.get(b"boundary")

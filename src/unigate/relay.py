@@ -11,10 +11,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import orjson
-
 from unigate.asgi import Receive, Request, Send
 from unigate.providers.base import Reply, StreamBroken
+from unigate.translate.sse import openai_error_chunk
 
 log = logging.getLogger("unigate.relay")
 
@@ -32,8 +31,7 @@ class Framing:
 
 def openai_error_event(message: str) -> bytes:
     """OpenAI SDKs raise on a data object with an `error` key; no `[DONE]` follows."""
-    body = orjson.dumps({"error": {"message": message, "type": "upstream_error", "code": "stream_broken"}})
-    return b"data: " + body + b"\n\n"
+    return openai_error_chunk(message, "upstream_error", "stream_broken")
 
 
 # An SSE comment: every SSE parser drops it, the OpenAI SDK included.

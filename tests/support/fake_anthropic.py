@@ -1,6 +1,10 @@
 """A fake Anthropic Messages upstream on 127.0.0.1: JSON answers and `event:`/`data:` SSE in
 Anthropic's real framing, tool use when tools are offered, recorded requests, scripted death.
 
+Tool use calls the first tool offered with `{"city": "Paris"}`, or, when `tool_call` names a
+tool the request offers, that tool with the scripted input (an agent's real tool, e.g. Claude
+Code's `Read`); after a tool result it answers "The tool said: ..." quoting the result.
+
 With the web search server tool offered (and no client tool to call) it searches as Anthropic
 does: a `server_tool_use` block, a `web_search_tool_result` block, then text whose cited part
 is a text block of its own with a `web_search_result_location` citation (streamed as a
@@ -26,8 +30,12 @@ class FakeAnthropic(LoopbackServer):
     slow_seconds: float = 0.5
     cancelled: int = 0
     text: str = "Hello from the fake Anthropic upstream"
+    tool_call: tuple[str, dict[str, Any]] | None = None  # (name, input) to call when offered
     received: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)  # request bodies as sent
+    queries: list[str] = field(default_factory=list)
+    counted: list[bytes] = field(default_factory=list)  # count_tokens bodies as sent
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
@@ -39,6 +47,7 @@ class FakeAnthropic(LoopbackServer):
 
     def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count)
 
     def _answer(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         last = body["messages"][-1]
@@ -49,15 +58,34 @@ class FakeAnthropic(LoopbackServer):
         if len(client_tools) < len(tools) and not client_tools and result is None:
             return _searched(last["content"] if isinstance(last["content"], str) else "search"), "end_turn"
         if client_tools and result is None:
-            tool = client_tools[0]["name"]
-            return [
-                {"type": "tool_use", "id": "toolu_fake1", "name": tool, "input": {"city": "Paris"}}
-            ], "tool_use"
+            tool, args = client_tools[0]["name"], {"city": "Paris"}
+            offered = {t.get("name") for t in client_tools}
+            if self.tool_call is not None and self.tool_call[0] in offered:
+                tool, args = self.tool_call
+            return [{"type": "tool_use", "id": "toolu_fake1", "name": tool, "input": args}], "tool_use"
         text = f"The tool said: {result['content']}" if result else self.text
         return [{"type": "text", "text": text}], "end_turn"
 
+    async def _count(self, request: web.Request) -> web.Response:
+        """Anthropic's count: `input_tokens` only (it refuses `max_tokens`); here one token per
+        character of the request, so tests can tell the upstream's count from an estimate."""
+        raw = await request.read()
+        body = orjson.loads(raw)
+        self.counted.append(raw)
+        self.queries.append(request.query_string)
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        if "max_tokens" in body:
+            return web.json_response(
+                {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: extra"}},
+                status=400,
+            )
+        return web.json_response({"input_tokens": 1000 + len(raw)})
+
     async def _messages(self, request: web.Request) -> web.StreamResponse:
-        body = orjson.loads(await request.read())
+        raw = await request.read()
+        body = orjson.loads(raw)
+        self.raw.append(raw)
+        self.queries.append(request.query_string)
         self.received.append(body)
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
         blocks, stop = self._answer(body)

@@ -1,5 +1,6 @@
-"""A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON and
-`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them.
+"""A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON,
+`:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them, and
+`:countTokens`.
 
 With a `googleSearch` tool (and no function to call) the answer is grounded as Google grounds
 it: `groundingMetadata` with the queries, the pages and the spans they support, offsets in
@@ -25,7 +26,10 @@ class FakeGemini(LoopbackServer):
     slow_seconds: float = 0.5
     cancelled: int = 0
     text: str = "Hello from the fake Gemini upstream"
+    # (name, args): call this declared function instead of the first one with {"city": "Paris"}.
+    tool_call: tuple[str, dict[str, Any]] | None = None
     received: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)  # request bodies as sent
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
@@ -48,20 +52,26 @@ class FakeGemini(LoopbackServer):
         last = body["contents"][-1]["parts"]
         answer = next((p["functionResponse"] for p in last if "functionResponse" in p), None)
         tools = body.get("tools") or []
-        functions = [t for t in tools if "functionDeclarations" in t]
-        if any("googleSearch" in t for t in tools) and not functions and answer is None:
-            return [{"text": GROUNDED}], "STOP"
-        if functions and answer is None:
-            name = functions[0]["functionDeclarations"][0]["name"]
+        declared = [d for tool in tools for d in tool.get("functionDeclarations", [])]
+        if any("googleSearch" in t for t in tools) and not declared and answer is None:
+            return [{"text": GROUNDED}], "STOP"  # Google runs its own search upstream
+        if declared and answer is None:
+            name = declared[0]["name"]
             return [{"functionCall": {"name": name, "args": {"city": "Paris"}}}], "STOP"
         text = f"The tool said: {orjson.dumps(answer['response']).decode()}" if answer else self.text
         return [{"text": text}], "STOP"
 
     async def _call(self, request: web.Request) -> web.StreamResponse:
         call = request.match_info["call"]
-        body = orjson.loads(await request.read())
+        raw = await request.read()
+        body = orjson.loads(raw)
+        self.raw.append(raw)
         self.received.append((call + "?" + request.query_string, body, dict(request.headers)))
+        if call.endswith(":countTokens"):
+            # Gemini's count: `totalTokens`; one per byte of the body, to tell it from an estimate.
+            return web.json_response({"totalTokens": 2000 + len(raw)})
         parts, finish = self._parts(body)
+        parts = self._scripted(body, parts)
         usage = {"promptTokenCount": 17, "candidatesTokenCount": 8, "totalTokenCount": 25}
         grounding = {"groundingMetadata": grounding_metadata()} if parts[0].get("text") == GROUNDED else {}
         if call.endswith(":generateContent"):
@@ -109,6 +119,15 @@ class FakeGemini(LoopbackServer):
             self.cancelled += 1
             raise
         return resp
+
+    def _scripted(self, body: dict[str, Any], parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The scripted `tool_call` in place of the default function call, when declared."""
+        tools = body.get("tools") or []
+        declared = {d.get("name") for tool in tools for d in tool.get("functionDeclarations") or []}
+        if "functionCall" not in parts[0] or self.tool_call is None or self.tool_call[0] not in declared:
+            return parts
+        name, args = self.tool_call
+        return [{"functionCall": {"name": name, "args": args}}]
 
 
 GROUNDED = "Selon la recherche, la marée haute à Brest est à midi."

@@ -12,6 +12,10 @@ Behaviour is scripted per instance through `mode`:
   die_mid       streams: send two events, then drop the connection
   reject400     HTTP 400 with an OpenAI error body (must be relayed, not retried)
   slow_stream   streams: wait `slow_seconds` between events (client disconnect tests)
+
+A tool call goes to the first tool with `{"city": "Paris"}`, or, when `tool_call` names an
+offered tool, to that one with the scripted arguments; after a tool message it answers
+"The tool said: ..." quoting it.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ class Received:
 class FakeOpenAI(LoopbackServer):
     mode: str = "ok"
     reply_text: str = "Hello from the fake upstream"
+    tool_call: tuple[str, dict[str, Any]] | None = None  # (name, arguments) to call when offered
+    refusal: str | None = None  # set: chat answers refuse with this text instead of replying
     slow_seconds: float = 0.5
     received: list[Received] = field(default_factory=list)
     cancelled: int = 0
@@ -69,6 +75,7 @@ class FakeOpenAI(LoopbackServer):
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/moderations", self._moderations)
 
     async def _common(self, request: web.Request) -> tuple[dict[str, Any], web.StreamResponse | None]:
         body = orjson.loads(await request.read())
@@ -97,15 +104,18 @@ class FakeOpenAI(LoopbackServer):
         tools = body.get("tools") or []
         last = body["messages"][-1]
         if tools and body.get("tool_choice") != "none" and last.get("role") != "tool":
-            name = tools[0]["function"]["name"]
+            name, args = tools[0]["function"]["name"], '{"city": "Paris"}'
+            if self.tool_call is not None and self.tool_call[0] in {t["function"]["name"] for t in tools}:
+                name, args = self.tool_call[0], orjson.dumps(self.tool_call[1]).decode()
             message: dict[str, Any] = {
                 "role": "assistant",
                 "content": None,
+                "refusal": None,
                 "tool_calls": [
                     {
                         "id": "call_fake1",
                         "type": "function",
-                        "function": {"name": name, "arguments": '{"city": "Paris"}'},
+                        "function": {"name": name, "arguments": args},
                     }
                 ],
             }
@@ -118,6 +128,8 @@ class FakeOpenAI(LoopbackServer):
             if last.get("role") == "tool":
                 text = f"The tool said: {last.get('content')}"
             message = {"role": "assistant", "content": text, "refusal": None}
+            if self.refusal is not None:
+                message = {"role": "assistant", "content": None, "refusal": self.refusal}
             finish = "stop"
         usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
         if body.get("stream"):
@@ -191,6 +203,14 @@ class FakeOpenAI(LoopbackServer):
                                 "finish_reason": None,
                             }
                         ],
+                    }
+                )
+        elif message.get("refusal"):
+            for word in message["refusal"].split(" "):
+                chunks.append(
+                    {
+                        **base,
+                        "choices": [{"index": 0, "delta": {"refusal": word + " "}, "finish_reason": None}],
                     }
                 )
         else:
@@ -287,6 +307,46 @@ class FakeOpenAI(LoopbackServer):
                 "usage": {"prompt_tokens": 3, "total_tokens": 3},
             }
         )
+
+    async def _moderations(self, request: web.Request) -> web.StreamResponse:
+        body, early = await self._common(request)
+        if early is not None:
+            return early
+        value = body["input"]
+        if isinstance(value, str):
+            results = [moderation_result(value, False)]
+        elif all(isinstance(v, str) for v in value):
+            results = [moderation_result(v, False) for v in value]
+        else:
+            text = " ".join(p["text"] for p in value if p["type"] == "text")
+            results = [moderation_result(text, any(p["type"] == "image_url" for p in value))]
+        model = body.get("model", "omni-moderation-latest")
+        return web.json_response({"id": "modr-fake", "model": model, "results": results})
+
+
+MODERATION_CATEGORIES = (
+    "harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent",
+    "self-harm", "self-harm/intent", "self-harm/instructions", "sexual", "sexual/minors", "violence",
+    "violence/graphic",
+)  # fmt: skip
+IMAGE_MODERATION = ("self-harm", "self-harm/intent", "self-harm/instructions", "sexual", "violence",
+                    "violence/graphic")  # fmt: skip
+
+
+def moderation_result(text: str, image: bool) -> dict[str, Any]:
+    """OpenAI's result for one input: `violence` flagged when the text says "kill"."""
+    scores = {c: 0.0001 for c in MODERATION_CATEGORIES}
+    if "kill" in text.lower():
+        scores["violence"] = 0.93
+    kinds = (["text"] if text else []) + (["image"] if image else [])
+    return {
+        "flagged": any(v >= 0.5 for v in scores.values()),
+        "categories": {c: v >= 0.5 for c, v in scores.items()},
+        "category_scores": scores,
+        "category_applied_input_types": {
+            c: kinds if c in IMAGE_MODERATION else kinds[:1] if text else [] for c in MODERATION_CATEGORIES
+        },
+    }
 
 
 def _error(status: int, message: str, kind: str) -> web.Response:

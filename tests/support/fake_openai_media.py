@@ -82,6 +82,11 @@ class FakeOpenAIMedia(LoopbackServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def serve_file(self, name: str, content_type: str, data: bytes) -> str:
+        """Serve `data` at GET /files/{name} (an input the gateway fetches by URL); its URL."""
+        self._files[name] = (content_type, data)
+        return f"http://127.0.0.1:{self.port}/files/{name}"
+
     def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         app.router.add_post("/v1/audio/translations", self._transcribe)

@@ -5,8 +5,9 @@ input_items, with responses kept in memory per id so `previous_response_id` chai
 
 It records every request as received (`received`: method, path, query, headers, raw bytes) so
 tests can check what a relay forwarded byte for byte. Replies are deterministic: a function call
-to the first function tool while tools are offered and the last input is no tool output; "The
-tool said: ..." after a tool output; otherwise `reply_text` with the turn number and the first
+to the first function tool (or to the one `tool_call` names, with its scripted arguments, when
+offered) while tools are offered and the last input is no tool output; "The tool said: ..."
+after a tool output; otherwise `reply_text` with the turn number and the first
 user message of the conversation (so a chain shows the upstream saw its history). Usage counts
 words: every text of the conversation and the instructions in, the answer's words out.
 
@@ -52,14 +53,19 @@ class Stored:
     response: dict[str, Any]
     input: list[dict[str, Any]]  # this call's input items, ids assigned
     history: list[dict[str, Any]]  # the conversation up to and including this call's output
+    context: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # what input_items lists: history before the output
 
 
 @dataclass
 class FakeOpenAIResponses(LoopbackServer):
     mode: str = "ok"
     reply_text: str = "Hello from the fake Responses upstream"
+    tool_call: tuple[str, dict[str, Any]] | None = None  # (name, arguments) to call when offered
     die_after: int = 4
     background_seconds: float = 0.4
+    event_delay: float = 0.0  # seconds between stream events (a slow upstream)
     prefix: str = "/v1"
     received: list[Seen] = field(default_factory=list)
     stored: dict[str, Stored] = field(default_factory=dict)
@@ -121,7 +127,7 @@ class FakeOpenAIResponses(LoopbackServer):
         final = self._answer(body, history, items)
         if body.get("store", True):
             conversation = [*history, *items, *final["output"]]
-            self.stored[final["id"]] = Stored(final, items, conversation)
+            self.stored[final["id"]] = Stored(final, items, conversation, [*history, *items])
         if body.get("background"):
             return self._start_background(final)
         if body.get("stream"):
@@ -135,7 +141,10 @@ class FakeOpenAIResponses(LoopbackServer):
         last = items[-1] if items else {}
         tools = [t for t in body.get("tools") or [] if t.get("type") == "function"]
         if tools and body.get("tool_choice") != "none" and last.get("type") != "function_call_output":
-            output = wire.function_call_item(tools[0]["name"], '{"city":"Paris"}')
+            name, args = tools[0]["name"], '{"city":"Paris"}'
+            if self.tool_call is not None and self.tool_call[0] in {t["name"] for t in tools}:
+                name, args = self.tool_call[0], orjson.dumps(self.tool_call[1]).decode()
+            output = wire.function_call_item(name, args)
             produced = 5
         else:
             if last.get("type") == "function_call_output":
@@ -180,6 +189,8 @@ class FakeOpenAIResponses(LoopbackServer):
                 request.transport.close()
                 return resp
             await resp.write(f"event: {event['type']}\n".encode() + b"data: " + orjson.dumps(event) + b"\n\n")
+            if self.event_delay:
+                await asyncio.sleep(self.event_delay)
         await resp.write_eof()
         return resp
 
@@ -230,7 +241,9 @@ class FakeOpenAIResponses(LoopbackServer):
         if isinstance(found, web.Response):
             return found
         _response_id, entry = found
-        items = list(entry.input)
+        # As OpenAI lists them: the whole context the response answered (earlier turns' inputs
+        # and outputs, then this turn's inputs), not only this turn's.
+        items = list(entry.context)
         if request.query.get("order", "desc") == "desc":
             items.reverse()
         after = request.query.get("after")

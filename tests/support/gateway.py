@@ -25,8 +25,12 @@ class GatewayProcess:
         config: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
         workers: int = 1,
+        prefix: list[str] | None = None,
     ) -> None:
         self.workdir = workdir
+        # Runs the server under another command (e.g. one that mounts its data dir first),
+        # which must end by exec'ing the server so `proc.pid` stays the server's.
+        self.prefix = prefix or []
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = workdir / f"gateway-{self.port}.log"
@@ -50,6 +54,7 @@ class GatewayProcess:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             [
+                *self.prefix,
                 sys.executable,
                 "-m",
                 "unigate",

@@ -88,7 +88,7 @@ def function_call_item(name: str, arguments: str) -> Item:
 def usage(input_tokens: int, output_tokens: int) -> Item:
     return {
         "input_tokens": input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input_tokens + output_tokens,
@@ -119,7 +119,13 @@ def response_object(body: dict[str, Any], response_id: str, status: str) -> Item
         "temperature": body.get("temperature", 1.0),
         "text": {"format": {"type": "text"}, "verbosity": "medium", **text},
         "tool_choice": body.get("tool_choice", "auto"),
-        "tools": body.get("tools") or [],
+        # Function tools come back with their defaults filled in, as OpenAI echoes them.
+        "tools": [
+            {**t, "parameters": t.get("parameters"), "strict": t.get("strict", True)}
+            if t.get("type") == "function"
+            else t
+            for t in body.get("tools") or []
+        ],
         "top_logprobs": 0,
         "top_p": body.get("top_p", 1.0),
         "truncation": "disabled",
@@ -163,6 +169,7 @@ def _item_events(index: int, item: Item) -> list[Item]:
                 "type": "response.function_call_arguments.done",
                 "item_id": item_id,
                 "output_index": index,
+                "name": item["name"],
                 "arguments": args,
             },
             {"type": "response.output_item.done", "output_index": index, "item": item},

@@ -32,9 +32,9 @@ from unigate.providers.openai_responses import (
     _ends,
     _read_endings,
     body_usage,
-    request_body,
 )
 from unigate.providers.redact import Redactor
+from unigate.providers.same_format import request_body
 from unigate.usage.recorder import Usage
 
 SECRET = "sk-upstream-secret-0123456789"

@@ -1,13 +1,19 @@
 """Stored responses on SQLite and PostgreSQL: owner scoping, conversations rebuilt by the
-recursive query (oldest first, cut at another owner's row), delete and the retention purge."""
+recursive query (oldest first, cut at another owner's row), delete and the retention purge,
+the bytes each key holds and the size of each conversation, and no event rows outliving their
+response."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
+import sqlalchemy as sa
+
+from unigate.responses.runs import BackgroundRuns
 from unigate.responses.store import ResponseStore, StoredResponse
-from unigate.store import db
+from unigate.store import db, key_storage
+from unigate.store.schema import response_events
 
 
 def _response(rid: str, key: str, previous: str | None, created: float | None = None) -> StoredResponse:
@@ -45,6 +51,87 @@ def test_store_chain_delete_and_purge(database_url: str) -> None:
         assert await store.get("r3", "k1") is None
         assert await store.purge(before=1000.0) == 1  # r1 only
         assert [r.id for r in await store.chain("r2n", "k1")] == ["r2n"]  # its predecessor is gone
+        await engine.dispose()
+
+    asyncio.run(run())
+
+
+def test_sizes_quota_and_conversation_bounds(database_url: str) -> None:
+    """Each stored byte counts against its key in the same transaction (insert, a background
+    run's events and final state, delete, purge), and a response knows the size of the
+    conversation it ends, so a continuation is checked from one row."""
+
+    async def run() -> None:
+        engine = db.create_engine(database_url)
+        await db.migrate(engine)
+        store, runs = ResponseStore(engine), BackgroundRuns(engine)
+        first = _response("c1", "k1", None)
+        first.body["usage"] = {"input_tokens": 7, "output_tokens": 3}
+        await store.insert(first)
+        one = await key_storage.held(engine, "k1")
+        head = await store.head("c1", "k1")
+        assert head is not None and head.status == "completed"
+        assert head.context_tokens == 10  # the upstream's own count: input (all turns) + output
+        assert one > 0 and head.context_bytes > 0
+        # A continuation without usage: the earlier turns plus an estimate of its own.
+        await store.insert(_response("c2", "k1", "c1"), before=(head.context_bytes, head.context_tokens))
+        second = await store.head("c2", "k1")
+        assert second is not None
+        assert second.context_bytes > head.context_bytes and second.context_tokens > 10
+        assert await store.head("c2", "k2") is None  # owner-scoped
+
+        # A background response: its events and final state count too.
+        queued = _response("b1", "k1", None)
+        queued.status, queued.background = "queued", True
+        await store.insert(queued, {"model": "m"}, ("w", time.time() + 30), [(0, b"e0"), (1, b"e1")])
+        before_run = await key_storage.held(engine, "k1")
+        assert await runs.append("b1", [(2, b"x" * 100)])
+        final = {
+            "id": "b1",
+            "status": "completed",
+            "output": [],
+            "usage": {"input_tokens": 5, "output_tokens": 5},
+        }
+        assert await runs.set_state("b1", final, [(3, b"y" * 50)])
+        assert await key_storage.held(engine, "k1") >= before_run + 150
+        done = await store.head("b1", "k1")
+        assert done is not None and done.status == "completed" and done.context_tokens == 10
+
+        # Delete and purge give every byte back.
+        for rid in ("c2", "b1"):
+            assert await store.delete(rid, "k1")
+        assert await key_storage.held(engine, "k1") == one
+        assert await store.purge(before=time.time() + 1) == 1
+        assert await key_storage.held(engine, "k1") == 0
+        await engine.dispose()
+
+    asyncio.run(run())
+
+
+def test_events_of_a_deleted_or_cancelled_run_are_dropped_and_orphans_swept(database_url: str) -> None:
+    async def run() -> None:
+        engine = db.create_engine(database_url)
+        await db.migrate(engine)
+        store, runs = ResponseStore(engine), BackgroundRuns(engine)
+        for rid in ("d1", "d2"):
+            queued = _response(rid, "k1", None)
+            queued.status, queued.background = "queued", True
+            await store.insert(queued, {"model": "m"}, ("w", time.time() + 30), [(0, b"e0")])
+        assert await store.delete("d1", "k1")
+        assert not await runs.append("d1", [(1, b"late")])  # nothing to write to: dropped
+        assert not await runs.set_state("d1", {"id": "d1", "status": "completed"}, [(2, b"end")])
+        assert await runs.cancel("d2", "k1", {"id": "d2", "status": "cancelled"})
+        assert not await runs.append("d2", [(1, b"after the cancel")])
+        assert [seq for seq, _ in await runs.events_after("d2", -1)] == [0]
+        # Rows an older version left behind: swept by the purge.
+        async with engine.begin() as conn:
+            await conn.execute(
+                response_events.insert(), [{"response_id": "gone", "sequence_number": 0, "data": "x"}]
+            )
+        assert await store.purge(before=0.0) == 0
+        async with engine.connect() as conn:
+            left = (await conn.execute(sa.select(response_events.c.response_id))).scalars().all()
+        assert sorted(left) == ["d2"]
         await engine.dispose()
 
     asyncio.run(run())

@@ -411,6 +411,36 @@ def test_parallel_tool_calls_when_the_user_names_several_tools(tmp_path: Path) -
     assert len(one["choices"][0]["message"]["tool_calls"]) == 1
 
 
+def test_a_tool_the_user_names_is_called_even_when_another_matches_more_words(tmp_path: Path) -> None:
+    # Agents (Claude Code, Codex) offer tools whose long descriptions share many words with any
+    # request; a user naming one tool outright gets that tool, as a model would call it.
+    shell = {
+        "type": "function",
+        "function": {
+            "name": "Bash",
+            "description": "Runs a shell command: read a file, print the secret word, list notes, run tools",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+        },
+    }
+    read = {
+        "type": "function",
+        "function": {
+            "name": "Read",
+            "description": "Reads a file",
+            "parameters": {
+                "type": "object",
+                "properties": {"file_path": {"type": "string"}},
+                "required": ["file_path"],
+            },
+        },
+    }
+    text = 'Read the file_path "/srv/notes.txt" and tell me the secret word in the notes'
+    for parallel in (True, False):
+        data = body(tmp_path, "chat", chat(text, tools=[shell, read], parallel_tool_calls=parallel))
+        assert len(data["choices"][0]["message"]["tool_calls"]) == 1
+        assert tool_args(data) == ("Read", {"file_path": "/srv/notes.txt"})
+
+
 def test_tool_result_round_trip(tmp_path: Path) -> None:
     first = body(tmp_path, "chat", chat("What's the weather in Rome?", tools=[WEATHER_TOOL]))
     call = first["choices"][0]["message"]["tool_calls"][0]

@@ -518,6 +518,7 @@ def test_gemini_response_to_openai() -> None:
                 "message": {
                     "role": "assistant",
                     "content": "Checking both.",
+                    "refusal": None,
                     "tool_calls": [
                         {
                             "id": "call_r1_0",
@@ -536,7 +537,7 @@ def test_gemini_response_to_openai() -> None:
             },
             {
                 "index": 1,
-                "message": {"role": "assistant", "content": "Cut"},
+                "message": {"role": "assistant", "content": "Cut", "refusal": None},
                 "finish_reason": "length",
                 "logprobs": None,
             },
@@ -616,7 +617,7 @@ def test_blocked_prompt_and_malformed_arguments() -> None:
     assert blocked["choices"] == [
         {
             "index": 0,
-            "message": {"role": "assistant", "content": ""},
+            "message": {"role": "assistant", "content": "", "refusal": None},
             "finish_reason": "content_filter",
             "logprobs": None,
         }

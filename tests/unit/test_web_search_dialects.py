@@ -15,12 +15,11 @@ from unigate.providers.sandbox.chat import plan_chat
 from unigate.translate.anthropic import (
     AnthropicToOpenAIStream,
     OpenAIToAnthropicStream,
-    anthropic_to_openai_request,
     anthropic_to_openai_response,
     openai_to_anthropic_request,
     openai_to_anthropic_response,
+    translate_messages,
 )
-from unigate.translate.dropped import Dropped
 from unigate.translate.gemini import (
     GeminiToOpenAIStream,
     OpenAIToGeminiStream,
@@ -30,6 +29,7 @@ from unigate.translate.gemini import (
     openai_to_gemini_response,
 )
 from unigate.translate.sse import SSEParser
+from unigate.translate.translation import Dropped
 from unigate.translate.web_search import citations, searches
 
 Json = dict[str, Any]
@@ -144,8 +144,8 @@ def test_anthropic_client_search_tool_and_server_tools() -> None:
             {"name": "lookup", "input_schema": {"type": "object"}},
         ],
     }  # fmt: skip
-    dropped = Dropped()
-    chat = anthropic_to_openai_request(payload, dropped)
+    dropped = translate_messages(payload)
+    chat = dropped.canonical
     assert chat["web_search_options"] == {
         "user_location": {"type": "approximate", "approximate": {"city": "Brest"}}
     }

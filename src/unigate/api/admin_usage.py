@@ -22,7 +22,9 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         params = query_params(request, (*usage_query.PARAMS, "format"))
         as_csv = _wants_csv(request, params.get("format"))
         query = usage_query.UsageQuery.parse(params)
-        await gw.usage.flush()  # this process's last second of calls is in the answer too
+        # This process's last second of calls is in the answer too, unless the database
+        # cannot take them now (a full disk): the report is still answered.
+        await gw.usage.flush(required=False)
         rows = await usage_query.run(gw.engine, query)
         if as_csv:
             disposition = (b"content-disposition", b'attachment; filename="unigate-usage.csv"')

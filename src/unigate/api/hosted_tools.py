@@ -13,10 +13,9 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 
-from unigate.api.serve import Finish
 from unigate.gateway import Gateway
-from unigate.providers.base import Reply, Target, Unsupported
-from unigate.translate.dropped import Dropped, with_dropped
+from unigate.providers.base import Target, Unsupported
+from unigate.translate.translation import Dropped
 
 log = logging.getLogger("unigate.hosted_tools")
 
@@ -55,17 +54,3 @@ class HostedTools:
                 target.provider.protocol,
                 key_id,
             )
-
-    def finish(self, fmt: str, key_id: str, dropped: Dropped) -> Finish | None:
-        """The last step of a call from a client of format `fmt` (Anthropic, Gemini): an answer
-        a translated route gave names what the translation dropped."""
-        if not dropped.fields:
-            return None
-
-        async def finish(reply: Reply, target: Target) -> Reply:
-            if reply.wire != fmt:  # translated, not relayed in the client's own format
-                reply.headers = with_dropped(reply.headers, dropped.fields)
-                self.note(key_id, target, dropped)
-            return reply
-
-        return finish

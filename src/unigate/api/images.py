@@ -1,12 +1,14 @@
 """Image family, OpenAI format: `POST /v1/images/generations` (JSON) and
-`POST /v1/images/edits` (multipart `image` or `image[]`, optional `mask`). Answers are
-`ImagesResponse` JSON with `url` or `b64_json` items, relayed as the upstream sent them."""
+`POST /v1/images/edits` (multipart `image` or `image[]`, optional `mask`; or JSON with
+`images` and `mask` references, `image_refs.py`). Answers are `ImagesResponse` JSON with
+`url` or `b64_json` items, relayed as the upstream sent them."""
 
 from __future__ import annotations
 
 import re
 
 from unigate.api import fields
+from unigate.api.image_refs import json_edit_form
 from unigate.api.public_url import configured_base, public_base
 from unigate.api.serve import Serving, media_attempt
 from unigate.asgi import Request
@@ -15,7 +17,7 @@ from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
 from unigate.media_types import IMAGE_CONTENT_TYPES, sniff_image
-from unigate.multipart import read_form
+from unigate.multipart import is_json, read_form
 from unigate.providers.base import MediaCall
 
 MAX_PROMPT = 32_000
@@ -63,7 +65,14 @@ class ImagesAPI:
         await self.serving.run(request, principal, model, call.op, media_attempt(call))
 
     async def edits(self, request: Request, principal: Principal | None) -> None:
-        form = await read_form(request, self.max_upload)
+        if is_json(request.header(b"content-type")):
+            _, payload = await request.json_object(self.max_upload)  # the images may be data URLs
+            check_common(payload)  # typed as JSON, before any image is read
+            form = await json_edit_form(
+                payload, self.gw.provider_context.fetch_url, self.max_upload, MAX_IMAGES
+            )
+        else:
+            form = await read_form(request, self.max_upload)
         try:
             payload = fields.form_payload(form)
             images = form.files.get("image", [])

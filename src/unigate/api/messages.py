@@ -1,43 +1,46 @@
 """`POST /v1/messages`: the Anthropic Messages format in, any upstream behind it.
 
-The request is translated to the gateway's canonical (OpenAI) form, routed like any chat call,
-and the answer - a body or a stream, already peeked so fallback stays possible - is translated
-back to Anthropic's shape. Errors use Anthropic's error body.
+A model routed to an `anthropic` upstream gets the client's request itself: its body bytes with
+only the model id replaced, its query string and its `anthropic-beta` / `anthropic-version`
+headers, and the client gets the upstream's bytes back, streams included. Any other route gets
+the request translated to the gateway's canonical (OpenAI) form, once, when a route first needs
+it (`api/dialect_call.py`), and its answer - a body or a stream, already peeked so fallback
+stays possible - is translated back to Anthropic's shape; what the translation could not carry
+is named in `x-unigate-dropped-fields`. Errors use Anthropic's error body.
 
-`POST /v1/messages/count_tokens` answers `{"input_tokens": N}` from the gateway's own local
-estimate (the sandbox's tokenizer over the same canonical request), for whatever upstream the
-model routes to: exact for the sandbox (it equals `usage.input_tokens` of the same message),
-an approximation for real models. The model is still checked (404, 403); nothing is routed,
-rate-limited or charged. `GET /v1/models[/{id}]` in Anthropic's shape: `anthropic_models`.
+`POST /v1/messages/count_tokens` asks the upstream the model's route leads to when it can count
+(Anthropic's own `count_tokens`, Gemini's `countTokens`), else answers the gateway's local
+count (`api/token_count.py`). `GET /v1/models[/{id}]` in Anthropic's shape: `anthropic_models`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Any
 
 import orjson
 
 from unigate.api import anthropic_models
+from unigate.api.dialect_call import DialectCall
 from unigate.api.hosted_tools import HostedTools
 from unigate.api.present import presenter
 from unigate.api.text import TextAPI
-from unigate.asgi import Request, send_json
+from unigate.api.token_count import TokenCounter
+from unigate.asgi import Request
 from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
-from unigate.providers.base import Reply, Target, TextCall
-from unigate.providers.sandbox.compose import parse_response_format
-from unigate.providers.sandbox.conversation import parse_conversation
-from unigate.providers.sandbox.tools import parse_tool_policy
+from unigate.providers.anthropic import RELAYED_HEADERS
+from unigate.providers.same_format import ClientRequest, relayed_query
 from unigate.relay import Framing
 from unigate.translate.anthropic import (
     OpenAIToAnthropicStream,
     anthropic_to_openai_request,
     openai_to_anthropic_response,
+    translate_messages,
 )
-from unigate.translate.dropped import Dropped
+
+FORMAT = "anthropic"
 
 
 def anthropic_error_event(message: str) -> bytes:
@@ -50,46 +53,65 @@ def anthropic_error_event(message: str) -> bytes:
 ANTHROPIC_FRAMING = Framing(anthropic_error_event, b'event: ping\ndata: {"type": "ping"}\n\n')
 
 
+def client_request(request: Request, raw: bytes) -> ClientRequest:
+    """What an Anthropic upstream gets of the client's request besides its parsed body."""
+    headers = {}
+    for name in RELAYED_HEADERS:
+        value = request.header(name)
+        if value is not None:
+            headers[name.decode()] = value.decode("latin-1")
+    return ClientRequest(raw, relayed_query(request.scope.get("query_string", b"")), headers)
+
+
 class MessagesAPI:
     def __init__(self, gw: Gateway) -> None:
         self.text = TextAPI(gw)
+        self.counter = TokenCounter(self.text.serving)
         self.limit = gw.config.limits.max_json_body
         self.hosted = HostedTools(gw)
 
     async def messages(self, request: Request, principal: Principal | None) -> None:
-        _, payload = await request.json_object(self.limit)
+        raw, payload = await request.json_object(self.limit)
         model = _model(payload)
         if not isinstance(payload.get("max_tokens"), int) or isinstance(payload.get("max_tokens"), bool):
             raise InvalidRequest("`max_tokens` is required and must be an integer.", param="max_tokens")
         stream = payload.get("stream")
         if stream is not None and not isinstance(stream, bool):
             raise InvalidRequest("`stream` must be a boolean.", param="stream")
-        dropped = Dropped()  # server tools a translated route cannot run
-        canonical = anthropic_to_openai_request(payload, dropped)
-        call = TextCall("chat", orjson.dumps(canonical), canonical, model, bool(stream), bool(stream))
-
-        def native(target: Target) -> Awaitable[Reply] | None:
-            if "anthropic" in target.provider.native_formats:
-                return target.provider.native(payload, target, bool(stream))
-            self.hosted.check(dropped)
-            return None
-
+        client = client_request(request, raw)
+        call = DialectCall(
+            FORMAT,
+            payload,
+            model,
+            bool(stream),
+            client,
+            lambda: translate_messages(payload),
+            hosted=self.hosted,
+            key_id=principal.key_id if principal else "",
+        )
         await self.text.serve(
             request,
             principal,
-            call,
-            presenter("anthropic", model, openai_to_anthropic_response, OpenAIToAnthropicStream),
+            call.text_call(),
+            presenter(FORMAT, model, openai_to_anthropic_response, OpenAIToAnthropicStream),
             ANTHROPIC_FRAMING,
-            native,
-            self.hosted.finish("anthropic", principal.key_id, dropped) if principal else None,
+            call.route,
+            call.finish,
         )
 
     async def count_tokens(self, request: Request, principal: Principal | None) -> None:
-        _, payload = await request.json_object(self.limit)
+        raw, payload = await request.json_object(self.limit)
         model = _model(payload)
-        assert principal is not None
-        self.text.serving.resolve(principal, model)  # 404 / 403 as for a real call
-        await send_json(request.send, 200, {"input_tokens": estimate_input_tokens(payload)})
+        await self.counter.count(
+            request,
+            principal,
+            FORMAT,
+            payload,
+            model,
+            client_request(request, raw),
+            lambda: anthropic_to_openai_request(payload),
+            lambda count: {"input_tokens": count},
+        )
 
 
 def _model(payload: dict[str, Any]) -> str:
@@ -97,17 +119,6 @@ def _model(payload: dict[str, Any]) -> str:
     if not isinstance(model, str) or not model:
         raise InvalidRequest("`model` is required and must be a string.", param="model")
     return model
-
-
-def estimate_input_tokens(payload: dict[str, Any]) -> int:
-    """The sandbox's prompt count for this Messages request: conversation (system included),
-    tool schemas and response format, exactly as its chat completions count them."""
-    canonical = anthropic_to_openai_request(payload)
-    return (
-        parse_conversation(canonical).prompt_tokens()
-        + parse_tool_policy(canonical).prompt_tokens()
-        + parse_response_format(canonical).prompt_tokens()
-    )
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:

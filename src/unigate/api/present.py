@@ -10,20 +10,23 @@ import orjson
 
 from unigate.providers.base import Reply, StreamBroken
 from unigate.providers.translated import StreamTranslator
+from unigate.usage.recorder import Usage
 
 BodyTranslation = Callable[[dict[str, Any], str], dict[str, Any]]
 
 
 def presenter(
-    fmt: str, model: str, body: BodyTranslation, stream: Callable[[str], StreamTranslator]
+    fmt: str, model: str, body: BodyTranslation, stream: Callable[[str, Usage], StreamTranslator]
 ) -> Callable[[Reply], Reply]:
+    """`stream` builds a stream's translator from the model and the route's running usage."""
+
     def present(reply: Reply) -> Reply:
         if reply.wire == fmt:
             return reply  # the upstream spoke the client's format: relayed untouched
         if reply.stream is None:
             data = orjson.dumps(body(orjson.loads(reply.body), model))
             return Reply(reply.status, b"application/json", data, usage=reply.usage, headers=reply.headers)
-        events = _translated(stream(model), reply.stream)
+        events = _translated(stream(model, reply.usage), reply.stream)
         return Reply(
             reply.status,
             b"text/event-stream",

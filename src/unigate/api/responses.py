@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from unigate.api.hosted_tools import HostedTools
 from unigate.api.responses_background import BackgroundRunner, replay
 from unigate.api.responses_call import MAX_ID, ResponseCall, load_conversation
 from unigate.api.text import TextAPI
@@ -27,6 +26,7 @@ from unigate.providers.base import Reply, TextCall
 from unigate.providers.openai import OpenAIProvider
 from unigate.relay import send_reply
 from unigate.responses.store import StoredResponse
+from unigate.store.key_storage import StorageQuota
 from unigate.translate.responses_request import ResponsesRequest, parse_request
 from unigate.translate.responses_response import ResponseFrame
 from unigate.translate.responses_stream import queued_events
@@ -41,7 +41,9 @@ class ResponsesAPI:
         self.store = gw.responses
         self.limit = gw.config.limits.max_json_body
         self.runner = BackgroundRunner(gw, self.text)
-        self.hosted = HostedTools(gw)
+        self.hosted = self.runner.hosted  # one log of dropped tools per key, background runs included
+        self.bounds = self.runner.bounds
+        self.quota = StorageQuota(gw.engine, gw.config.limits.stored_bytes_per_key)
 
     @property
     def keepalive(self) -> float:
@@ -51,9 +53,13 @@ class ResponsesAPI:
         assert principal is not None
         raw, payload = await request.json_object(self.limit)
         req = parse_request(payload)
+        if req.store:
+            await self.quota.check(principal.key_id, len(raw))
         chain: list[StoredResponse] = []
-        if req.previous_response_id is not None:  # the only database read on this path
-            chain = await load_conversation(self.store, req.previous_response_id, principal.key_id)
+        if req.previous_response_id is not None:
+            chain = await load_conversation(
+                self.store, req.previous_response_id, principal.key_id, self.bounds
+            )
         call = ResponseCall(self.store, req, principal.key_id, chain, raw, hosted=self.hosted)
         if req.background:
             await self._background(request, principal, req, payload, call.text_call())
@@ -161,7 +167,11 @@ class ResponsesAPI:
             query = [(k, v) for k, v in request.query.items()]
             await self._relayed(request, await relay.responses_input_items(stored.id, query))
             return
-        await send_json(request.send, 200, page(stored.input, request.query))
+        items = stored.input
+        if stored.previous_id is not None:  # the whole context it answered: earlier turns first
+            chain = await self.store.chain(stored.id, stored.key_id)
+            items = [item for turn in chain[:-1] for item in (*turn.input, *turn.output)] + stored.input
+        await send_json(request.send, 200, page(items, request.query))
 
     async def _owned(self, request: Request, principal: Principal | None) -> StoredResponse:
         assert principal is not None

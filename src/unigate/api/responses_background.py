@@ -22,7 +22,8 @@ from typing import Any
 import orjson
 
 from unigate.access_log import ROUTE
-from unigate.api.responses_call import KEEPALIVE, ResponseCall, load_conversation
+from unigate.api.hosted_tools import HostedTools
+from unigate.api.responses_call import KEEPALIVE, ContextBounds, ResponseCall, load_conversation
 from unigate.api.serve import Admitted
 from unigate.api.text import TextAPI
 from unigate.asgi import Message, Request
@@ -30,7 +31,8 @@ from unigate.auth.principal import Principal
 from unigate.background import Periodic
 from unigate.errors import GatewayError
 from unigate.gateway import Gateway
-from unigate.responses.runs import PENDING, BackgroundRuns, DueRun
+from unigate.responses.runs import BackgroundRuns, DueRun
+from unigate.responses.store import PENDING
 from unigate.translate.responses_request import parse_request
 from unigate.translate.responses_stream import QUEUED_EVENTS
 
@@ -44,12 +46,15 @@ _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 
 class _Sink:
     """Stands in for the client of a background run: its events go to the database, in
-    batches, and it never disconnects."""
+    batches, and it never disconnects. `seal` writes the final state with the events not yet
+    written, in one transaction; after it (or once the response stopped being pending, e.g.
+    cancelled) nothing more is written."""
 
     def __init__(self, runs: BackgroundRuns, response_id: str) -> None:
         self.runs = runs
         self.id = response_id
         self.last = QUEUED_EVENTS - 1  # the accepted response's events are written already
+        self.sealed = False
         self._pending: list[tuple[int, bytes]] = []
         self._flushed = time.monotonic()
         self._never = asyncio.Event()
@@ -75,23 +80,35 @@ class _Sink:
         return {"type": "http.disconnect"}
 
     async def send(self, message: Message) -> None:
-        if message["type"] != "http.response.body":
+        if message["type"] != "http.response.body" or self.sealed:
             return
-        for event in message.get("body", b"").split(b"\n\n"):
-            found = _SEQUENCE.search(event)
-            if found is not None and b"data:" in event:  # keep-alive comments are no events
-                self.last = int(found.group(1))
-                self._pending.append((self.last, event + b"\n\n"))
+        self._take(message.get("body", b""))
         if self._pending and (
             not message.get("more_body", False) or time.monotonic() - self._flushed >= FLUSH_SECONDS
         ):
             await self.flush()
 
+    def _take(self, data: bytes) -> None:
+        for event in data.split(b"\n\n"):
+            found = _SEQUENCE.search(event)
+            if found is not None and b"data:" in event:  # keep-alive comments are no events
+                self.last = int(found.group(1))
+                self._pending.append((self.last, event + b"\n\n"))
+
     async def flush(self) -> None:
         events, self._pending = self._pending, []
         self._flushed = time.monotonic()
-        if events:
-            await asyncio.shield(self.runs.append(self.id, events))
+        if events and not self.sealed and not await asyncio.shield(self.runs.append(self.id, events)):
+            self.sealed = True  # no longer pending: cancelled or deleted meanwhile
+
+    async def seal(self, body: Json, tail: bytes) -> bool:
+        self._take(tail)
+        if self.sealed:
+            self._pending = []
+            return False
+        won = await asyncio.shield(self.runs.set_state(self.id, body, self._pending))
+        self._pending, self.sealed = [], True
+        return won
 
 
 class BackgroundRunner:
@@ -102,6 +119,8 @@ class BackgroundRunner:
         self.owner = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.lease_seconds = gw.config.responses.background_lease_seconds
+        self.bounds = ContextBounds.of(gw.config.responses)
+        self.hosted = HostedTools(gw)  # a background run honours `hosted_tools` like a direct one
         # Lapsed leases are looked for every third of a lease: a dead worker's responses
         # resume within about 1.3 leases.
         self._pickup_every = self.lease_seconds / 3
@@ -148,8 +167,12 @@ class BackgroundRunner:
             req = parse_request({**payload, "stream": True})  # events are what gets replayed
             chain = []
             if req.previous_response_id is not None:
-                chain = await load_conversation(self.gw.responses, req.previous_response_id, principal.key_id)
-            call = ResponseCall(self.gw.responses, req, principal.key_id, chain, None, (self.runs, accepted))
+                chain = await load_conversation(
+                    self.gw.responses, req.previous_response_id, principal.key_id, self.bounds
+                )
+            call = ResponseCall(
+                self.gw.responses, req, principal.key_id, chain, None, (sink, accepted), self.hosted
+            )
             if not await self.runs.set_state(rid, {**accepted, "status": "in_progress"}):
                 return  # cancelled before it started
             serve = self.text.serve
@@ -207,7 +230,7 @@ class BackgroundRunner:
         seq = sink.last + 1
         data = b"event: response.failed\ndata: "
         data += orjson.dumps({"type": "response.failed", "sequence_number": seq, "response": body}) + b"\n\n"
-        await asyncio.shield(self.runs.set_state(sink.id, body, [(seq, data)]))
+        await sink.seal(body, data)
 
     async def _step(self) -> None:
         if self.tasks:

@@ -13,23 +13,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import sys
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import orjson
 
 from unigate.api.hosted_tools import HostedTools
+from unigate.config import ResponsesConfig
 from unigate.errors import InvalidRequest, NotFound
 from unigate.providers.base import Reply, StreamBroken, Target, TextCall, Unsupported
 from unigate.providers.openai import OpenAIProvider
 from unigate.relay import Framing
-from unigate.responses.runs import PENDING, BackgroundRuns
-from unigate.responses.store import ResponseStore, StoredResponse
-from unigate.translate.dropped import with_dropped
+from unigate.responses.store import PENDING, Head, ResponseStore, StoredResponse
+from unigate.store.db import failure_reason, is_outage
 from unigate.translate.responses_items import Untranslatable, for_upstream
 from unigate.translate.responses_request import ResponsesRequest
 from unigate.translate.responses_response import ResponseFrame, chat_to_response
 from unigate.translate.responses_stream import QUEUED_EVENTS, ChatToResponsesStream
+from unigate.translate.translation import with_dropped
 
 log = logging.getLogger("unigate.responses")
 
@@ -38,26 +41,67 @@ Json = dict[str, Any]
 NATIVE_FORMAT = "openai-responses"
 KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: the SDK's parser skips it
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_TERMINAL_MARKS = (b'"response.completed"', b'"response.incomplete"', b'"response.failed"')
+TERMINAL_MARKS = (b'"response.completed"', b'"response.incomplete"', b'"response.failed"')
 MAX_ID = 64  # the longest response id: a longer one names nothing
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 _NOT_STORED = "The gateway could not store the response, so it was not completed."
 
 
-async def load_conversation(store: ResponseStore, previous: str, key_id: str) -> list[StoredResponse]:
+class FinalWriter(Protocol):
+    """Where a background run's stream goes (`responses_background._Sink`)."""
+
+    async def seal(self, body: Json, tail: bytes) -> bool:
+        """Write the final state with every event not written yet, `tail` included, in one
+        transaction; nothing is written after it. False: the response was no longer pending."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBounds:
+    """The largest conversation `previous_response_id` may rebuild (`responses.max_context_*`)."""
+
+    max_bytes: int
+    max_tokens: int
+
+    @classmethod
+    def of(cls, config: ResponsesConfig) -> ContextBounds:
+        return cls(config.max_context_bytes, config.max_context_tokens)
+
+    def check(self, previous: str, head: Head) -> None:
+        for size, limit, unit, key in (
+            (head.context_bytes, self.max_bytes, "bytes", "max_context_bytes"),
+            (head.context_tokens, self.max_tokens, "tokens", "max_context_tokens"),
+        ):
+            if size > limit:
+                raise InvalidRequest(
+                    f"The conversation ending with response '{previous}' holds {size} {unit}, more "
+                    f"than the {limit} a continuation may rebuild (responses.{key}). Start a new "
+                    "conversation, sending the context you need as input.",
+                    param="previous_response_id",
+                    code="context_too_large",
+                )
+
+
+async def load_conversation(
+    store: ResponseStore, previous: str, key_id: str, bounds: ContextBounds
+) -> list[StoredResponse]:
     """The stored conversation `previous` ends, oldest first: 404 when the key has no such
-    response (another key's is as unknown as a missing one), 400 while it is still running."""
-    chain = await store.chain(previous, key_id) if len(previous) <= MAX_ID else []
-    if not chain:
+    response (another key's is as unknown as a missing one), 400 while it is still running or
+    when it is larger than `bounds` (known from its last row alone, before any turn loads)."""
+    head = await store.head(previous, key_id) if len(previous) <= MAX_ID else None
+    if head is not None and head.status in PENDING:
+        raise InvalidRequest(
+            f"Previous response with id '{previous}' is still {head.status}; wait for it to finish.",
+            param="previous_response_id",
+        )
+    if head is not None:
+        bounds.check(previous, head)
+    chain = await store.chain(previous, key_id) if head is not None else []
+    if not chain:  # unknown, or deleted in between
         raise NotFound(
             f"Previous response with id '{previous}' not found.",
             param="previous_response_id",
             code="previous_response_not_found",
-        )
-    if chain[-1].status in PENDING:
-        raise InvalidRequest(
-            f"Previous response with id '{previous}' is still {chain[-1].status}; wait for it to finish.",
-            param="previous_response_id",
         )
     return chain
 
@@ -70,17 +114,17 @@ class ResponseCall:
         key_id: str,
         chain: list[StoredResponse],
         raw: bytes | None = None,
-        background: tuple[BackgroundRuns, Json] | None = None,
+        background: tuple[FinalWriter, Json] | None = None,
         hosted: HostedTools | None = None,
     ) -> None:
-        """`background`: a background response being run (its runs store and the response
-        as accepted): its row is updated rather than inserted, and its events go on from the
-        accepted ones with its id. `hosted`: the `hosted_tools` policy and its log (without
-        it, hosted tools a translated route cannot run are dropped, unlogged)."""
+        """`background`: a background response being run (where its stream goes, and the
+        response as accepted): its row is updated rather than inserted, and its events go on
+        from the accepted ones with its id. `hosted`: the `hosted_tools` policy and its log
+        (without it, hosted tools a translated route cannot run are dropped, unlogged)."""
         self.store = store
         self.request = request
         self.raw = raw  # the client's bytes, relayed as they are to a native route
-        self.runs = background[0] if background else None
+        self.sink = background[0] if background else None
         self.hosted = hosted
         self.key_id = key_id
         self.chain = chain  # the stored conversation it continues, oldest first
@@ -131,7 +175,7 @@ class ResponseCall:
         """The client's request, unless it continues a conversation that upstream does not hold
         (answered elsewhere or translated): then the whole conversation is sent instead."""
         payload = self.request.payload
-        if self.runs is not None:  # the gateway runs it in the background, not the upstream
+        if self.sink is not None:  # the gateway runs it in the background, not the upstream
             payload = {k: v for k, v in payload.items() if k != "background"}
         head = self.chain[-1] if self.chain else None
         if head is None or (head.native and head.provider == target.provider.name):
@@ -172,7 +216,7 @@ class ResponseCall:
         )
 
     async def _translated_events(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        translator = self.translator = ChatToResponsesStream(self.frame, queued=self.runs is not None)
+        translator = self.translator = ChatToResponsesStream(self.frame, queued=self.sink is not None)
         try:
             async for run in chunks:
                 out = translator.feed(run)
@@ -186,33 +230,50 @@ class ResponseCall:
             yield tail
         if translator.broken:
             response, event = translator.failed()
+            if self.sink is not None:  # the relay's `error` event would come after the seal
+                event += translator.error_event(translator.error_message)
             try:
-                await self._save(response, native=False)
+                event = await self._commit(response, False, event)
             except Exception:  # failing anyway: the client still learns why
-                log.exception("could not store failed response %s", response["id"])
-            yield event
+                _store_failed(response)
+            if event:
+                yield event
             raise StreamBroken(translator.error_message)  # the relay adds the `error` event
         response = translator.final()
         try:
-            await self._save(response, native=False)
+            terminal = await self._commit(response, False, translator.terminal(response))
         except Exception:
-            log.exception("could not store response %s", response["id"])
+            _store_failed(response)
             raise StreamBroken(_NOT_STORED) from None
-        yield translator.terminal(response)
+        if terminal:
+            yield terminal
 
     async def _native_events(self, runs: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         async for received in runs:
-            run = received if self.runs is None else self._as_background(received)
+            run = received if self.sink is None else self._as_background(received)
             self._note_sequence(run)
-            if any(mark in run for mark in _TERMINAL_MARKS):
+            if any(mark in run for mark in TERMINAL_MARKS):
                 response = _terminal_response(run)
                 if response is not None:
                     try:
-                        await self._save(response, native=True)
+                        run = await self._commit(response, True, run)
                     except Exception:
-                        log.exception("could not store response %s", response.get("id"))
+                        _store_failed(response)
                         raise StreamBroken(_NOT_STORED) from None
-            yield run
+                    if self.sink is not None:
+                        return  # sealed: whatever the upstream sends after it is not written
+            if run:
+                yield run
+
+    async def _commit(self, response: Json, native: bool, terminal: bytes) -> bytes:
+        """Store the finished response; returns what the stream sends on. A background run's
+        final state is written with its remaining events, `terminal` among them, in one
+        transaction, so nothing is left to send (and if a cancel won, nothing may be)."""
+        if self.sink is not None:
+            await asyncio.shield(self.sink.seal(response, terminal))
+            return b""
+        await self._save(response, native)
+        return terminal
 
     def _as_background(self, run: bytes) -> bytes:
         """A native run's events as events of the background response: numbered on from the
@@ -242,9 +303,9 @@ class ResponseCall:
 
     async def _save(self, response: Json, native: bool) -> None:
         req = self.request
-        if self.runs is not None:
+        if self.sink is not None:
             # A background response's row exists: moved to its final state unless cancelled.
-            await asyncio.shield(self.runs.set_state(self.frame.id, response))
+            await asyncio.shield(self.sink.seal(response, b""))
             return
         if not req.store:
             return
@@ -259,8 +320,10 @@ class ResponseCall:
             body=response,
             input=req.input_items,
         )
+        head = self.chain[-1] if self.chain else None
+        before = (head.context_bytes, head.context_tokens) if head is not None else (0, 0)
         # Shielded: a client leaving mid-write must not cancel a database transaction.
-        await asyncio.shield(self.store.insert(record))
+        await asyncio.shield(self.store.insert(record, before=before))
 
     def _error_event(self, message: str) -> bytes:
         if self.translator is not None:
@@ -275,6 +338,16 @@ class ResponseCall:
             "error": {"type": "upstream_error", "code": "stream_broken", "message": message},
         }
         return b"event: error\ndata: " + orjson.dumps(fields) + b"\n\n"
+
+
+def _store_failed(response: Json) -> None:
+    """One line for a database that is away or full (it says so on every request meanwhile);
+    a traceback for anything else."""
+    exc = sys.exc_info()[1]
+    if exc is not None and is_outage(exc):
+        log.warning("could not store response %s: %s", response.get("id"), failure_reason(exc))
+    else:
+        log.exception("could not store response %s", response.get("id"))
 
 
 def _json_object(body: bytes) -> Json | None:

@@ -19,7 +19,7 @@ from unigate.gateway import Gateway
 from unigate.limits.estimate import output_cap, prompt_tokens
 from unigate.limits.service import Limits, Ticket
 from unigate.providers.base import MediaCall, Reply, Target
-from unigate.relay import OPENAI_FRAMING, Framing, send_reply
+from unigate.relay import OPENAI_FRAMING, Framing, Outcome, send_reply
 from unigate.routing.catalog import ModelEntry
 from unigate.usage.recorder import UsageRecord
 
@@ -104,12 +104,15 @@ class Serving:
                     self._trace(request, endpoint, model, None, None, err.status, started, None, error)
                 raise
             except asyncio.CancelledError:
-                if not watch.left(token):
-                    raise
-                # The client left mid-call: the upstream request was dropped with the cancellation.
+                # The client left, or the call was stopped from inside the gateway (a background
+                # response's cancel): the upstream request was dropped with the cancellation.
+                left = watch.left(token)
                 self._account(principal, endpoint, model, entry, None, None, 499, started)
                 if self.tracing is not None:
-                    self._trace(request, endpoint, model, None, None, 499, started, None, "client_closed")
+                    error = "client_closed" if left else "cancelled"
+                    self._trace(request, endpoint, model, None, None, 499, started, None, error)
+                if not left:
+                    raise
                 raise ClientDisconnected from None
             finally:
                 watch.exit(token)
@@ -121,29 +124,46 @@ class Serving:
             if finish is not None:
                 try:
                     shown = await finish(shown, target)
-                except BaseException:
+                except BaseException as exc:
                     # The upstream answered, so its tokens are spent even though nothing is sent.
-                    spent = self._account(principal, endpoint, model, entry, target, reply, 500, started)
+                    status = 499 if isinstance(exc, asyncio.CancelledError) else 500
+                    spent = self._account(
+                        principal, endpoint, model, entry, target, reply, status, started, payload
+                    )
                     if reply.close is not None:
                         reply.close()
                     raise
-            if reply.stream is None:
-                outcome = await send_reply(request, shown, framing, self.keepalive)
-            else:
-                self.metrics.stream_opened()
-                try:
-                    outcome = await send_reply(request, shown, framing, self.keepalive)
-                finally:
-                    self.metrics.stream_closed()
+            try:
+                outcome = await self._send(request, shown, framing)
+            except asyncio.CancelledError:
+                # Stopped from inside the gateway (a background response cancelled or deleted, a
+                # shutdown): what the upstream produced until then is paid for, as when a client
+                # leaves; `send_reply` dropped the upstream call.
+                scope[OUTCOME] = 499
+                spent = self._account(principal, endpoint, model, entry, target, reply, 499, started, payload)
+                if self.tracing is not None:
+                    self._trace(request, endpoint, model, target, reply, 499, started, first, "cancelled")
+                raise
             if not outcome.complete:
                 scope[OUTCOME] = outcome.status
-            spent = self._account(principal, endpoint, model, entry, target, reply, outcome.status, started)
+            spent = self._account(
+                principal, endpoint, model, entry, target, reply, outcome.status, started, payload
+            )
             if self.tracing is not None:
                 broken = None if outcome.complete else _BROKEN.get(outcome.status, "stream_broken")
                 self._trace(request, endpoint, model, target, reply, outcome.status, started, first, broken)
         finally:
             if ticket is not None:
                 await gw.limits.settle(ticket, *spent)
+
+    async def _send(self, request: Request, reply: Reply, framing: Framing) -> Outcome:
+        if reply.stream is None:
+            return await send_reply(request, reply, framing, self.keepalive)
+        self.metrics.stream_opened()
+        try:
+            return await send_reply(request, reply, framing, self.keepalive)
+        finally:
+            self.metrics.stream_closed()
 
     async def _entry_and_ticket(
         self, scope: Scope, principal: Principal, model: str, payload: Any, admitted: Admitted | None
@@ -194,12 +214,17 @@ class Serving:
         reply: Reply | None,
         status: int,
         started: float,
+        payload: Any = None,
     ) -> tuple[int, float]:
         """Record the call in the usage accounts; returns (tokens, cost) it used. A call that
-        failed costs nothing; one cut short pays for the tokens it consumed, not the call."""
+        failed costs nothing; one cut short pays for the tokens it consumed, not the call: its
+        prompt, counted locally from `payload` when the upstream had not reported it yet (most
+        report it only at the end), and the output it produced."""
         usage = reply.usage if reply else None
         prompt = usage.prompt_tokens if usage else 0
         completion = usage.completion_tokens if usage else 0
+        if usage is not None and not prompt and status == 499 and payload is not None:
+            prompt = prompt_tokens(payload)
         prices = entry.prices
         cost = prices.tokens_cost(prompt, completion) + (prices.per_call if status < 400 else 0.0)
         self.gw.usage.record(

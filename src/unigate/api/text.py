@@ -1,4 +1,4 @@
-"""Text family (OpenAI format): chat completions, completions, embeddings, models.
+"""Text family (OpenAI format): chat completions, completions, embeddings, moderations, models.
 
 The router validates only what routing and accounting need plus the required fields, so a
 malformed request gets a clear 400 here; everything else is the upstream's to judge.
@@ -23,11 +23,15 @@ _INVOKE: dict[str, Callable[[Provider], Callable[[TextCall, Target], Awaitable[R
     "chat": lambda p: p.chat,
     "completions": lambda p: p.complete,
     "embeddings": lambda p: p.embed,
+    "moderations": lambda p: p.moderate,
 }
+MODERATION_MODEL = "omni-moderation-latest"  # OpenAI's, for a moderation request naming none
 # A model id in `GET /v1/models/{model}`: anything but a Gemini action path (`x:generateContent`
 # and the like are POST-only, so a GET there is a 405 with `Allow: POST`). Fine-tuned OpenAI ids
 # have colons (`ft:gpt-4o-mini:org::id`), so a colon alone cannot be refused.
-_GEMINI_ACTIONS = "generateContent|streamGenerateContent|embedContent|batchEmbedContents|predictLongRunning"
+_GEMINI_ACTIONS = (
+    "generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents|predictLongRunning"
+)
 MODEL_PARAM = rf"(?![^/]*:(?:{_GEMINI_ACTIONS})$)[^/]+"
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -103,6 +107,39 @@ def _check_messages(payload: dict[str, Any]) -> None:
             raise _wrong_type("temperature", "a number")
 
 
+def _check_moderation_input(payload: dict[str, Any]) -> None:
+    """`input`: a string, an array of strings, or an array of `text` and `image_url` parts."""
+    value = payload.get("input")
+    if value is None:
+        raise _missing("input")
+    if type(value) is str:
+        return
+    if type(value) is not list:
+        raise _wrong_type("input", "a string or an array")
+    if not value:
+        raise InvalidRequest("'input' must not be empty.", param="input", code="invalid_value")
+    if all(type(v) is str for v in value):
+        return
+    for i, part in enumerate(value):
+        where = f"input[{i}]"
+        if type(part) is not dict:
+            raise _wrong_type(where, "an object (a text or image_url part) in an array of parts")
+        kind = part.get("type")
+        if kind == "text":
+            if type(part.get("text")) is not str:
+                raise _wrong_type(f"{where}.text", "a string")
+        elif kind == "image_url":
+            image = part.get("image_url")
+            if type(image) is not dict or type(image.get("url")) is not str or not image["url"]:
+                raise _wrong_type(f"{where}.image_url", "an object with a 'url' string")
+        else:
+            raise InvalidRequest(
+                f"Invalid value for '{where}.type': expected 'text' or 'image_url'.",
+                param=f"{where}.type",
+                code="invalid_value",
+            )
+
+
 class TextAPI:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
@@ -138,6 +175,12 @@ class TextAPI:
         if not isinstance(value, str | list):
             raise _wrong_type("input", "a string or an array")
         await self.serve(request, principal, TextCall("embeddings", raw, payload, model))
+
+    async def moderations(self, request: Request, principal: Principal | None) -> None:
+        raw, payload = await request.json_object(self.limit)
+        model = _model(payload) if "model" in payload else MODERATION_MODEL
+        _check_moderation_input(payload)
+        await self.serve(request, principal, TextCall("moderations", raw, payload, model))
 
     def serve(
         self,
@@ -192,6 +235,7 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         Endpoint("POST", "/v1/chat/completions", api.chat, family="text", family_by_output=True),
         Endpoint("POST", "/v1/completions", api.completions, family="text"),
         Endpoint("POST", "/v1/embeddings", api.embeddings, family="text"),
+        Endpoint("POST", "/v1/moderations", api.moderations, family="text"),
         Endpoint("GET", "/v1/models", api.list_models),
         Endpoint("GET", "/v1/models/{model}", api.get_model, param=MODEL_PARAM),
     ]

@@ -19,6 +19,7 @@ from unigate.cli.startup import (
     check_port,
     check_public_url,
     check_storage,
+    create_limits_table,
     debug_wanted,
     report,
     with_database,
@@ -56,7 +57,7 @@ def serve(
 ) -> None:
     """Start the gateway."""
     try:
-        settings = _prepare(config, host, port, server)
+        settings = _prepare(config, host, port, server, workers)
     except Exception as exc:  # every start-up failure ends as one line, the traceback only in debug
         if not isinstance(exc, StartupError):
             exc = StartupError(
@@ -69,7 +70,7 @@ def serve(
     os.execv(sys.executable, command)
 
 
-def _prepare(config: Path | None, host: str, port: int, server: str) -> Settings:
+def _prepare(config: Path | None, host: str, port: int, server: str, workers: int) -> Settings:
     """Every check that can fail before the server starts, cheapest first; the settings the
     workers get (admin key included)."""
     if server not in ("uvicorn", "granian"):
@@ -88,6 +89,8 @@ def _prepare(config: Path | None, host: str, port: int, server: str) -> Settings
     # The workers' shared limit counters start from the database's figures, not from what
     # a previous server's in-flight calls had reserved.
     SharedTable.remove(counters_path(settings.data_dir))
+    if workers > 1:
+        create_limits_table(settings.data_dir)
     # Metrics start from zero with each serve: its workers write their files from here on.
     shutil.rmtree(settings.metrics_dir, ignore_errors=True)
 

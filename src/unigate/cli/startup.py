@@ -105,6 +105,22 @@ def check_data_dir(data_dir: Path) -> None:
     warn_if_open(data_dir / "media")
 
 
+def create_limits_table(data_dir: Path) -> None:
+    """The table the workers share their limit counters in, allocated whole now: with no space
+    for it a worker could not start (limits/shared_table.py)."""
+    from unigate.limits.backend import counters_path
+    from unigate.limits.shared_table import NoRoomForTable, SharedTable
+
+    try:
+        SharedTable(counters_path(data_dir)).close()
+    except NoRoomForTable as exc:
+        raise StartupError(
+            f"cannot allocate the limits table ({exc.size / 1e6:.1f} MB) in the data directory "
+            f"{data_dir}: {exc.reason}; free space on its filesystem, or set UNIGATE_DATA_DIR to a "
+            "directory with room"
+        ) from exc
+
+
 def check_storage(config: StorageConfig, data_dir: Path) -> None:
     """An S3 store can be listed and written (the data dir's disk is checked above): a bucket
     that is missing, unreachable or read-only is refused now, not at the first upload."""

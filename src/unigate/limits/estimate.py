@@ -4,7 +4,9 @@ only have to be cheap and rarely low.
 
 Prompt tokens are counted locally over the request's text (every string value outside the
 fields that are not text to a model): words and punctuation marks, the count the sandbox
-reports and close to what BPE tokenizers give for English prose. The expected output is the
+reports and close to what BPE tokenizers give for English prose; inline files (base64) are not
+counted. The body is counted in the client's own format (a Messages or generateContent request
+is not translated first). The expected output is the
 request's own cap (`max_tokens`, `max_completion_tokens`, `max_output_tokens`,
 `generationConfig.maxOutputTokens`) when it has one.
 """
@@ -19,8 +21,13 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 # Keys whose string values are identifiers or options, not text the model reads.
 _NOT_TEXT = frozenset(
     {"model", "role", "type", "id", "tool_call_id", "name", "response_format", "stream",
-     "mime_type", "mimeType", "url", "image_url", "detail", "encoding_format", "user"}
+     "mime_type", "mimeType", "url", "image_url", "detail", "encoding_format", "user",
+     # Anthropic's and Gemini's own bodies (counted as the client sent them): ids, media types,
+     # thinking signatures and inline files are not text the model reads as words.
+     "tool_use_id", "media_type", "signature", "cache_control", "inlineData", "inline_data"}
 )  # fmt: skip
+# Anthropic blocks whose data is opaque bytes: a base64 source, redacted thinking.
+_OPAQUE = frozenset({"base64", "redacted_thinking"})
 _OUTPUT_CAPS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 _MAX_DEPTH = 64
 
@@ -60,6 +67,9 @@ def prompt_tokens(payload: Any) -> int:
         elif depth >= _MAX_DEPTH:
             continue
         elif isinstance(value, dict):
+            kind = value.get("type")
+            if isinstance(kind, str) and kind in _OPAQUE:
+                continue
             stack.extend((v, depth + 1) for k, v in value.items() if k not in _NOT_TEXT)
         elif isinstance(value, list):
             stack.extend((v, depth + 1) for v in value)

@@ -11,6 +11,11 @@ table keyed by a 16-byte digest of the counter's name: `<16s d d q q>` = digest,
 two integers, whose meaning the caller gives (a rate counter's arrival time; a budget's spent
 amount, period and seeded flag). Slots are never freed; a full table is logged and its new
 counters are not enforced rather than refusing traffic.
+
+The whole file is allocated (`disk.allocate`) before it is mapped, ~3 MB of disk: a first
+store into a page of a sparse file that the filesystem then has no block for is a SIGBUS, which
+would kill a worker at a new key's first limited call once the disk is full. `unigate serve`
+creates the table before its workers start, so no space for it is a start-up error.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import struct
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import TracebackType
+
+from unigate.disk import allocate
 
 log = logging.getLogger("unigate.limits")
 
@@ -50,18 +57,26 @@ class SharedTable:
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             if os.fstat(self._fd).st_size != size or os.pread(self._fd, 8, 0) != _MAGIC:
-                # New, or left by another layout: start empty (a sparse file, so only the
-                # pages of slots in use take memory).
+                # New, or left by another layout: start empty, every block allocated. A table
+                # another process created is left alone: it was allocated with it.
                 os.ftruncate(self._fd, 0)
-                os.ftruncate(self._fd, size)
+                self._allocate(size)
                 os.pwrite(self._fd, _HEADER.pack(_MAGIC, slots), 0)
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        except BaseException:
+            os.close(self._fd)  # which drops the lock too
+            raise
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._map = mmap.mmap(self._fd, size)
         # Built once: a `with` on a reusable object costs no allocation.
         self._lock = _Locked(self._fd)
         self._index: dict[str, int] = {}  # name -> slot offset, once found
         self._full_logged = False
+
+    def _allocate(self, size: int) -> None:
+        try:
+            allocate(self._fd, 0, size)
+        except OSError as exc:
+            raise NoRoomForTable(self.path, size, exc) from exc
 
     @staticmethod
     def remove(path: Path) -> None:
@@ -116,6 +131,16 @@ class SharedTable:
     def close(self) -> None:
         self._map.close()
         os.close(self._fd)
+
+
+class NoRoomForTable(Exception):
+    """The filesystem would not allocate the table's blocks (full, or over a quota)."""
+
+    def __init__(self, path: Path, size: int, cause: OSError) -> None:
+        self.path = path
+        self.size = size
+        self.reason = cause.strerror or str(cause)
+        super().__init__(f"cannot allocate {size} bytes for the limits table {path}: {self.reason}")
 
 
 class _Locked:
@@ -173,4 +198,3 @@ class MemoryTable:
 
     def close(self) -> None:
         self._values.clear()
-

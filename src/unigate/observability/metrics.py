@@ -21,7 +21,9 @@ Labels never carry keys or prompts. The model label is the model's name in the c
 for a glob route, not each id a client sent) and each metric keeps at most MAX_SERIES label
 sets: past that, new ones are counted under "other", so no client can grow the series
 without bound. Each label set's value slots are looked up once and cached by the tuple of
-label values, so an event costs a dict lookup and one store per value.
+label values, so an event costs a dict lookup and one store per value. A label set the value
+file had no room for (a full disk, values.py) is not cached: its values go to a scratch slot
+until the file can grow.
 """
 
 from __future__ import annotations
@@ -94,7 +96,9 @@ class _Metric:
         """The slot of `values` as given (already bounded by the caller)."""
         found = self.children.get(values)
         if found is None:
-            found = self.children[values] = self.file.slot(self._key(self.sample, values))
+            found = self.file.slot(self._key(self.sample, values))
+            if found >= 0:  # a SCRATCH slot is asked for again, so it is counted once there is room
+                self.children[values] = found
         return found
 
 
@@ -199,7 +203,8 @@ class Metrics:
         slots = self._request_slots.get(bounded)
         if slots is None:
             slots = (self._requests.exact_slot(bounded), *self._duration.slots(bounded))
-            self._request_slots[bounded] = slots
+            if min(slots) >= 0:
+                self._request_slots[bounded] = slots
         return slots
 
     def usage(self, model: str, provider: str, tokens_in: int, tokens_out: int, cost: float) -> None:
@@ -222,7 +227,8 @@ class Metrics:
                 self._tokens.exact_slot((*bounded, "output")),
                 self._cost.exact_slot(bounded),
             )
-            self._usage_slots[bounded] = slots
+            if min(slots) >= 0:
+                self._usage_slots[bounded] = slots
         return slots
 
     def upstream_failed(self, route: str, status: int, fell_back: bool) -> None:

@@ -1,6 +1,6 @@
 """The text family in Anthropic's Messages format (`api/messages.py`): `POST /v1/messages`
-(translated to any upstream, relayed untouched to an Anthropic one), the gateway's local token
-count, and the model list's Anthropic shape (`api/anthropic_models.py`; the operations are
+(translated to any upstream, relayed untouched to an Anthropic one), token counts, and the
+model list's Anthropic shape (`api/anthropic_models.py`; the operations are
 `/v1/models`'s, in text.py, which answers each SDK in its own shape)."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from unigate.openapi.schema import (
     ref,
     required_text,
     response,
+    response_header,
     sse_event,
     string,
 )
@@ -39,7 +40,7 @@ def schemas() -> dict[str, Schema]:
     block = obj({"type": string("text, image, document, tool_use, tool_result, …")}, ["type"])
     message = obj(
         {
-            "role": {"enum": ["user", "assistant"]},
+            "role": {"enum": ["user", "assistant", "system"]},
             "content": any_of(string(), array(block)),
         },
         ["role", "content"],
@@ -118,6 +119,15 @@ def _event() -> Schema:
     )
 
 
+def token_count_header() -> Schema:
+    return response_header(
+        "`upstream`: the upstream's own count; `estimated`: the gateway's local count (exact for the "
+        "sandbox).",
+        {"enum": ["upstream", "estimated"]},
+        required=True,
+    )
+
+
 def operations() -> list[Operation]:
     return [
         Operation(
@@ -138,8 +148,10 @@ def operations() -> list[Operation]:
                 ref("AnthropicMessageRequest"),
                 {"model": "sandbox-chat", "max_tokens": 200, "messages": _messages()},
             ),
-            description="Any upstream protocol: the request is translated through the OpenAI form and the "
-            "answer back; an `anthropic` upstream gets it untouched (only the model id mapped).",
+            description="Any upstream protocol: an `anthropic` upstream gets the client's body bytes (only "
+            "the model id mapped), query and `anthropic-beta` / `anthropic-version` headers, and"
+            " its answer is relayed as is; any other route gets the request translated through "
+            "the OpenAI form and the answer back.",
         ),
         Operation(
             "POST",
@@ -149,11 +161,16 @@ def operations() -> list[Operation]:
             TAG,
             {
                 "200": json_response(
-                    "The gateway's local estimate.", obj({"input_tokens": integer(0)}, ["input_tokens"])
+                    "The count (an Anthropic upstream's own answer is relayed as it is).",
+                    obj({"input_tokens": integer(0)}, ["input_tokens"]),
+                    {"x-unigate-token-count": token_count_header()},
                 )
             },
             json_body(ref("AnthropicCountTokensRequest"), {"model": "sandbox-chat", "messages": _messages()}),
-            description="Exact for the sandbox (it equals the call's `usage.input_tokens`), an approximation "
-            "for real upstreams. The model is checked; nothing is routed or charged.",
+            description="Asked of the model's upstream when it counts (an `anthropic` upstream's "
+            "`count_tokens`, a `gemini` upstream's `countTokens`), else the gateway's local "
+            "count: exact for the sandbox (it equals the call's `usage.input_tokens`), an "
+            "approximation for other upstreams. The model is checked; nothing is routed through "
+            "limits or charged.",
         ),
     ]

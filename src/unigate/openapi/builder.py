@@ -25,6 +25,7 @@ from unigate.openapi import (
     images,
     jobs,
     keys,
+    moderations,
     music,
     reports,
     responses,
@@ -38,10 +39,11 @@ log = logging.getLogger("unigate")
 
 VERSION = "1.0.0"  # the version of this API description (info.version)
 _FAMILIES = (
-    text, responses, anthropic, gemini, music, audio, images, video, video_vendors, jobs, keys, admin, reports
+    text, moderations, responses, anthropic, gemini, music, audio, images, video, video_vendors, jobs, keys,
+    admin, reports,
 )  # fmt: skip
 _TAGS = (
-    ("text", "Chat, completions, embeddings and models in OpenAI's and Anthropic's formats."),
+    ("text", "Chat, completions, embeddings, moderations and models in OpenAI's and Anthropic's formats."),
     ("gemini", "The Gemini API's format (v1beta and v1)."),
     ("music", "Music tasks (Suno-style `/suno/*`)."),
     ("audio", "Speech to text and text to speech (OpenAI and Fish Audio formats)."),

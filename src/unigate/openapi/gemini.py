@@ -1,12 +1,13 @@
 """The text family in the Gemini API's format (`api/gemini.py`, `gemini_embed.py`,
-`gemini_models.py`): generateContent and its stream, embeddings and the model listing, under
-`/v1beta/models/…` and (google-genai's default version) `/v1/models/…`. Veo's operations are
-in video_vendors.py."""
+`gemini_models.py`): generateContent and its stream, token counts, embeddings and the model
+listing, under `/v1beta/models/…` and (google-genai's default version) `/v1/models/…`. Veo's
+operations are in video_vendors.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from unigate.openapi.anthropic import token_count_header
 from unigate.openapi.schema import (
     SSE,
     Operation,
@@ -142,6 +143,12 @@ def schemas() -> dict[str, Schema]:
             },
             ["candidates"],
         ),
+        "CountTokensRequest": any_of(
+            obj({"contents": array(ref("GeminiContent"), minItems=1)}, ["contents"]),
+            obj({"generateContentRequest": ref("GenerateContentRequest")}, ["generateContentRequest"]),
+            description="Bare `contents`, or a whole `generateContentRequest` (system instruction and tools "
+            "counted too).",
+        ),
         "EmbedContentRequest": embed_request,
         "BatchEmbedContentsRequest": obj({"requests": array(embed_request, minItems=1)}, ["requests"]),
         "GeminiEmbedding": obj({"values": array({"type": "number"})}, ["values"]),
@@ -194,6 +201,25 @@ def _generate(version: str) -> list[Operation]:
             parameters=(
                 query("alt", string(), "sse, as google-genai sends it (the answer is SSE either way)."),
             ),
+        ),
+        Operation(
+            "POST",
+            base + ":countTokens",
+            "countTokens" + suffix,
+            f"Count a request's input tokens (Gemini format, {version})",
+            TAG,
+            {
+                "200": json_response(
+                    "The count (a Gemini upstream's own answer is relayed as it is).",
+                    obj({"totalTokens": integer(0)}),
+                    {"x-unigate-token-count": token_count_header()},
+                )
+            },
+            json_body(ref("CountTokensRequest"), _hello()),
+            path_examples=_chat(),
+            description="Asked of the model's upstream when it counts (a `gemini` upstream's `countTokens`, "
+            "an `anthropic` upstream's `count_tokens`), else the gateway's local count. Nothing "
+            "is routed through limits or charged.",
         ),
         Operation(
             "POST",

@@ -4,16 +4,21 @@ described with that operation (gemini.py)."""
 
 from __future__ import annotations
 
+from base64 import b64encode
+
 from unigate.api.images import MAX_IMAGES, MAX_PROMPT
+from unigate.api.media import AVATAR_PNG
 from unigate.api.stability import ASPECT_RATIOS, SD3_MODELS, STYLE_PRESETS
 from unigate.media_types import IMAGE_CONTENT_TYPES
 from unigate.openapi.audio import choice
 from unigate.openapi.schema import (
     JSON,
+    MULTIPART,
     Operation,
     Schema,
     array,
     binary,
+    body,
     enum,
     integer,
     json_body,
@@ -67,6 +72,27 @@ def schemas() -> dict[str, Schema]:
             ["prompt"],
             "One `image`, or several as `image[]` (at most 16).",
             anyOf=[{"required": ["image"]}, {"required": ["image[]"]}],
+        ),
+        "ImageEditJsonRequest": obj(
+            {
+                "images": array(ref("ImageReference"), minItems=1, maxItems=MAX_IMAGES),
+                "mask": ref("ImageReference"),
+                **_common(),
+            },
+            ["images", "prompt"],
+            "The images as references instead of files; the gateway reads them and relays the edit "
+            "as a multipart one.",
+        ),
+        "ImageReference": obj(
+            {
+                "image_url": required_text(
+                    description="A base64 data URL, or an http(s) URL the gateway fetches."
+                ),
+                "file_id": string("OpenAI's Files API is not served here: refused with a 400."),
+            },
+            description="Exactly one of `image_url` and `file_id`.",
+            closed=True,
+            oneOf=[{"required": ["image_url"]}, {"required": ["file_id"]}],
         ),
         "ImagesResponse": obj(
             {
@@ -138,7 +164,16 @@ def operations() -> list[Operation]:
             "Edit images (OpenAI format)",
             TAG,
             images,
-            multipart_body(ref("ImageEditRequest")),
+            body(
+                {MULTIPART: ref("ImageEditRequest"), JSON: ref("ImageEditJsonRequest")},
+                examples={
+                    JSON: {
+                        "model": "sandbox-image",
+                        "prompt": "make it blue",
+                        "images": [{"image_url": "data:image/png;base64," + b64encode(AVATAR_PNG).decode()}],
+                    }
+                },
+            ),
         ),
         Operation(
             "POST",

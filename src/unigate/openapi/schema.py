@@ -179,8 +179,8 @@ def dropped_fields() -> dict[str, Schema]:
     """The header a translated route's answer names what it could not honour with."""
     return {
         "x-unigate-dropped-fields": response_header(
-            "Request fields and tools this route could not honour (a route that translates to another "
-            "vendor's API), comma-separated; absent when nothing was dropped."
+            "Request fields, content blocks and tools this route could not honour (a route that translates "
+            "to another vendor's API), comma-separated; absent when nothing was dropped."
         )
     }
 

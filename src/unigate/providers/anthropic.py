@@ -1,7 +1,10 @@
 """`anthropic` protocol: the Anthropic Messages API behind the OpenAI-format chat endpoint.
 
 Requests go to `POST {base_url}/v1/messages` (`x-api-key`, `anthropic-version`); answers and
-SSE events come back through the translators in `unigate.translate.anthropic`.
+SSE events come back through the translators in `unigate.translate.anthropic`. An Anthropic
+client's own request is relayed instead (`native`): its body bytes with only the model id
+replaced, its query string (`?beta=true`) and its `anthropic-beta` / `anthropic-version`
+headers. Token counts: `POST /v1/messages/count_tokens`.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from typing import Any
 
 import orjson
 
-from unigate.providers.base import Reply, Target, TextCall
+from unigate.providers.base import Reply, RouteFailed, Target, TextCall
+from unigate.providers.same_format import ClientRequest, request_body, with_query
 from unigate.providers.translated import (
     StreamTranslator,
     TranslatingChatProvider,
@@ -25,6 +29,12 @@ from unigate.translate.anthropic import (
 PROVIDER_TYPE = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
+# The client headers an Anthropic client's relayed request keeps: they select the API version
+# and the beta features (context management, interleaved thinking, ...) the body relies on.
+RELAYED_HEADERS = (b"anthropic-beta", b"anthropic-version")
+_BETA = "anthropic-beta"
+# What `count_tokens` takes of a Messages request (it refuses `max_tokens` and sampling fields).
+_COUNTED = ("model", "messages", "system", "tools", "tool_choice")
 
 
 class AnthropicProvider(TranslatingChatProvider):
@@ -47,12 +57,50 @@ class AnthropicProvider(TranslatingChatProvider):
     def stream_translator(self, call: TextCall) -> StreamTranslator:
         return AnthropicToOpenAIStream(call.model, call.include_usage)
 
-    async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
+    async def native(
+        self, payload: dict[str, Any], target: Target, stream: bool, client: ClientRequest | None = None
+    ) -> Reply:
         """A `/v1/messages` call relayed byte for byte, only the model id mapped."""
-        body = orjson.dumps({**payload, "model": target.upstream_model})
+        client = client or ClientRequest()
+        body = request_body(payload, target.upstream_model, client.raw)
+        path = with_query("/v1/messages", client.query)
+        headers = self._relayed_headers(client)
         return await self.relay_same_format(
-            "/v1/messages", body, target, stream, "anthropic", _take_usage, b"message_stop"
+            path, body, target, stream, "anthropic", _take_usage, b"message_stop", headers
         )
+
+    async def count_native(self, payload: dict[str, Any], target: Target, client: ClientRequest) -> Reply:
+        body = request_body(payload, target.upstream_model, client.raw)
+        path = with_query("/v1/messages/count_tokens", client.query)
+        data = await self.post_json(path, body, target, self._relayed_headers(client))
+        return Reply(body=data, wire="anthropic")
+
+    async def count_canonical(self, payload: dict[str, Any], target: Target) -> int:
+        request = openai_to_anthropic_request(payload, target.upstream_model)
+        body = orjson.dumps({name: request[name] for name in _COUNTED if name in request})
+        answer = _object(await self.post_json("/v1/messages/count_tokens", body, target))
+        count = answer.get("input_tokens")
+        if type(count) is not int or count < 0:
+            raise RouteFailed("The upstream's token count has no `input_tokens`.")
+        return count
+
+    def _relayed_headers(self, client: ClientRequest) -> dict[str, str]:
+        """The client's vendor headers; betas the operator configured for this provider are
+        kept beside the client's own."""
+        headers = dict(client.headers)
+        configured = next((v for k, v in self.config.headers.items() if k.lower() == _BETA), "")
+        if configured and _BETA in headers:
+            names = [b.strip() for b in f"{configured},{headers[_BETA]}".split(",") if b.strip()]
+            headers[_BETA] = ",".join(dict.fromkeys(names))
+        return headers
+
+
+def _object(data: bytes) -> dict[str, Any]:
+    try:
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise RouteFailed("The upstream's answer is not JSON.") from None
+    return parsed if isinstance(parsed, dict) else {}
 
 
 # Anthropic: message_start carries the input count, message_delta the running output count.

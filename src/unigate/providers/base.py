@@ -1,7 +1,7 @@
 """The provider interface: one adapter per upstream wire protocol.
 
 An adapter implements only the capabilities its upstream has (`chat`, `complete`, `embed`,
-`media`, `submit_task`, ...). Each takes the client's call in the
+`moderate`, `media`, `submit_task`, ...). Each takes the client's call in the
 gateway's inbound format and a resolved `Target`, and returns a `Reply` whose body or
 stream is already in the client's wire format.
 
@@ -26,6 +26,7 @@ from unigate.providers.redact import Redactor, retry_after
 
 if TYPE_CHECKING:
     from unigate.multipart import Form
+    from unigate.providers.same_format import ClientRequest
     from unigate.storage import Storage
 from unigate.usage.recorder import Usage
 
@@ -39,7 +40,7 @@ class Timeouts:
 
 @dataclass(slots=True)
 class TextCall:
-    """A text-family call in OpenAI format: `op` is chat | completions | embeddings."""
+    """A text-family call in OpenAI format: `op` is chat | completions | embeddings | moderations."""
 
     op: str
     body: bytes  # the client's raw JSON, forwarded untouched where the formats match
@@ -258,15 +259,31 @@ class Provider:
     async def embed(self, call: TextCall, target: Target) -> Reply:
         raise _unsupported(self, "embeddings")
 
+    async def moderate(self, call: TextCall, target: Target) -> Reply:
+        raise _unsupported(self, "moderations")
+
     async def media(self, call: MediaCall, target: Target) -> Reply:
         """A synchronous audio/image call (`call.op` in MEDIA_OPS): a JSON body, or a binary
         stream whose `content_type` says what it is."""
         raise _unsupported(self, call.op.replace(".", " "))
 
-    async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
+    async def native(
+        self, payload: dict[str, Any], target: Target, stream: bool, client: ClientRequest | None = None
+    ) -> Reply:
         """Relay a request already in one of `native_formats` (model id mapped, nothing else
-        touched); the Reply's `wire` names that format."""
+        touched; `client`: its bytes, query and vendor headers, where the adapter relays them);
+        the Reply's `wire` names that format."""
         raise _unsupported(self, "native requests")
+
+    async def count_native(self, payload: dict[str, Any], target: Target, client: ClientRequest) -> Reply:
+        """The upstream's own token count for a request in one of `native_formats`, its answer
+        relayed as is (Anthropic's `count_tokens`, Gemini's `countTokens`)."""
+        raise _unsupported(self, "token counting")
+
+    async def count_canonical(self, payload: dict[str, Any], target: Target) -> int:
+        """The upstream's own count of the input tokens of a chat request in the canonical
+        (OpenAI) form, for a client of another format."""
+        raise _unsupported(self, "token counting")
 
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
         """Start an upstream job; raise RouteFailed (try another route) or UpstreamRejected."""

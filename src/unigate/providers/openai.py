@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from unigate.config import ProviderConfig
+from unigate.limits.estimate import prompt_tokens
 from unigate.providers.base import (
     MediaCall,
     Provider,
@@ -40,17 +41,23 @@ from unigate.providers.http import (
     sse_events,
 )
 from unigate.providers.openai_errors import raise_for_status
-from unigate.providers.openai_responses import RESPONSES_FORMAT, Query, ResponsesRelay, request_body
+from unigate.providers.openai_responses import RESPONSES_FORMAT, Query, ResponsesRelay
 from unigate.providers.openai_videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
-from unigate.translate.dropped import with_dropped
+from unigate.providers.same_format import ClientRequest, request_body
+from unigate.translate.translation import with_dropped
 from unigate.translate.web_search import OPTIONS as SEARCH_OPTIONS
 from unigate.usage.recorder import Usage
 from unigate.video.job import VIDEO_ACTIONS
 
 PROVIDER_TYPE = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_PATHS = {"chat": "/chat/completions", "completions": "/completions", "embeddings": "/embeddings"}
+_PATHS = {
+    "chat": "/chat/completions",
+    "completions": "/completions",
+    "embeddings": "/embeddings",
+    "moderations": "/moderations",
+}
 _MEDIA_PATHS = {
     "audio.transcriptions": "/audio/transcriptions",
     "audio.translations": "/audio/translations",
@@ -102,8 +109,10 @@ class OpenAIProvider(Provider):
             await self.videos.delete(ref, timeouts)
 
     # The Responses API, on an upstream configured `responses: native` (openai_responses.py).
-    def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Coroutine[Any, Any, Reply]:
-        return self.responses_create(payload, target, stream)
+    def native(
+        self, payload: dict[str, Any], target: Target, stream: bool, client: ClientRequest | None = None
+    ) -> Coroutine[Any, Any, Reply]:
+        return self.responses_create(payload, target, stream, client.raw if client else None)
 
     async def responses_create(
         self, payload: dict[str, Any], target: Target, stream: bool, raw: bytes | None = None
@@ -146,6 +155,14 @@ class OpenAIProvider(Provider):
 
     def embed(self, call: TextCall, target: Target) -> Coroutine[Any, Any, Reply]:
         return self._relay(call, target)
+
+    async def moderate(self, call: TextCall, target: Target) -> Reply:
+        reply = await self._relay(call, target)
+        # A moderation answer reports no usage: the input's tokens, counted as limits count
+        # them, are what the call is accounted for.
+        if not reply.usage.prompt_tokens:
+            reply.usage.prompt_tokens = prompt_tokens(call.payload.get("input"))
+        return reply
 
     async def media(self, call: MediaCall, target: Target) -> Reply:
         """Audio and images: forms rebuilt from the validated parts (files streamed from

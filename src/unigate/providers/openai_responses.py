@@ -34,39 +34,10 @@ from unigate.usage.recorder import Usage
 RESPONSES_FORMAT = "openai-responses"
 Query = Mapping[str, str] | Sequence[tuple[str, str]]
 
-# A literal `"model"` key (the quotes unescaped, so never text inside a string) and its value.
-_MODEL_KEY = re.compile(rb'"model"\s*:')
-_MODEL_VALUE = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.)*")')
 # Quoted type names: inside a JSON string a quote is escaped, so model text never matches them.
 _ENDING = re.compile(rb'"response\.(?:completed|incomplete|failed)"|"type"\s*:\s*"error"')
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _DELTA = b'.delta"'  # the end of a `*.delta` type name: one per streamed piece of output
-
-
-def request_body(payload: dict[str, Any], upstream_model: str, raw: bytes | None = None) -> bytes:
-    """What goes upstream: the client's own bytes (`raw`) with only the model id's value
-    replaced, where that is certain to hit the top-level `model`; else one re-serialisation of
-    the parsed request with the model mapped."""
-    if raw is not None:
-        if payload.get("model") == upstream_model:
-            return raw
-        spliced = _splice_model(raw, upstream_model)
-        if spliced is not None:
-            return spliced
-    return orjson.dumps({**payload, "model": upstream_model})
-
-
-def _splice_model(raw: bytes, upstream_model: str) -> bytes | None:
-    # Without `\u` escapes every key is spelt literally, so when the document has exactly one
-    # `"model":` key it is the top-level one (a key nested in metadata or a schema would make
-    # two). Anything else (`"mod\u0065l"`, a duplicate key) falls back to re-serialisation, so
-    # no request reaches the upstream with a model other than the routed one.
-    if b"\\u" in raw or len(_MODEL_KEY.findall(raw)) != 1:
-        return None
-    found = _MODEL_VALUE.search(raw)
-    if found is None:
-        return None
-    return raw[: found.start(1)] + orjson.dumps(upstream_model) + raw[found.end(1) :]
 
 
 def body_usage(data: bytes) -> Usage:

@@ -4,7 +4,7 @@ stateful stream translator over the upstream body, and map the upstream's error 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
 import orjson
@@ -72,11 +72,21 @@ class TranslatingChatProvider(Provider):
         await self.http.aclose()
 
     async def relay_same_format(
-        self, path: str, body: bytes, target: Target, stream: bool, wire: str, scan: UsageScan, last: bytes
+        self,
+        path: str,
+        body: bytes,
+        target: Target,
+        stream: bool,
+        wire: str,
+        scan: UsageScan,
+        last: bytes,
+        headers: Mapping[str, str] | None = None,
     ) -> Reply:
         """A call already in the upstream's own format, relayed as is (usage read on the way;
-        a stream without an event containing `last` is a broken one)."""
-        resp = await self.http.post(path, body, target.timeouts, replay=True)  # text: a repeat is harmless
+        a stream without an event containing `last` is a broken one); `headers` are the
+        client's vendor headers, above the adapter's defaults of the same name."""
+        # Text: a repeat is harmless.
+        resp = await self.http.post(path, body, target.timeouts, headers=headers, replay=True)
         if resp.status >= 400:
             await raise_for_status(resp)
         if stream:
@@ -87,6 +97,16 @@ class TranslatingChatProvider(Provider):
         usage = Usage()
         scan(data, usage)
         return Reply(body=data, usage=usage, wire=wire)
+
+    async def post_json(
+        self, path: str, body: bytes, target: Target, headers: Mapping[str, str] | None = None
+    ) -> bytes:
+        """A short JSON exchange (a token count): the upstream's answer body; failures mapped
+        like a call's."""
+        resp = await self.http.post(path, body, target.timeouts, headers=headers, replay=True)
+        if resp.status >= 400:
+            await raise_for_status(resp)
+        return await read_all(resp)
 
     async def chat(self, call: TextCall, target: Target) -> Reply:
         path, body = self.request(call, target)

@@ -5,7 +5,12 @@ A worker runs a background response while it holds its lease (`lease_owner`, ren
 few seconds); a lease that lapses (the worker died) lets any worker of any gateway process
 sharing the database claim the response and run it again. State changes are compare-and-set
 on the status, so a cancel is never overwritten by a finishing run, nor a finished run by a
-cancel.
+cancel. A response's final state is written in one transaction with the events not written
+yet, so whoever reads the final state finds the whole stream, and once a response is no
+longer pending (cancelled, finished, deleted) nothing more is written for it.
+
+Bytes written count against the key's storage quota in the same transactions
+(`store/key_storage.py`).
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from unigate.responses.store import PENDING, output_tokens, usage_tokens
+from unigate.store import key_storage
 from unigate.store.schema import response_events, responses
 
 Json = dict[str, Any]
-PENDING = ("queued", "in_progress")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,18 +47,38 @@ class BackgroundRuns:
         self.engine = engine
 
     async def set_state(self, response_id: str, body: Json, events: Sequence[tuple[int, bytes]] = ()) -> bool:
-        """Move a pending response to `body["status"]` (with the events that say so); False
-        when it is no longer pending (cancelled meanwhile)."""
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                responses.update()
-                .where(responses.c.id == response_id, responses.c.status.in_(PENDING))
-                .values(status=body["status"], body=orjson.dumps(body).decode(), updated_at=time.time())
+        """Move a pending response to `body["status"]` with the events that say so, in one
+        transaction; False (and nothing written) when it is no longer pending: cancelled or
+        deleted meanwhile."""
+        text = orjson.dumps(body)
+        size = len(text) + sum(len(d) for _, d in events)
+        c = responses.c
+        values: dict[str, Any] = {
+            "status": body["status"],
+            "body": text.decode(),
+            "updated_at": time.time(),
+            "size_bytes": c.size_bytes + size,
+        }
+        if body["status"] not in PENDING:
+            # The turn's output joins the conversation's size (its input was counted when the
+            # response was accepted); the upstream's own token count wins.
+            counted = usage_tokens(body)
+            values["context_bytes"] = c.context_bytes + len(text)
+            values["context_tokens"] = (
+                counted if counted is not None else c.context_tokens + output_tokens(body)
             )
-            if not result.rowcount:
+        async with self.engine.begin() as conn:
+            key_id = await conn.scalar(
+                responses.update()
+                .where(c.id == response_id, c.status.in_(PENDING))
+                .values(values)
+                .returning(c.key_id)
+            )
+            if key_id is None:
                 return False
             if events:
                 await conn.execute(response_events.insert(), _event_rows(response_id, events))
+            await key_storage.add(conn, {key_id: size})
         return True
 
     async def cancel(self, response_id: str, key_id: str, body: Json) -> bool:
@@ -74,10 +100,27 @@ class BackgroundRuns:
             )
         return bool(result.rowcount)
 
-    async def append(self, response_id: str, events: Sequence[tuple[int, bytes]]) -> None:
-        if events:
-            async with self.engine.begin() as conn:
-                await conn.execute(response_events.insert(), _event_rows(response_id, events))
+    async def append(self, response_id: str, events: Sequence[tuple[int, bytes]]) -> bool:
+        """Add a running response's events; dropped (False) when it is no longer pending, so a
+        cancelled run emits nothing further and a deleted one leaves no rows behind. The
+        pending check is an update of the row, which holds its lock until the events are in:
+        a delete waits for them and removes them with the row."""
+        if not events:
+            return True
+        size = sum(len(d) for _, d in events)
+        c = responses.c
+        async with self.engine.begin() as conn:
+            key_id = await conn.scalar(
+                responses.update()
+                .where(c.id == response_id, c.status.in_(PENDING))
+                .values(size_bytes=c.size_bytes + size, updated_at=time.time())
+                .returning(c.key_id)
+            )
+            if key_id is None:
+                return False
+            await conn.execute(response_events.insert(), _event_rows(response_id, events))
+            await key_storage.add(conn, {key_id: size})
+        return True
 
     async def events_after(self, response_id: str, after: int, limit: int = 500) -> list[tuple[int, bytes]]:
         stmt = (

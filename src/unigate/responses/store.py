@@ -1,7 +1,11 @@
 """Stored responses: one row per response (the Response object and its input items), owner
 scoped like tasks. A conversation is rebuilt from rows alone by following `previous_id` in
 one recursive query, so `previous_response_id` works on any worker or gateway process sharing
-the database the moment the previous call's answer was sent."""
+the database the moment the previous call's answer was sent.
+
+Each row also keeps what it costs: its own size, counted against its key's storage quota in the
+same transaction (`store/key_storage.py`), and the size of the conversation it ends, in bytes
+and tokens, so a continuation is bounded by one point read before any turn is loaded."""
 
 from __future__ import annotations
 
@@ -14,9 +18,12 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from unigate.limits.estimate import prompt_tokens
+from unigate.store import key_storage
 from unigate.store.schema import response_events, responses
 
 Json = dict[str, Any]
+PENDING = ("queued", "in_progress")  # a background response still running
 # The longest conversation rebuilt: past it the oldest turns are left out.
 MAX_TURNS = 1000
 _CHAIN = sa.text(
@@ -45,6 +52,9 @@ class StoredResponse:
     input: list[Json]
     background: bool = False
     created_at: float = field(default_factory=time.time)
+    # The conversation through this response (see `Context`); read from the row.
+    context_bytes: int = 0
+    context_tokens: int = 0
 
     @property
     def output(self) -> list[Json]:
@@ -65,7 +75,36 @@ def _row(row: Any) -> StoredResponse:
         input=orjson.loads(row.input),
         background=bool(row.background),
         created_at=row.created_at,
+        context_bytes=row.context_bytes,
+        context_tokens=row.context_tokens,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """What a continuation needs to know of the response it continues, without its turns."""
+
+    status: str
+    context_bytes: int
+    context_tokens: int
+
+
+def usage_tokens(body: Json) -> int | None:
+    """A finished response's whole context in tokens as its upstream counted them (its input,
+    which includes every earlier turn, plus its output), if it reports usage."""
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    counted = usage.get("input_tokens"), usage.get("output_tokens")
+    if not all(type(n) is int for n in counted):
+        return None
+    return int(counted[0]) + int(counted[1])  # type: ignore[arg-type]
+
+
+def output_tokens(body: Json) -> int:
+    """An estimate of a response's output in tokens (for one that reports no usage)."""
+    output = body.get("output")
+    return prompt_tokens(output) if isinstance(output, list) else 0
 
 
 class ResponseStore:
@@ -78,9 +117,23 @@ class ResponseStore:
         request: Json | None = None,
         lease: tuple[str, float] | None = None,
         events: Sequence[tuple[int, bytes]] = (),
+        before: tuple[int, int] = (0, 0),
     ) -> None:
         """Store a response. A background one comes with its create request, the lease of the
-        worker that runs it and its first events."""
+        worker that runs it and its first events. `before`: the size of the conversation it
+        continues (bytes, tokens)."""
+        request_text = orjson.dumps(request) if request is not None else b""
+        body_text = orjson.dumps(r.body)
+        input_text = orjson.dumps(r.input)
+        event_rows = [{"response_id": r.id, "sequence_number": n, "data": d.decode()} for n, d in events]
+        size = len(request_text) + len(body_text) + len(input_text) + sum(len(d) for _, d in events)
+        # The conversation through this turn; a pending response's output joins it when it
+        # ends (`BackgroundRuns.set_state`). The upstream's own count of the tokens wins.
+        context = [before[0] + len(input_text), before[1] + prompt_tokens(r.input)]
+        if r.status not in PENDING:
+            context[0] += len(body_text)
+            counted = usage_tokens(r.body)
+            context[1] = counted if counted is not None else context[1] + output_tokens(r.body)
         values = {
             "id": r.id,
             "key_id": r.key_id,
@@ -90,19 +143,33 @@ class ResponseStore:
             "status": r.status,
             "previous_id": r.previous_id,
             "background": r.background,
-            "request": orjson.dumps(request).decode() if request is not None else "",
-            "body": orjson.dumps(r.body).decode(),
-            "input": orjson.dumps(r.input).decode(),
+            "request": request_text.decode(),
+            "body": body_text.decode(),
+            "input": input_text.decode(),
             "lease_owner": lease[0] if lease else None,
             "lease_until": lease[1] if lease else 0.0,
             "created_at": r.created_at,
             "updated_at": time.time(),
+            "size_bytes": size,
+            "context_bytes": context[0],
+            "context_tokens": context[1],
         }
         async with self.engine.begin() as conn:
             await conn.execute(responses.insert().values(values))
-            if events:
-                rows = [{"response_id": r.id, "sequence_number": n, "data": d.decode()} for n, d in events]
-                await conn.execute(response_events.insert(), rows)
+            if event_rows:
+                await conn.execute(response_events.insert(), event_rows)
+            await key_storage.add(conn, {r.key_id: size})
+
+    async def head(self, response_id: str, key_id: str) -> Head | None:
+        """The status and conversation size of the key's response `response_id` (None: the key
+        has no such response), read without its body or turns."""
+        c = responses.c
+        stmt = sa.select(c.status, c.context_bytes, c.context_tokens).where(
+            c.id == response_id, c.key_id == key_id
+        )
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(stmt)).first()
+        return Head(row.status, row.context_bytes, row.context_tokens) if row is not None else None
 
     async def get(self, response_id: str, key_id: str) -> StoredResponse | None:
         stmt = responses.select().where(responses.c.id == response_id, responses.c.key_id == key_id)
@@ -120,33 +187,49 @@ class ResponseStore:
 
     async def delete(self, response_id: str, key_id: str) -> bool:
         async with self.engine.begin() as conn:
-            result = await conn.execute(
-                responses.delete().where(responses.c.id == response_id, responses.c.key_id == key_id)
+            size = await conn.scalar(
+                responses.delete()
+                .where(responses.c.id == response_id, responses.c.key_id == key_id)
+                .returning(responses.c.size_bytes)
             )
-            if not result.rowcount:
+            if size is None:
                 return False
             await conn.execute(response_events.delete().where(response_events.c.response_id == response_id))
+            await key_storage.add(conn, {key_id: -int(size)})
         return True
 
     async def purge(self, before: float, batch: int = 1000) -> int:
         """Delete responses created before `before` (and their events); returns how many.
-        In batches, so a large backlog never holds the write lock for long."""
+        In batches, so a large backlog never holds the write lock for long. Events whose
+        response is gone (an append that raced a delete on a database without the pending
+        check's lock, or rows from before it) are swept too."""
         removed = 0
         while True:
             async with self.engine.begin() as conn:
-                ids = (
-                    (
-                        await conn.execute(
-                            sa.select(responses.c.id).where(responses.c.created_at < before).limit(batch)
-                        )
+                rows = (
+                    await conn.execute(
+                        sa.select(responses.c.id, responses.c.key_id, responses.c.size_bytes)
+                        .where(responses.c.created_at < before)
+                        .limit(batch)
                     )
-                    .scalars()
-                    .all()
-                )
-                if not ids:
-                    return removed
-                await conn.execute(responses.delete().where(responses.c.id.in_(ids)))
-                await conn.execute(response_events.delete().where(response_events.c.response_id.in_(ids)))
+                ).all()
+                ids = [row.id for row in rows]
+                if ids:
+                    await conn.execute(responses.delete().where(responses.c.id.in_(ids)))
+                    await conn.execute(response_events.delete().where(response_events.c.response_id.in_(ids)))
+                    freed: dict[str, int] = {}
+                    for row in rows:
+                        freed[row.key_id] = freed.get(row.key_id, 0) - int(row.size_bytes)
+                    await key_storage.add(conn, freed)
             removed += len(ids)
             if len(ids) < batch:
-                return removed
+                break
+        await self.sweep_orphans()
+        return removed
+
+    async def sweep_orphans(self) -> int:
+        """Delete events of responses that no longer exist; returns how many."""
+        orphan = ~sa.exists().where(responses.c.id == response_events.c.response_id)
+        async with self.engine.begin() as conn:
+            result = await conn.execute(response_events.delete().where(orphan))
+        return int(result.rowcount or 0)

@@ -104,10 +104,12 @@ async def ping(conn: AsyncConnection) -> None:
 
 
 def is_outage(exc: BaseException) -> bool:
-    """Whether `exc` says the database cannot be reached right now (down, restarting, the
-    connection lost), as opposed to a bug or bad data: such a request gets a 503, not a 500.
-    Drivers wrap their errors (SQLAlchemy's DBAPIError around an adapter's error around
-    asyncpg's), so the whole chain is looked at."""
+    """Whether `exc` says the database cannot take the call right now (down, restarting, the
+    connection lost, its disk full), as opposed to a bug or bad data: such a request gets a
+    503, not a 500. SQLite's "database or disk is full" (SQLITE_FULL) and "disk I/O error"
+    (SQLITE_IOERR) are OperationalErrors; PostgreSQL's are asyncpg's DiskFullError and
+    PostgresIOError. Drivers wrap their errors (SQLAlchemy's DBAPIError around an adapter's
+    error around asyncpg's), so the whole chain is looked at."""
     seen: BaseException | None = exc
     for _ in range(6):
         if seen is None:
@@ -133,8 +135,20 @@ _DRIVER_OUTAGES = frozenset(
         "AdminShutdownError",
         "InternalClientError",
         "TooManyConnectionsError",
+        "DiskFullError",  # SQLSTATE 53100
+        "PostgresIOError",  # SQLSTATE 58030
     }
 )
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The driver's or the system's own words for a failure, in one line for a log (for
+    SQLite's full disk: "OperationalError: database or disk is full")."""
+    root = exc.orig if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None else exc
+    if isinstance(root, OSError) and root.strerror:
+        return f"{type(root).__name__}: {root.strerror}"
+    text = " ".join(str(root).split())[:200]
+    return f"{type(root).__name__}: {text}" if text else type(root).__name__
 
 
 def insert_sql(paramstyle: str, table: str, columns: tuple[str, ...]) -> str:
@@ -149,4 +163,3 @@ def insert_sql(paramstyle: str, table: str, columns: tuple[str, ...]) -> str:
     else:
         raise ValueError(f"unsupported DBAPI paramstyle {paramstyle}")
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})"
-

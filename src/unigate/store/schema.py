@@ -202,6 +202,12 @@ responses = sa.Table(
     sa.Column("lease_until", sa.Float, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
+    # Bytes this row holds (its columns and its events): what it counts in `key_storage`.
+    sa.Column("size_bytes", sa.BigInteger, nullable=False, server_default="0"),
+    # The conversation through this response (every turn's input and output), in bytes and in
+    # tokens: what a continuation would load, checked before it loads anything.
+    sa.Column("context_bytes", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("context_tokens", sa.BigInteger, nullable=False, server_default="0"),
     sa.Index("ix_responses_created", "created_at"),  # the retention purge
     sa.Index("ix_responses_due", "status", "lease_until"),  # background work to pick up
 )
@@ -213,4 +219,13 @@ response_events = sa.Table(
     sa.Column("response_id", sa.String(64), primary_key=True),
     sa.Column("sequence_number", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("data", sa.Text, nullable=False),  # the whole SSE event (event: and data: lines)
+)
+
+# Bytes of stored state each key holds (stored responses with their events), kept in the same
+# transactions that store and delete it: the per-key storage quota is one point read.
+key_storage = sa.Table(
+    "key_storage",
+    metadata,
+    sa.Column("key_id", sa.String(40), primary_key=True),
+    sa.Column("bytes", sa.BigInteger, nullable=False),
 )

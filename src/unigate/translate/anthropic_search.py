@@ -18,7 +18,7 @@ import orjson
 
 from unigate.translate import web_search
 from unigate.translate.checks import optional_object
-from unigate.translate.dropped import Dropped
+from unigate.translate.translation import Dropped
 from unigate.translate.web_search import Citation, Search, Source
 
 Json = dict[str, Any]
@@ -26,14 +26,19 @@ Json = dict[str, Any]
 TOOL_TYPE = "web_search_20250305"
 TOOL_NAME = "web_search"
 CITATION = "web_search_result_location"
-# Blocks of a server tool's run in an assistant turn; the answer's text stands for them.
-SERVER_BLOCKS = frozenset({"server_tool_use", "web_search_tool_result"})
 _UNHONOURED = ("allowed_domains", "blocked_domains", "max_uses")
 
 
 def is_search_tool(tool: Json) -> bool:
     kind = tool.get("type")
     return isinstance(kind, str) and kind.startswith("web_search_")
+
+
+def is_search_block(block: Json) -> bool:
+    """A block of a web search's run in an assistant turn (the call or its results): the answer's
+    text after it carries what the search found."""
+    kind = block.get("type")
+    return kind == "web_search_tool_result" or (kind == "server_tool_use" and block.get("name") == TOOL_NAME)
 
 
 def search_tool(options: Any) -> Json:
@@ -51,7 +56,7 @@ def options_of(tool: Json, where: str, dropped: Dropped | None) -> Json:
     if dropped is not None:
         for name in _UNHONOURED:
             if tool.get(name) is not None:
-                dropped.add(f"tools.{tool['type']}.{name}")
+                dropped.drop(f"tools.{tool['type']}.{name}")
     return web_search.options(None, place)
 
 

@@ -39,6 +39,7 @@ from unigate.translate.sse import (
     json_object,
     openai_error_chunk,
 )
+from unigate.usage.recorder import Usage
 
 Json = dict[str, Any]
 
@@ -201,9 +202,12 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
     `index` opens the next block; a late fragment for an earlier call still names that call's
     block index, which is how the Anthropic SDK routes deltas."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, upstream: Usage | None = None) -> None:
+        """`upstream`: the route's running usage, whose input count some upstreams report
+        with their first event (Gemini's `usageMetadata`, the sandbox) for `message_start`."""
         super().__init__()
         self.model = model
+        self.upstream = upstream
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.cached_tokens = 0
@@ -227,13 +231,13 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
         return out + _anthropic_event("error", {"error": {"type": "api_error", "message": CUT_OFF}})
 
     def _on_chunk(self, chunk: Json) -> bytes:
-        out = self._start(chunk.get("id"))
         usage = chunk.get("usage")
-        if isinstance(usage, dict):
+        if isinstance(usage, dict):  # read first: a first chunk's count goes into `message_start`
             counts = anthropic_usage(usage)
             self.cached_tokens = counts["cache_read_input_tokens"]
             self.prompt_tokens = counts["input_tokens"] + self.cached_tokens
             self.completion_tokens = counts["output_tokens"]
+        out = self._start(chunk.get("id"))
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return out  # The usage-only chunk.
@@ -266,10 +270,19 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            # OpenAI reports usage only at the end; the real counts follow in `message_delta`.
-            "usage": {"input_tokens": 0, "output_tokens": 0},
+            "usage": self._start_usage(),
         }
         return _anthropic_event("message_start", {"message": message})
+
+    def _start_usage(self) -> Json:
+        """The input count as far as it is known before any content: from the chunk itself or
+        the upstream's first event; else 0 (OpenAI-compatible upstreams report usage only at the
+        end), the real counts following in `message_delta` either way."""
+        prompt = self.prompt_tokens or (self.upstream.prompt_tokens if self.upstream is not None else 0)
+        usage: Json = {"input_tokens": max(prompt - self.cached_tokens, 0), "output_tokens": 0}
+        if self.cached_tokens:
+            usage["cache_read_input_tokens"] = self.cached_tokens
+        return usage
 
     def _text(self, text: str) -> bytes:
         out = b""

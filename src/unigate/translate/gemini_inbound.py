@@ -20,7 +20,6 @@ from unigate.translate.checks import (
     string_list,
     wrong_type,
 )
-from unigate.translate.dropped import Dropped
 from unigate.translate.gemini_request import (
     _AUDIO_FORMAT,
     _SAMPLING_TO_OPENAI,
@@ -31,6 +30,7 @@ from unigate.translate.gemini_request import (
     guess_mime,
 )
 from unigate.translate.gemini_search import is_search_tool
+from unigate.translate.translation import Dropped
 
 _INTEGER_SAMPLING = frozenset({"candidateCount", "seed", "maxOutputTokens", "logprobs"})
 # Google's tools, as the REST API spells them: functions and search have a canonical form,

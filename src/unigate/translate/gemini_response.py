@@ -129,7 +129,7 @@ def gemini_to_openai_response(body: Json, model: str, *, created: int | None = N
         choices.append(choice)
     if not choices and field(as_object(field(body, "promptFeedback")), "blockReason"):
         # A blocked prompt comes back as 200 with no candidates at all.
-        message = {"role": "assistant", "content": ""}
+        message = {"role": "assistant", "content": "", "refusal": None}
         choices = [{"index": 0, "message": message, "finish_reason": "content_filter", "logprobs": None}]
     out: Json = {
         "id": openai_id(response_id),
@@ -150,7 +150,7 @@ def _choice(candidate: Json, position: int, prefix: str, first_call: int) -> Jso
     text = "".join(str(part["text"]) for part in parts if "text" in part and not part.get("thought"))
     calls = [as_object(field(part, "functionCall")) for part in parts if field(part, "functionCall")]
     tool_calls = [tool_call(call, call_id(call, prefix, first_call + n)) for n, call in enumerate(calls)]
-    message: Json = {"role": "assistant", "content": text or (None if tool_calls else "")}
+    message: Json = {"role": "assistant", "content": text or (None if tool_calls else ""), "refusal": None}
     if tool_calls:
         message["tool_calls"] = tool_calls
     message.update(grounding_fields(field(candidate, "groundingMetadata"), text, parts))

@@ -19,8 +19,8 @@ from typing import Any
 
 from unigate.errors import InvalidRequest
 from unigate.translate.checks import optional_string, wrong_type
-from unigate.translate.dropped import Dropped
 from unigate.translate.responses_tools import ToolNames, custom_arguments
+from unigate.translate.translation import Dropped
 
 Json = dict[str, Any]
 
@@ -138,7 +138,7 @@ def chat_messages(history: list[Json], items: list[Json], dropped: Dropped, name
         kind = item.get("type")
         if kind not in _CHAT_KINDS:
             if kind != "reasoning":
-                dropped.add(f"history.{kind}")
+                dropped.drop(f"history.{kind}")
             continue
         _append(messages, item, f"previous_response_id[{i}]", names, shown)
     known = {item["id"]: item for item in history if isinstance(item.get("id"), str)}
@@ -147,7 +147,7 @@ def chat_messages(history: list[Json], items: list[Json], dropped: Dropped, name
         if item.get("type") == "item_reference":
             found = known.get(item["id"])
             if found is None:  # an item of a conversation the gateway does not hold
-                dropped.add("input.item_reference")
+                dropped.drop("input.item_reference")
                 continue
             item = found
         kind = item.get("type", "message")
@@ -155,7 +155,7 @@ def chat_messages(history: list[Json], items: list[Json], dropped: Dropped, name
             _append(messages, item, where, names, shown)
         elif kind in ("reasoning", "web_search_call"):
             # Another model's reasoning, a search already reflected in the answer after it.
-            dropped.add(f"input.{kind}")
+            dropped.drop(f"input.{kind}")
         else:  # a hosted tool's call or output: no chat form, nothing here can run it
             dropped.tool(str(kind), where, f"input.{kind}")
     _show(messages, shown)

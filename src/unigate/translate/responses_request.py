@@ -24,9 +24,9 @@ from unigate.translate.checks import (
     string_list,
     wrong_type,
 )
-from unigate.translate.dropped import Dropped
 from unigate.translate.responses_items import Untranslatable, chat_messages, normalize_input
 from unigate.translate.responses_tools import ToolNames, map_tools
+from unigate.translate.translation import Dropped
 
 Json = dict[str, Any]
 
@@ -46,13 +46,6 @@ _BY_PROTOCOL = frozenset(
 )  # fmt: skip
 # Fields only an upstream with its own Responses API can serve (state held by OpenAI).
 _NATIVE_ONLY = frozenset({"conversation", "prompt"})
-# What each protocol's translation keeps of `_BY_PROTOCOL` (and `text.verbosity`); a protocol
-# not named here speaks OpenAI's chat format, which has them all.
-HONOURED: dict[str, frozenset[str]] = {
-    "anthropic": frozenset({"temperature", "top_p", "parallel_tool_calls", "user"}),
-    "gemini": frozenset({"temperature", "top_p"}),
-    "sandbox": frozenset({"parallel_tool_calls"}),
-}
 _EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
 
 
@@ -73,8 +66,7 @@ class ResponsesRequest:
     names: ToolNames = field(default_factory=ToolNames)  # upstream function names -> client tools
     sources: bool = False  # `include` asks for a web search call's sources
     blocked: Untranslatable | None = None  # why a translated route cannot serve it
-    dropped: Dropped = field(default_factory=Dropped)  # left out on every translated route
-    by_protocol: list[str] = field(default_factory=list)  # set fields some protocols drop
+    dropped: Dropped = field(default_factory=Dropped)  # left out on translated routes
 
     def canonical(self, history: list[Json]) -> Json:
         """The chat request for this input after a stored conversation (oldest item first).
@@ -90,9 +82,7 @@ class ResponsesRequest:
 
     def dropped_for(self, protocol: str) -> list[str]:
         """Fields set in the request that a translated route of `protocol` cannot honour."""
-        honoured = HONOURED.get(protocol)
-        extra = [] if honoured is None else [f for f in self.by_protocol if f not in honoured]
-        return sorted({*self.dropped.fields, *extra})
+        return self.dropped.dropped_for(protocol)
 
 
 def parse_request(payload: Json) -> ResponsesRequest:
@@ -123,7 +113,7 @@ def parse_request(payload: Json) -> ResponsesRequest:
     included = string_list(payload.get("include"), "include")
     for value in included:
         if value not in _INCLUDED:
-            dropped.add(f"include.{value}")
+            dropped.drop(f"include.{value}")
     request = ResponsesRequest(
         payload=payload,
         model=model,
@@ -142,7 +132,7 @@ def parse_request(payload: Json) -> ResponsesRequest:
     )
     _map_fields(payload, request)
     if verbosity:
-        request.by_protocol.append("text.verbosity")
+        request.dropped.by_protocol["text.verbosity"] = "text.verbosity"
     return request
 
 
@@ -200,7 +190,7 @@ def _map_fields(payload: Json, request: ResponsesRequest) -> None:
         if value is None or name in _GATEWAY or name in _MAPPED or name == "reasoning":
             continue
         if name in _BY_PROTOCOL:
-            request.by_protocol.append(name)
+            request.dropped.by_protocol[name] = name
         elif name in _NATIVE_ONLY:
             request.blocked = request.blocked or Untranslatable(
                 f"'{name}' refers to state held by OpenAI; this model's route translates to chat "
@@ -208,7 +198,7 @@ def _map_fields(payload: Json, request: ResponsesRequest) -> None:
                 param=name,
             )
         elif _meaningful(name, value):
-            request.dropped.add(name)
+            request.dropped.drop(name)
 
 
 def _meaningful(name: str, value: Any) -> bool:
@@ -228,9 +218,9 @@ def _map_reasoning(reasoning: Json, request: ResponsesRequest) -> None:
                 code="invalid_value",
             )
         request.chat["reasoning_effort"] = effort
-        request.by_protocol.append("reasoning")
+        request.dropped.by_protocol["reasoning"] = "reasoning"
     if reasoning.get("summary") is not None or reasoning.get("generate_summary") is not None:
-        request.dropped.add("reasoning.summary")  # a chat completion has no reasoning summary
+        request.dropped.drop("reasoning.summary")  # a chat completion has no reasoning summary
 
 
 def _map_text(text: Json, chat: Json) -> bool:

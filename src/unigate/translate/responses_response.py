@@ -120,12 +120,20 @@ def _echo(request: ResponsesRequest) -> Json:
             "verbosity": text.get("verbosity") or "medium",
         },
         "tool_choice": p.get("tool_choice") or "auto",
-        "tools": p.get("tools") or [],
+        "tools": [_echoed_tool(tool) for tool in p.get("tools") or []],
         "top_p": _number(p.get("top_p"), 1.0),
         "truncation": p.get("truncation") or "disabled",
         "user": p.get("user"),
         "metadata": request.metadata,
     }
+
+
+def _echoed_tool(tool: Any) -> Any:
+    """A tool as a Response repeats it: a function tool with its defaults filled in (`strict`
+    is true unless the request said otherwise; `parameters` may be null), as OpenAI echoes it."""
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        return tool
+    return {**tool, "parameters": tool.get("parameters"), "strict": tool.get("strict", True)}
 
 
 def _number(value: Any, default: float) -> float:
@@ -139,11 +147,12 @@ def response_usage(usage: Any) -> Json:
     completion = _count(usage.get("completion_tokens"))
     details_in = usage.get("prompt_tokens_details")
     details_out = usage.get("completion_tokens_details")
-    cached = _count(details_in.get("cached_tokens")) if isinstance(details_in, dict) else 0
+    details_in = details_in if isinstance(details_in, dict) else {}
+    cached, written = _count(details_in.get("cached_tokens")), _count(details_in.get("cache_write_tokens"))
     reasoning = _count(details_out.get("reasoning_tokens")) if isinstance(details_out, dict) else 0
     return {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": cached},
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": reasoning},
         "total_tokens": prompt + completion,

@@ -22,7 +22,7 @@ import orjson
 from unigate.errors import InvalidRequest
 from unigate.translate import web_search
 from unigate.translate.checks import optional_array, optional_object, optional_string, wrong_type
-from unigate.translate.dropped import Dropped
+from unigate.translate.translation import Dropped
 
 Json = dict[str, Any]
 
@@ -189,9 +189,9 @@ def _search_options(tool: Json, where: str, dropped: Dropped) -> Json:
     size = optional_string(tool.get("search_context_size"), f"{where}.search_context_size")
     for name in ("filters", "search_content_types"):
         if tool.get(name):
-            dropped.add(f"tools.{tool['type']}.{name}")
+            dropped.drop(f"tools.{tool['type']}.{name}")
     if tool.get("external_web_access") is False:
-        dropped.add(f"tools.{tool['type']}.external_web_access")
+        dropped.drop(f"tools.{tool['type']}.external_web_access")
     return web_search.options(size, location)
 
 
@@ -228,7 +228,7 @@ def _tool_choice(choice: Any, names: ToolNames, dropped: Dropped) -> Any:
     if not isinstance(kind, str):
         raise wrong_type("tool_choice.type", "a string")
     # A hosted tool forced: a translated route cannot force it (web search stays on, if asked).
-    dropped.add("tool_choice")
+    dropped.drop("tool_choice")
     return None
 
 

@@ -3,7 +3,11 @@
 `record` adds a request to an in-memory bucket per (key, endpoint, model, provider, upstream
 model, status); a background task writes one row per bucket each interval (and on shutdown).
 A few rows a second instead of one per request: per-request rows kept a database thread busy
-under load and cost the request path ~70 µs each in GIL hand-offs on this machine."""
+under load and cost the request path ~70 µs each in GIL hand-offs on this machine.
+
+A write that fails (the database away, its disk full) leaves the buckets in memory, merged
+with what comes meanwhile, and they are written once the database takes them: accounting is
+lost only past `max_buckets` distinct buckets (logged), or at a shutdown that cannot write."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.background import Periodic
-from unigate.store.db import insert_sql
+from unigate.store.db import failure_reason, insert_sql, is_outage
 from unigate.store.schema import usage_records
 
 log = logging.getLogger("unigate.usage")
@@ -60,7 +64,8 @@ class UsageRecorder:
         # Rows are buckets; the per-request `request_id` column stays empty for them.
         columns = ("request_id", *UsageRecord._fields, "requests")
         self._insert_sql = insert_sql(engine.dialect.paramstyle, usage_records.name, columns)
-        self.dropped = 0
+        self.dropped = 0  # calls not accounted (past max_buckets)
+        self._shedding = False  # logged once until a write works again
 
     def record(self, rec: UsageRecord) -> None:
         key = (rec.key_id, rec.endpoint, rec.model, rec.provider, rec.upstream_model, rec.status)
@@ -68,6 +73,13 @@ class UsageRecorder:
         if bucket is None:
             if len(self._buckets) >= self._max_buckets:
                 # The database is not keeping up; shedding accounting beats exhausting memory.
+                if not self._shedding:
+                    self._shedding = True
+                    log.error(
+                        "usage: %d buckets wait to be written; calls of new buckets are not "
+                        "accounted until the database takes them",
+                        len(self._buckets),
+                    )
                 self.dropped += 1
                 return
             self._buckets[key] = [1, rec.prompt_tokens, rec.completion_tokens, rec.latency_ms, rec.cost,
@@ -94,9 +106,19 @@ class UsageRecorder:
         """Requests recorded but not yet written."""
         return int(sum(b[0] for b in self._buckets.values()))
 
-    async def flush(self) -> int:
+    async def flush(self, required: bool = True) -> int:
         """Write every bucket (chunked, yielding between chunks); returns the number of
-        requests written. On failure the buckets are merged back for the next attempt."""
+        requests written. On failure the buckets not written are merged back for the next
+        attempt, and the error is raised; with `required=False` an outage is not (a reader
+        that wanted them written first does without: the loop writes them later)."""
+        try:
+            return await self._flush()
+        except Exception as exc:
+            if required or not is_outage(exc):
+                raise
+            return 0
+
+    async def _flush(self) -> int:
         if not self._buckets:
             return 0
         buckets, self._buckets = self._buckets, {}
@@ -113,10 +135,10 @@ class UsageRecorder:
                 written = start + _CHUNK
                 await asyncio.sleep(0)
         except Exception:
-            log.exception("usage flush failed; kept for retry")
             for row in rows[written:]:
                 self._merge(row)
-            return sum(int(r[-1]) for r in rows[:written])
+            raise  # the loop logs it (once for a run of failures, background.py)
+        self._shedding = False
         return sum(int(r[-1]) for r in rows)
 
     def _merge(self, row: tuple[Any, ...]) -> None:
@@ -127,20 +149,25 @@ class UsageRecorder:
         else:
             for i, j in ((0, 12), (1, 7), (2, 8), (3, 9), (4, 10)):
                 bucket[i] += row[j]
+            bucket[5] = min(bucket[5], row[11])
 
     async def start(self) -> None:
         self._loop.start()
 
     async def stop(self) -> None:
         await self._loop.stop()
-        await self.flush()
+        try:
+            await self.flush()
+        except Exception as exc:
+            log.error("usage of %d requests not written at shutdown: %s", self.pending, failure_reason(exc))
 
     async def _flush_step(self) -> None:
         await self.flush()
 
     async def spent(self, key_id: str, since: float) -> float:
         """Money a key spent since `since` (a budget period's start): this process's pending
-        records written first, so the figure includes them."""
+        records written first, so the figure includes them. When they cannot be written this
+        raises (a 503 for the call that needed the figure): money fails closed."""
         await self.flush()
         u = usage_records.c
         query = sa.select(sa.func.sum(u.cost)).where(u.key_id == key_id, u.created_at >= since)

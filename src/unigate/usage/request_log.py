@@ -8,6 +8,8 @@ request path: no clock but the one the access line reads anyway, no escaping, no
 The deque keeps only the newest `per_flush` requests between two writes: at a high request
 rate the table would hold just the last second anyway, and writing rows only to prune them
 would keep a database thread busy (the reason usage is written as buckets, usage/recorder.py).
+A write that fails (the database away, its disk full) puts its rows back, within the same
+bound, for the next one.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from unigate.access_log import MODEL, OUTCOME, ROUTE, shown_path
 from unigate.asgi import Request, Scope
 from unigate.background import Periodic
-from unigate.store.db import insert_sql
+from unigate.store.db import failure_reason, insert_sql, is_outage
 from unigate.store.schema import request_log
 
 log = logging.getLogger("unigate.requests")
@@ -73,7 +75,11 @@ class RequestLog:
 
     async def stop(self) -> None:
         await self._loop.stop()
-        await self.flush()
+        try:
+            await self.flush()
+        except Exception as exc:
+            log.warning("request log: %d rows not written at shutdown: %s", len(self._pending),
+                        failure_reason(exc))  # fmt: skip
 
     async def _step(self) -> None:
         await self.flush()
@@ -82,7 +88,8 @@ class RequestLog:
 
     async def flush(self) -> int:
         """Write what is pending in one transaction; returns the number of rows written. On
-        failure the rows are dropped (they are a view of recent traffic, not accounting)."""
+        failure the entries go back to the front of the deque (whose bound then drops the
+        oldest: they are a view of recent traffic, not accounting) and the error is raised."""
         if not self._pending:
             return 0
         entries = list(self._pending)
@@ -92,9 +99,11 @@ class RequestLog:
         try:
             async with self._engine.begin() as conn:
                 await conn.exec_driver_sql(self._insert_sql, rows)
-        except Exception as exc:
-            log.warning("request log: %d rows not written: %s", len(rows), type(exc).__name__)
-            return 0
+        except Exception:
+            kept = deque(entries, maxlen=self._pending.maxlen)
+            kept.extend(self._pending)  # what arrived meanwhile is newer
+            self._pending = kept
+            raise  # the loop logs it (once for a run of failures, background.py)
         await asyncio.sleep(0)
         return len(rows)
 
@@ -117,9 +126,13 @@ class RequestLog:
     async def recent(
         self, limit: int, key_id: str | None = None, status: tuple[int, int] | None = None
     ) -> list[dict[str, Any]]:
-        """The newest requests first (this process's pending ones written first), optionally
-        of one key and within a status range [low, high]."""
-        await self.flush()
+        """The newest requests first (this process's pending ones written first, if the
+        database takes them), optionally of one key and within a status range [low, high]."""
+        try:
+            await self.flush()
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
         r = request_log.c
         query = sa.select(request_log).order_by(r.created_at.desc(), r.id.desc()).limit(limit)
         if key_id is not None:

@@ -1,7 +1,12 @@
 """Fetch a user-supplied URL (e.g. audio to upload) through the same SSRF guard as webhooks:
-the address checked is the address dialled, redirects are not followed, size is capped."""
+the address checked is the address dialled, redirects are not followed, size is capped.
+`read_input` takes the other spelling of an input file as well, a base64 data URL."""
 
 from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 
@@ -55,3 +60,34 @@ async def _whole_body(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
         if len(data) > max_bytes:
             raise PayloadTooLarge(f"The file at the URL exceeds {max_bytes} bytes.")
     return bytes(data)
+
+
+def decode_data_url(url: str, param: str, max_bytes: int | None = None) -> bytes:
+    """The bytes of a base64 `data:` URL; 400 naming `param` when it is not one, 413 past
+    `max_bytes`."""
+    head, _, payload = url.partition(",")
+    if not head.endswith(";base64") or not payload:
+        raise InvalidRequest(f"'{param}' must be a base64 data URL.", param=param, code="invalid_value")
+    if max_bytes is not None and len(payload) // 4 * 3 > max_bytes + 2:
+        raise PayloadTooLarge(f"The file in '{param}' exceeds {max_bytes} bytes.")
+    try:
+        return base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):  # ValueError: characters outside ASCII
+        raise InvalidRequest(f"'{param}' is not valid base64.", param=param, code="invalid_value") from None
+
+
+async def read_input(
+    fetch: Callable[[str, int], Awaitable[tuple[bytes, str]]] | None, url: str, max_bytes: int, param: str
+) -> bytes:
+    """An input file given by URL: a data URL decoded, an http(s) URL fetched with `fetch`
+    (`fetch_url` behind the gateway's SSRF guard); a refusal names `param`."""
+    if url.startswith("data:"):
+        return decode_data_url(url, param, max_bytes)
+    if fetch is None:
+        raise InvalidRequest("This gateway cannot fetch URL inputs.", param=param, code="url_refused")
+    try:
+        data, _ = await fetch(url, max_bytes)
+    except InvalidRequest as exc:
+        exc.param = param
+        raise
+    return data

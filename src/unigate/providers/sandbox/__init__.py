@@ -1,6 +1,6 @@
 """`sandbox` protocol: an offline, deterministic stand-in for every family's upstream.
 
-It answers chat, completions and embeddings calls in OpenAI's wire format (replies derived
+It answers chat, completions, embeddings and moderations calls in OpenAI's wire format (replies derived
 from the request: quoting the user, calling the best matching tool with schema-valid
 arguments, honouring `max_tokens`, `stop`, `n`, `response_format` and streaming), music
 tasks, and audio and image calls with real media (media_calls.py), all without network
@@ -30,6 +30,7 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
+from unigate.providers.same_format import ClientRequest
 from unigate.providers.sandbox.chat import chat_reply
 from unigate.providers.sandbox.completions import completions_reply
 from unigate.providers.sandbox.compose import generates_values
@@ -40,6 +41,7 @@ from unigate.providers.sandbox.kinds import sandbox_kinds
 from unigate.providers.sandbox.media_calls import SandboxMedia
 from unigate.providers.sandbox.media_loader import load_media
 from unigate.providers.sandbox.model_kinds import MEDIA_KINDS, check_kind, task_kind
+from unigate.providers.sandbox.moderation import moderation_reply
 from unigate.providers.sandbox.tasks import SandboxTasks
 from unigate.storage import LocalStorage, media_key
 
@@ -54,7 +56,10 @@ class MediaNotInstalled(GatewayError):
 
 class SandboxProvider(Provider):
     protocol = PROVIDER_TYPE
-    capabilities = frozenset({"chat", "completions", "embeddings", "music", "lyrics", "upload"}) | MEDIA_OPS
+    capabilities = (
+        frozenset({"chat", "completions", "embeddings", "moderations", "music", "lyrics", "upload"})
+        | MEDIA_OPS
+    )
     # Gemini requests for image output are answered natively (the canonical chat form has no
     # image output); other Gemini requests go through the canonical form like everywhere else.
     native_formats = frozenset({"gemini-image"})
@@ -86,7 +91,9 @@ class SandboxProvider(Provider):
         await load_media()
         return await self.media_calls.answer(call)
 
-    async def native(self, payload: dict[str, Any], target: Target, stream: bool) -> Reply:
+    async def native(
+        self, payload: dict[str, Any], target: Target, stream: bool, client: ClientRequest | None = None
+    ) -> Reply:
         check_kind(target.upstream_model, "image")  # Gemini calls asking for image output
         self._require_media()
         await load_media()
@@ -107,6 +114,13 @@ class SandboxProvider(Provider):
         if is_heavy(call):  # thousands of vectors: keep the event loop serving others
             return await asyncio.to_thread(embeddings_reply, call)
         return embeddings_reply(call)
+
+    async def moderate(self, call: TextCall, target: Target) -> Reply:
+        check_kind(target.upstream_model, "moderation")
+        images = [p for p in call.payload["input"] if isinstance(p, dict) and p.get("type") == "image_url"]
+        if images and "PIL" in self.missing_media:
+            self._require_media()  # images are scored on their pixels
+        return await moderation_reply(call, call.model, self.context.fetch_url)
 
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
         check_kind(target.upstream_model, task_kind(job.family, job.action))

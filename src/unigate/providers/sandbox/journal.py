@@ -14,6 +14,8 @@ process keeps the ones it read.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import time
 import uuid
@@ -23,7 +25,10 @@ from typing import IO, Any, Protocol
 
 import orjson
 
+from unigate.errors import StorageUnavailable
 from unigate.storage import Storage, record_key
+
+log = logging.getLogger("unigate.sandbox")
 
 _RESCAN_AFTER = 0.2  # seconds between scans for jobs other processes wrote
 _KEPT_RECORDS = 2048  # records a StoredJournal keeps after reading them (a few hundred bytes each)
@@ -88,15 +93,24 @@ class JobJournal:
         self._last_scan = 0.0
 
     async def append(self, job_id: str, record: dict[str, Any]) -> None:
-        if self._out is None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._out_path = self.directory / f"jobs-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
-            self._out = self._out_path.open("ab")
-        assert self._out_path is not None
         line = orjson.dumps({"id": job_id, **record}) + b"\n"
-        offset = self._out.tell()
-        self._out.write(line)
-        self._out.flush()
+        try:
+            if self._out is None:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._out_path = self.directory / f"jobs-{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+                self._out = self._out_path.open("ab")
+            offset = self._out.tell()
+            self._out.write(line)
+            self._out.flush()
+        except OSError as exc:
+            # A full disk: the job is refused like any other store failure. A line cut short
+            # is never read (scans take whole lines); the next job starts a file of its own, so
+            # nothing is appended to the broken line.
+            reason = exc.strerror or str(exc)
+            log.warning("sandbox: cannot write the job journal in %s: %s", self.directory, reason)
+            self.close()
+            raise StorageUnavailable(reason) from None
+        assert self._out_path is not None
         self._index[job_id] = (self._out_path, offset, len(line))
         self._scanned[self._out_path] = offset + len(line)
 
@@ -136,5 +150,6 @@ class JobJournal:
 
     def close(self) -> None:
         if self._out is not None:
-            self._out.close()
+            with contextlib.suppress(OSError):  # its last write failed: nothing left to lose
+                self._out.close()
             self._out = None

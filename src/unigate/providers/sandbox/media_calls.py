@@ -208,7 +208,7 @@ class SandboxMedia:
         as_url = p.get("response_format") == "url"
         urls = [call.public_base + await self._store(image, fmt) for image in images] if as_url else []
         width, height = media.image_info(images[0])[1:]
-        tokens = max(1, len(prompt) // 4)
+        usage = _image_usage(prompt, [media.image_info(source)[1:] for source in sources], n)
 
         def body() -> bytes:
             # Megabytes of base64, encoded in a worker thread and one image per call: a single
@@ -219,8 +219,10 @@ class SandboxMedia:
                 else orjson.dumps({"b64_json": base64.b64encode(image).decode(), "revised_prompt": prompt})
                 for url, image in zip(urls or [""] * len(images), images, strict=True)
             ]
-            usage = {"input_tokens": tokens, "output_tokens": 1056 * n, "total_tokens": tokens + 1056 * n}
-            rest = {"output_format": fmt, "size": f"{width}x{height}", "usage": usage}
+            size = f"{width}x{height}"
+            rest: dict[str, Any] = {"output_format": fmt, "usage": usage}
+            if size in _GPT_IMAGE_SIZES:
+                rest["size"] = size
             head = b'{"created":' + str(int(time.time())).encode() + b',"data":['
             return head + b",".join(items) + b"]," + orjson.dumps(rest)[1:]
 
@@ -261,6 +263,25 @@ class SandboxMedia:
             return Reply(body=orjson.dumps(payload))
         headers = [(b"finish-reason", b"SUCCESS"), (b"seed", str(seed).encode())]
         return Reply(content_type=IMAGE_CONTENT_TYPES[fmt].encode(), body=image, headers=headers)
+
+
+# The sizes OpenAI reports in an image answer's `size` (its GPT image models make only these);
+# another size the sandbox drew is not reported, as OpenAI's other image models report none.
+_GPT_IMAGE_SIZES = frozenset({"1024x1024", "1024x1536", "1536x1024"})
+
+
+def _image_usage(prompt: str, sources: list[tuple[int, int]], n: int) -> dict[str, Any]:
+    """Token usage as GPT image models report it: the prompt's text tokens and the input images'
+    tokens (deterministic: 65 + 129 per 512-pixel tile of each), 1056 out per image."""
+    text = max(1, len(prompt) // 4)
+    image = sum(65 + 129 * math.ceil(w / 512) * math.ceil(h / 512) for w, h in sources)
+    output = 1056 * n
+    return {
+        "input_tokens": text + image,
+        "input_tokens_details": {"text_tokens": text, "image_tokens": image},
+        "output_tokens": output,
+        "total_tokens": text + image + output,
+    }
 
 
 def _count(value: object) -> int:

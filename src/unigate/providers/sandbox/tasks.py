@@ -30,6 +30,7 @@ from unigate.errors import InvalidRequest, StorageUnavailable
 from unigate.providers.base import SubmitResult, TaskRef, TaskSubmission, UpstreamTask, UrlFetcher
 from unigate.providers.sandbox.journal import journal_for
 from unigate.storage import Storage, input_key, media_key
+from unigate.webhooks.fetch import read_input
 
 log = logging.getLogger("unigate.sandbox")
 
@@ -86,25 +87,7 @@ class InputStore:
 
     async def fetch(self, url: str, max_bytes: int, param: str) -> bytes:
         """A URL input, fetched through the gateway's SSRF guard (data: URLs decoded)."""
-        if url.startswith("data:"):
-            return decode_data_url(url, param)
-        if self.fetch_url is None:
-            raise InvalidRequest("This gateway cannot fetch URL inputs.", param=param, code="url_refused")
-        data, _ = await self.fetch_url(url, max_bytes)
-        return data
-
-
-def decode_data_url(url: str, param: str) -> bytes:
-    import base64
-    import binascii
-
-    head, _, payload = url.partition(",")
-    if not head.endswith(";base64") or not payload:
-        raise InvalidRequest(f"'{param}' must be a base64 data URL.", param=param, code="invalid_value")
-    try:
-        return base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError):  # ValueError: characters outside ASCII
-        raise InvalidRequest(f"'{param}' is not valid base64.", param=param, code="invalid_value") from None
+        return await read_input(self.fetch_url, url, max_bytes, param)
 
 
 class SandboxTasks:

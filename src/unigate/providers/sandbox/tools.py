@@ -154,15 +154,16 @@ def _listed_name(entry: object) -> str:
 
 
 def choose_tools(policy: ToolPolicy, user_text: str) -> list[Tool]:
-    """The tools to call: the forced one; else every tool the text names outright (when
-    parallel calls are allowed); else the best word-overlap match, ties to the first."""
+    """The tools to call: the forced one; else every tool the text names outright (the first
+    of them when parallel calls are off); else the best word-overlap match, ties to the first.
+    A named tool wins over word overlap: agents offer tools with long descriptions that share
+    words with any request."""
     candidates = [t for t in policy.tools if policy.allowed is None or t.name in policy.allowed]
     if policy.forced:
         return [t for t in candidates if t.name == policy.forced]
-    if policy.parallel:
-        named = [t for t in candidates if _names_tool(user_text, t.name)]
-        if len(named) > 1:
-            return named
+    named = [t for t in candidates if _names_tool(user_text, t.name)]
+    if named:
+        return named if policy.parallel else named[:1]
     said = {_stem(w.lower()) for w in words(user_text) if w.lower() not in STOPWORDS}
     best = max(candidates, key=lambda t: len(said & t.vocabulary()))  # max keeps the first on ties
     return [best]

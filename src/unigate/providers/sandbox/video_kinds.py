@@ -11,8 +11,9 @@ from typing import Any
 from unigate.errors import InvalidRequest
 from unigate.media_types import sniff_image
 from unigate.providers.base import TaskSubmission
-from unigate.providers.sandbox.tasks import InputStore, Rendered, decode_data_url
+from unigate.providers.sandbox.tasks import InputStore, Rendered
 from unigate.video.job import video_seconds, video_size
+from unigate.webhooks.fetch import decode_data_url
 
 MAX_SECONDS = 20.0
 MAX_SIDE = 1920

@@ -1,0 +1,58 @@
+"""LangChain's chat models (pinned `langchain-openai`, `langchain-anthropic`,
+`langchain-google-genai`, run in .venv-clients) against the gateway: `ChatOpenAI` in chat mode
+and with `use_responses_api=True` (`base_url` = the gateway's `/v1`), `ChatAnthropic` and
+`ChatGoogleGenerativeAI` (`base_url` = the gateway's root), the gateway key as the API key, on the
+sandbox and the chat-only, Anthropic and Gemini fakes. invoke, stream, and a `bind_tools` round
+trip whose tool result goes back for the answer."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients.rig import (
+    HELLO,
+    STREAM,
+    TRANSLATED,
+    Rig,
+    check_reply,
+    check_tool_round_trip,
+    outcome,
+    run_python_driver,
+)
+
+pytestmark = pytest.mark.clients
+
+CHAT_MODELS = ("openai-chat", "openai-responses", "anthropic", "google")
+Run = tuple[dict[str, Any], dict[str, int], str]
+
+
+@pytest.fixture(scope="module")
+def ran(rig: Rig, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    nonce = f"WX-{secrets.token_hex(4)}"
+    since = rig.mark()
+    spec = {"base_url": rig.base_url, "key": rig.key, "models": list(TRANSLATED), "nonce": nonce}
+    home: Path = tmp_path_factory.mktemp("langchain")
+    return run_python_driver("langchain_client.py", spec, home), since, nonce
+
+
+@pytest.mark.parametrize("model", TRANSLATED)
+@pytest.mark.parametrize("chat_model", CHAT_MODELS)
+def test_invoke(ran: Run, rig: Rig, chat_model: str, model: str) -> None:
+    check_reply(rig, model, outcome(ran[0], f"{chat_model}:{model}", "invoke"), HELLO)
+
+
+@pytest.mark.parametrize("model", TRANSLATED)
+@pytest.mark.parametrize("chat_model", CHAT_MODELS)
+def test_stream(ran: Run, rig: Rig, chat_model: str, model: str) -> None:
+    check_reply(rig, model, outcome(ran[0], f"{chat_model}:{model}", "stream"), STREAM, streamed=True)
+
+
+@pytest.mark.parametrize("model", TRANSLATED)
+@pytest.mark.parametrize("chat_model", CHAT_MODELS)
+def test_bind_tools_round_trip(ran: Run, rig: Rig, chat_model: str, model: str) -> None:
+    results, since, nonce = ran
+    check_tool_round_trip(rig, model, outcome(results, f"{chat_model}:{model}", "tool"), since, nonce)
