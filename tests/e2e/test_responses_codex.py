@@ -2,13 +2,15 @@
 every translated route, with the real `openai` SDK: namespace, custom and web search tools,
 `include`, `store: false`, replayed reasoning; the namespace and the custom tool come back on
 the calls. Then hosted tools without an equivalent: dropped and named by default (logged once
-per key), refused after a reload with `hosted_tools: reject`, for Responses, Anthropic and
-Gemini clients alike, while a route of the client's own format still runs them."""
+per key), refused after a reload with `hosted_tools: reject`, for Responses (background runs
+included), Anthropic and Gemini clients alike, while a route of the client's own format still
+runs them."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +165,20 @@ FILE_SEARCH = {"type": "file_search", "vector_store_ids": ["vs_1"]}
 CODE_EXECUTION = {"type": "code_execution_20250522", "name": "code_execution"}
 
 
+CODE_INTERPRETER = {"type": "code_interpreter", "container": {"type": "auto"}}
+
+
+def _background(up: Gateway, tool: dict[str, Any]) -> Any:
+    """A background response offering `tool`, once it has ended."""
+    tools: list[Any] = [tool]
+    accepted = up.client.responses.create(model="sandbox-chat", input="hello", tools=tools, background=True)
+    deadline = time.monotonic() + 20
+    while (done := up.client.responses.retrieve(accepted.id)).status in ("queued", "in_progress"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return done
+
+
 def _anthropic(up: Gateway, model: str) -> tuple[int, dict[str, str], Any]:
     body = {"model": model, "max_tokens": 50, "messages": [{"role": "user", "content": "Compute 2+2"}],
             "tools": [CODE_EXECUTION]}  # fmt: skip
@@ -197,6 +213,10 @@ def test_hosted_tools_are_dropped_named_and_logged_once(up: Gateway) -> None:
     log = up.gw.log()
     assert log.count("hosted tool file_search dropped") == 1
     assert "hosted tool code_execution_20250522 dropped" in log and "hosted tool codeExecution dropped" in log
+    # A background run follows the same policy: the tool dropped and logged.
+    done = _background(up, CODE_INTERPRETER)
+    assert done.status == "completed", done.error
+    assert "hosted tool code_interpreter dropped" in up.gw.log()
 
 
 def test_reject_setting_refuses_them_on_translated_routes_only(up: Gateway) -> None:
@@ -208,6 +228,9 @@ def test_reject_setting_refuses_them_on_translated_routes_only(up: Gateway) -> N
     with pytest.raises(openai.BadRequestError) as info:
         up.client.responses.create(model="sandbox-chat", input="hello", tools=[FILE_SEARCH])  # type: ignore[list-item]
     assert info.value.code == "unsupported_tool" and "file_search" in info.value.message
+    failed = _background(up, FILE_SEARCH)  # a background run is refused alike
+    assert failed.status == "failed" and failed.error is not None
+    assert failed.error.code == "unsupported_tool" and "file_search" in failed.error.message
     status, _, body = _anthropic(up, "sandbox-chat")
     assert status == 400 and body["type"] == "error" and "code_execution_20250522" in body["error"]["message"]
     status, _, body = _gemini(up)

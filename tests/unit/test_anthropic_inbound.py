@@ -222,8 +222,8 @@ def test_fields_and_blocks_without_a_place_are_named_per_protocol() -> None:
                     "content": [
                         {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
                         {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
-                        {"type": "server_tool_use", "id": "srvtoolu_2", "name": "code_execution", "input": {}},
-                        {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_2", "content": {}},
+                        {"type": "server_tool_use", "id": "srvtu_2", "name": "code_execution", "input": {}},
+                        {"type": "code_execution_tool_result", "tool_use_id": "srvtu_2", "content": {}},
                         {"type": "text", "text": "found"},
                     ],
                 },
