@@ -1,7 +1,8 @@
 """A background response's replay (`GET /v1/responses/{id}?stream=true`, `api/responses_background.replay`)
-ends with the response's terminal event even when the run stored its final state a moment before
-writing that event (as a run does: the state first, then the event that announces it); a
-cancelled response, which has no terminal event to come, ends at once."""
+follows a running response to its terminal event: the run writes its final state together with
+the events not yet written (`_Sink.seal`, one transaction), so the replay that sees the final
+state reads the whole stream; a cancelled response, which has no terminal event to come, ends
+at once."""
 
 from __future__ import annotations
 
@@ -68,16 +69,15 @@ async def _follow(runs: BackgroundRuns) -> tuple[bytes, float]:
     return b"".join(m.get("body", b"") for m in sent), time.monotonic() - started
 
 
-def test_the_terminal_event_written_after_the_state_is_replayed(tmp_path: Path) -> None:
+def test_a_running_response_is_followed_to_its_terminal_event(tmp_path: Path) -> None:
     async def run() -> bytes:
         runs, _ = await _setup(tmp_path)
         follower = asyncio.ensure_future(_follow(runs))
         await asyncio.sleep(0.2)  # the replay has sent events 0-2 and polls
-        await runs.set_state("resp_1", {"id": "resp_1", "status": "completed"})
-        await asyncio.sleep(0.8)  # it has seen the final state by now
-        await runs.append(
-            "resp_1", [_event(3, "response.output_text.delta"), _event(4, "response.completed")]
-        )
+        assert await runs.append("resp_1", [_event(3, "response.output_text.delta")])
+        await asyncio.sleep(0.3)
+        final = {"id": "resp_1", "status": "completed"}
+        assert await runs.set_state("resp_1", final, [_event(4, "response.completed")])
         body, _ = await follower
         return body
 
