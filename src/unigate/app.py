@@ -12,6 +12,8 @@ import logging
 import time
 from collections.abc import Awaitable
 
+import orjson
+
 from unigate.access_log import (
     ACCESS_LOGGER,
     MODEL_NAME,
@@ -57,6 +59,7 @@ from unigate.errors import (
     DatabaseUnavailable,
     ErrorStyle,
     GatewayError,
+    InvalidRequest,
     NotFound,
     PermissionDenied,
     RateLimited,
@@ -166,23 +169,7 @@ class GatewayApp:
         except ClientDisconnected:
             pass  # still logged below, as 499 when nothing was sent
         except Exception as exc:
-            if is_outage(exc):
-                log.warning(
-                    "database unavailable on %s %s (request %s): %s",
-                    request.method,
-                    shown_path(request.path),
-                    request.request_id,
-                    type(exc).__name__,
-                )
-                await self._send_error(request, DatabaseUnavailable(), style)
-            else:
-                log.exception(
-                    "unhandled error on %s %s (request %s)",
-                    request.method,
-                    shown_path(request.path),
-                    request.request_id,
-                )
-                await self._send_error(request, GatewayError("Internal server error."), style)
+            await self._unexpected(request, exc, style)
         key_id = principal.key_id if principal else None
         if self._access.enabled():
             if self._json_access:
@@ -198,6 +185,35 @@ class GatewayApp:
         )
         if endpoint is None or endpoint.auth == "key":  # API calls, not the dashboard's own polling
             self._requests.add(request, sent.status, started, key_id)
+
+    async def _unexpected(self, request: Request, exc: Exception, style: ErrorStyle) -> None:
+        """An exception that is no GatewayError: a database outage (503), a body nested too deep
+        to write out again (400), or a bug (500, with its traceback in the log)."""
+        if is_outage(exc):
+            log.warning(
+                "database unavailable on %s %s (request %s): %s",
+                request.method,
+                shown_path(request.path),
+                request.request_id,
+                type(exc).__name__,
+            )
+            await self._send_error(request, DatabaseUnavailable(), style)
+        elif _nested_too_deep(exc):
+            log.warning(
+                "refused on %s %s (request %s): JSON nested too deep to write out again",
+                request.method,
+                shown_path(request.path),
+                request.request_id,
+            )
+            await self._send_error(request, _too_deep(), style)
+        else:
+            log.exception(
+                "unhandled error on %s %s (request %s)",
+                request.method,
+                shown_path(request.path),
+                request.request_id,
+            )
+            await self._send_error(request, GatewayError("Internal server error."), style)
 
     def _check_admin(self, request: Request, kind: str = "admin") -> None:
         """The admin key as a Bearer token; for `kind` "metrics" (GET /metrics) the metrics
@@ -269,6 +285,20 @@ def app_factory() -> GatewayApp:
 
 async def _nothing() -> None:
     return None
+
+
+# orjson reads JSON nested up to 1,024 levels but writes at most 255: a body nested between the
+# two is parsed, then fails where the gateway writes it again (a translated or stored request).
+# Nothing else the gateway writes nests that deep, so that failure is the client's body.
+def _nested_too_deep(exc: Exception) -> bool:
+    return isinstance(exc, orjson.JSONEncodeError) and str(exc) == "Recursion limit reached"
+
+
+def _too_deep() -> InvalidRequest:
+    return InvalidRequest(
+        "The request's JSON is nested more than 255 levels deep, more than the gateway can pass on.",
+        code="nested_too_deep",
+    )
 
 
 # The metrics' family label of endpoints outside the model families, by auth kind.
