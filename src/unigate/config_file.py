@@ -47,8 +47,8 @@ def _read(path: Path) -> bytes:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
     if len(data) > MAX_CONFIG_BYTES:
         raise ConfigError(
-            f"config file {path} is larger than the {MAX_CONFIG_BYTES // 1024} KiB limit for a config "
-            "file; point UNIGATE_CONFIG / --config at the gateway's YAML file"
+            f"config file {path} is larger than the 1 MiB ({MAX_CONFIG_BYTES:,} bytes) limit for a "
+            "config file; point UNIGATE_CONFIG / --config at the gateway's YAML file"
         )
     return data
 

@@ -214,7 +214,7 @@ HOSTILE = {
     "alias bomb": (_laughs(9), "line 1, column 5: anchors (&name) are not allowed"),
     "deep nesting": (b"models: " + b"[" * 100_000 + b"]" * 100_000, "nested deeper than 64 levels"),
     "not utf-8": (b"models: []\n# caf\xe9\n", "is not UTF-8 text: byte 0xe9 at byte offset 16"),
-    "over 1 MiB": (b"#" * (1024 * 1024 + 1), "larger than the 1024 KiB limit"),
+    "over 1 MiB": (b"#" * (1024 * 1024 + 1), "larger than the 1 MiB (1,048,576 bytes) limit"),
 }
 
 

@@ -47,7 +47,7 @@ HOSTILE = {
     "anchors": (b"a: &a [x, x]\nb: [*a, *a, *a]\n", "line 1, column 4: anchors (&name) are not allowed"),
     "deep": (b"models: " + b"[" * 100_000 + b"]" * 100_000, "nested deeper than 64 levels"),
     "not-utf8": (b"models: []\n# caf\xe9\n", "is not UTF-8 text: byte 0xe9 at byte offset 16"),
-    "over-1-mib": (b"#" * (1024 * 1024 + 1), "larger than the 1024 KiB limit"),
+    "over-1-mib": (b"#" * (1024 * 1024 + 1), "larger than the 1 MiB (1,048,576 bytes) limit"),
 }
 
 

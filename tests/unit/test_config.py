@@ -97,7 +97,7 @@ HOSTILE: dict[str, tuple[bytes, str]] = {
         "line 65, column 65: nested deeper than 64 levels",
     ),
     "not utf-8": (b"providers: []\n# caf\xe9\n", "is not UTF-8 text: byte 0xe9 at byte offset 19"),
-    "over 1 MiB": (b"#" * (1024 * 1024 + 1), "larger than the 1024 KiB limit"),
+    "over 1 MiB": (b"#" * (1024 * 1024 + 1), "larger than the 1 MiB (1,048,576 bytes) limit"),
     "base-60 integer": (
         b"routing: {cooldown_seconds: " + b":".join([b"1"] * 100_000) + b"}\n",
         "a number longer than 100 characters",
@@ -124,7 +124,7 @@ def test_exactly_1_mib_is_read_and_the_error_states_the_limit(tmp_path: Path) ->
     padded = GOOD + "#" * (MAX_CONFIG_BYTES - len(GOOD.encode()))
     assert len(padded.encode()) == MAX_CONFIG_BYTES
     assert load_config(_write(tmp_path, padded), {"KEY": "k"}).providers[0].api_key == "k"
-    with pytest.raises(ConfigError, match=r"larger than the 1024 KiB limit"):
+    with pytest.raises(ConfigError, match=r"larger than the 1 MiB \(1,048,576 bytes\) limit"):
         load_config(_write(tmp_path, padded + "#"), {"KEY": "k"})
 
 

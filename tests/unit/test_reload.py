@@ -159,7 +159,7 @@ def test_a_file_that_does_not_load_changes_nothing(tmp_path: Path, text: str, pr
         (b"a: &a [x, x]\nb: [*a, *a]\n", "line 1, column 4: anchors (&name) are not allowed"),
         (b"providers: " + b"[" * 100_000 + b"]" * 100_000, "nested deeper than 64 levels"),
         (b"providers: []\n# \xff\n", "is not UTF-8 text: byte 0xff at byte offset 16"),
-        (b"#" * (1024 * 1024 + 1), "larger than the 1024 KiB limit"),
+        (b"#" * (1024 * 1024 + 1), "larger than the 1 MiB (1,048,576 bytes) limit"),
     ],
     ids=["anchors", "deep", "not-utf8", "over-1-mib"],
 )
