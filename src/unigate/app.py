@@ -12,6 +12,8 @@ import logging
 import time
 from collections.abc import Awaitable
 
+import orjson
+
 from unigate.access_log import (
     ACCESS_LOGGER,
     MODEL_NAME,
@@ -58,6 +60,7 @@ from unigate.errors import (
     DatabaseUnavailable,
     ErrorStyle,
     GatewayError,
+    InvalidRequest,
     NotFound,
     PermissionDenied,
     RateLimited,
@@ -250,6 +253,9 @@ def _unexpected(request: Request, exc: Exception) -> GatewayError:
     if disk_failed(exc):  # a file write that the file store's own mapping did not cover
         log.warning("disk full or failing on %s: %s", where, failure_reason(exc))
         return StorageUnavailable(failure_reason(exc))
+    if _nested_too_deep(exc):
+        log.warning("refused on %s: JSON nested too deep to write out again", where)
+        return _too_deep()
     log.exception("unhandled error on %s", where)
     return GatewayError("Internal server error.")
 
@@ -269,6 +275,20 @@ def app_factory() -> GatewayApp:
 
 async def _nothing() -> None:
     return None
+
+
+# orjson reads JSON nested up to 1,024 levels but writes at most 255: a body nested between the
+# two is parsed, then fails where the gateway writes it again (a translated or stored request).
+# Nothing else the gateway writes nests that deep, so that failure is the client's body.
+def _nested_too_deep(exc: Exception) -> bool:
+    return isinstance(exc, orjson.JSONEncodeError) and str(exc) == "Recursion limit reached"
+
+
+def _too_deep() -> InvalidRequest:
+    return InvalidRequest(
+        "The request's JSON is nested more than 255 levels deep, more than the gateway can pass on.",
+        code="nested_too_deep",
+    )
 
 
 # The metrics' family label of endpoints outside the model families, by auth kind.

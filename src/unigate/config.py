@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from unigate.config_file import ConfigError as ConfigError  # raised here, caught by its users
+from unigate.config_file import read_yaml
 
 MiB = 1024 * 1024
 # The families an API key can be limited to.
@@ -33,10 +35,6 @@ SandboxKind = Literal[
     "visual",
 ]
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-class ConfigError(Exception):
-    """The configuration file cannot be used; the message says where and why."""
 
 
 class _Strict(BaseModel):
@@ -456,15 +454,13 @@ def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
 
 
 def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> GatewayConfig:
+    """The configuration in the file at `path` (the built-in one for None), or a ConfigError.
+    The one place the file is read and parsed: start-up, reload and the CLI all come here.
+    Blocking (file I/O and parsing): the event loop calls it in a thread."""
     env = os.environ if env is None else env
     if path is None:
         return default_config(env)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    raw = read_yaml(path)  # bounded size, UTF-8, no aliases, bounded depth (config_file.py)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -493,7 +489,8 @@ def _with_sandbox(data: dict[str, Any], path: Path) -> dict[str, Any]:
             f"config file {path}: sandbox.enabled: the provider name 'sandbox' is taken by a "
             f"{named.get('protocol')!r} provider; rename that provider"
         )
-    defined = {m.get("name") for m in models if isinstance(m, dict)}
+    # Only text names: an unhashable one (a list) is left for validation to report.
+    defined = {m.get("name") for m in models if isinstance(m, dict) and isinstance(m.get("name"), str)}
     extra = [{"name": n, "routes": [{"provider": "sandbox"}]} for n in SANDBOX_MODELS if n not in defined]
     return {**data, "providers": providers, "models": [*models, *extra]}
 
@@ -519,13 +516,19 @@ def _interpolate(value: Any, env: Mapping[str, str], path: Path, where: str) -> 
     return value
 
 
+MAX_SHOWN_ERRORS = 10  # a file of a thousand bad entries is still a one-line message
+
+
 def _describe(exc: ValidationError, path: Path) -> str:
     lines = []
-    for err in exc.errors():
+    errors = exc.errors()
+    for err in errors[:MAX_SHOWN_ERRORS]:
         loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
         if err["type"] == "extra_forbidden":
             lines.append(f"{loc}: unknown key")
         else:
             msg = err["msg"].removeprefix("Value error, ")
             lines.append(f"{loc}: {msg}" if loc else msg)
+    if len(errors) > MAX_SHOWN_ERRORS:
+        lines.append(f"and {len(errors) - MAX_SHOWN_ERRORS} more")
     return f"config file {path}: " + "; ".join(lines)

@@ -107,4 +107,6 @@ class EndpointTable:
             return "picwish"
         if path.startswith("/v1beta/"):
             return "gemini"
+        if path.startswith("/media/"):
+            return "plain"
         return "openai"

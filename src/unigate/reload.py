@@ -5,7 +5,10 @@ What reloads: providers, models (routes, prices, per-model limits, family), `rou
 `music` and `media` defaults, `sandbox.enabled`. What the process reads once at start keeps
 its running value until a restart (`limits`, `tasks`, `public_url`, the sandbox's timings),
 and so do the settings from the environment (they are not in the file). A file that does not
-load is refused with its error and the running configuration stays.
+load is refused with its error and the running configuration stays: every way a file can be
+bad (too big, not UTF-8, YAML anchors or aliases, nesting too deep, the schema) is a
+ConfigError from `config.load_config`, so a 400 `invalid_config` on the admin API and one
+error line on SIGHUP.
 
 The hot path never locks: `Gateway.apply` replaces the catalog, providers and config
 references in one synchronous step, and a request keeps the catalog entry (so the provider
@@ -165,7 +168,9 @@ class ConfigReloader:
         gw = self.gw
         path = gw.settings.config_path
         try:
-            new = load_config(path)
+            # In a thread: reading and parsing a file of up to 1 MiB takes seconds of CPU in
+            # pure-Python YAML, which must not stall the requests this worker is serving.
+            new = await asyncio.to_thread(load_config, path)
         except ConfigError as exc:
             raise _refused(str(exc)) from None
         applied = _effective(new, gw.config)

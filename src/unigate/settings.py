@@ -75,7 +75,7 @@ class Settings:
             env_credentials=creds,
             data_location_set=bool(env.get("UNIGATE_DATABASE_URL") or env.get("UNIGATE_DATA_DIR")),
             public_url=(env.get("UNIGATE_PUBLIC_URL") or "").rstrip("/") or None,
-            workers=int(workers) if (workers := env.get("UNIGATE_WORKERS", "")).isdigit() else 0,
+            workers=int(w) if (w := env.get("UNIGATE_WORKERS", "")).isascii() and w.isdigit() else 0,
             metrics_token=env.get("UNIGATE_METRICS_TOKEN") or None,
             log_format=(env.get("UNIGATE_LOG_FORMAT") or "text").lower(),
             otel_traces_endpoint=_traces_endpoint(env),

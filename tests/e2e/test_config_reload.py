@@ -45,10 +45,13 @@ def _config(fake: FakeOpenAI, reloaded: bool = False) -> dict[str, Any]:
     return {"providers": [up, added], "models": models}
 
 
-def _write(gw: GatewayProcess, text: str) -> None:
+def _write(gw: GatewayProcess, text: str | bytes) -> None:
     path = Path(gw.env["UNIGATE_CONFIG"])
     tmp = path.with_suffix(".new")
-    tmp.write_text(text)
+    if isinstance(text, bytes):
+        tmp.write_bytes(text)
+    else:
+        tmp.write_text(text)
     os.replace(tmp, path)  # as an editor saves it: never half a file
 
 
@@ -197,6 +200,39 @@ def test_a_broken_file_is_refused_and_the_running_config_stays(
         assert gw.admin("POST", "/admin/reload").status == 200
         time.sleep(1.0)
         _on_every_worker(gw, key, "chat-b")
+        assert "Traceback" not in gw.log()
+
+
+def _laughs(levels: int) -> bytes:
+    lines = ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+HOSTILE = {
+    # Expanded, nine levels are 387 million strings: the worker ran for minutes, gigabytes deep.
+    "alias bomb": (_laughs(9), "line 1, column 5: anchors (&name) are not allowed"),
+    "deep nesting": (b"models: " + b"[" * 100_000 + b"]" * 100_000, "nested deeper than 64 levels"),
+    "not utf-8": (b"models: []\n# caf\xe9\n", "is not UTF-8 text: byte 0xe9 at byte offset 16"),
+    "over 1 MiB": (b"#" * (1024 * 1024 + 1), "larger than the 1 MiB (1,048,576 bytes) limit"),
+}
+
+
+def test_a_hostile_file_is_a_quick_400_and_the_worker_keeps_serving(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    with GatewayProcess(tmp_path, config=_config(fake_openai)) as gw:
+        key = gw.create_key()
+        for name, (data, problem) in HOSTILE.items():
+            _write(gw, data)
+            started = time.monotonic()
+            answer = gw.admin("POST", "/admin/reload")
+            assert time.monotonic() - started < 5, name
+            assert answer.status == 400, (name, answer.status, answer.body[:300])
+            error = answer.json()["error"]
+            assert error["code"] == "invalid_config" and problem in error["message"], (name, error)
+            assert error["message"].endswith("the running configuration stays"), name
+            assert _chat(gw, key, "chat-a").status == 200, name
         assert "Traceback" not in gw.log()
 
 

@@ -6,6 +6,7 @@ shortened in the access log (they are capabilities)."""
 
 from __future__ import annotations
 
+import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -142,3 +143,37 @@ def test_private_upstream_file_head(tmp_path: Path) -> None:
             assert head.headers["x-content-type-options"] == "nosniff"
             got = http("GET", url)
             assert got.status == 200 and got.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_task_file_link_never_tells_an_unfinished_task_from_an_unknown_id(tmp_path: Path) -> None:
+    """`/media/tasks/...` takes no key: an id that exists but has no file yet answers exactly
+    what an id that never existed does, for every index, variant and method."""
+    config = {"sandbox": {"enabled": True, "task_seconds": 120}}  # stays unfinished throughout
+    with GatewayProcess(tmp_path, config=config) as gw:
+        auth = {"Authorization": f"Bearer {gw.create_key()}"}
+        body = {"model": "sandbox-video", "prompt": "a red kite", "duration": 1, "width": 160, "height": 120}
+        res = http("POST", gw.base_url + "/v1/video/generations", body, auth)
+        assert res.status == 200, res.body
+        pending = res.json()["task_id"]
+        unknown = str(uuid.uuid4())
+        for tail in (
+            "0/video",
+            "0/thumbnail",
+            "7/spritesheet",
+            "%C2%B2/video",
+            "99999999999/video",
+            "-1/video",
+        ):
+            answers = {}
+            for task_id in (pending, unknown):
+                got = http("GET", gw.base_url + f"/media/tasks/{task_id}/{tail}")
+                head = _head(gw.base_url + f"/media/tasks/{task_id}/{tail}")
+                answers[task_id] = (got.status, got.json(), head.status, head.headers["content-type"])
+            assert answers[pending] == answers[unknown], (tail, answers)
+            no_file = {"message": "No such file.", "code": "file_not_found"}
+            assert answers[unknown][:2] == (404, no_file), answers
+        for task_id in (pending, unknown):  # a variant that does not exist is a 400 for any id
+            assert http("GET", gw.base_url + f"/media/tasks/{task_id}/0/poster").status == 400
+        status = http("GET", gw.base_url + f"/v1/video/generations/{pending}", headers=auth).json()["status"]
+        assert status not in ("completed", "failed"), "the task was unfinished throughout"
+        assert "Traceback" not in gw.log()

@@ -43,6 +43,25 @@ def test_config_error_names_key_and_file(tmp_path: Path) -> None:
     )
 
 
+HOSTILE = {
+    "anchors": (b"a: &a [x, x]\nb: [*a, *a, *a]\n", "line 1, column 4: anchors (&name) are not allowed"),
+    "deep": (b"models: " + b"[" * 100_000 + b"]" * 100_000, "nested deeper than 64 levels"),
+    "not-utf8": (b"models: []\n# caf\xe9\n", "is not UTF-8 text: byte 0xe9 at byte offset 16"),
+    "over-1-mib": (b"#" * (1024 * 1024 + 1), "larger than the 1 MiB (1,048,576 bytes) limit"),
+}
+
+
+def test_a_hostile_config_file_is_one_error_line(tmp_path: Path) -> None:
+    """Anchors, deep nesting, bytes that are not UTF-8, a file too big: each is refused at
+    start-up with one line naming the file, what is wrong and the fix, never a traceback."""
+    for name, (data, problem) in HOSTILE.items():
+        config, proc = serve_refused(tmp_path, data)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, (name, proc.stderr[-2000:])
+        assert lines[0].startswith("error: config file " + str(config)), (name, lines[0])
+        assert problem in lines[0] and "fix the config file" in lines[0], (name, lines[0])
+
+
 def test_unknown_protocol_is_refused(tmp_path: Path) -> None:
     _, proc = serve_refused(tmp_path, "providers:\n  - {name: x, protocol: carrier-pigeon}\n")
     assert proc.returncode == 2 and "carrier-pigeon" in proc.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.support.corpus_model import Case, FieldCase, Target, field_cases, form_attacks, json_attacks
+from tests.support.corpus_responses import create_target, odd_id_cases, query_cases, reload_cases
 from tests.support.corpus_targets import (
     admin_targets,
     anthropic_targets,
@@ -23,7 +24,13 @@ from tests.support.corpus_tasks import (
 )
 
 # Ids no task, key or clip can have: NUL, a lone surrogate's UTF-8 bytes, invalid UTF-8.
-ODD_IDS = {"nul": "%00", "surrogate_bytes": "%ED%A0%80", "invalid_utf8": "%FF%FE", "crlf": "a%0D%0Ab"}
+ODD_IDS = {
+    "nul": "%00",
+    "surrogate_bytes": "%ED%A0%80",
+    "invalid_utf8": "%FF%FE",
+    "crlf": "a%0D%0Ab",
+    "superscript_two": "%C2%B2",  # a digit to str.isdigit(), not to int()
+}
 LOOKUPS: list[tuple[str, str, str]] = [  # family, error style, path with {id}
     ("music", "music", "/suno/fetch/{id}"),
     ("video", "openai", "/v1/videos/{id}"),
@@ -37,6 +44,9 @@ LOOKUPS: list[tuple[str, str, str]] = [  # family, error style, path with {id}
     ("admin", "openai", "/admin/keys/{id}"),
     ("admin", "openai", "/admin/tasks/{id}"),
     ("video", "openai", "/v1/videos?after={id}"),
+    ("media", "plain", "/media/tasks/{id}/0/video"),
+    ("media", "plain", "/media/tasks/00000000-0000-0000-0000-000000000000/{id}/video"),
+    ("veo", "gemini", "/v1beta/files/00000000000000000000000000000000v{id}:download"),
 ]
 
 
@@ -51,6 +61,7 @@ def _targets() -> list[tuple[Target, list[FieldCase]]]:
         *vidu_targets(),
         *picwish_targets(),
         *admin_targets(),
+        create_target(),
     ]
 
 
@@ -101,7 +112,7 @@ def all_cases() -> list[Case]:
                 target, body={"url": "https://example.com/a.wav"}, files={}, form=False, required="url"
             )
             cases += field_cases(as_json, upload_json_cases())
-    cases += _lookup_cases()
+    cases += _lookup_cases() + odd_id_cases() + query_cases() + reload_cases()
     ids = [c.id for c in cases]
     duplicates = {i for i in ids if ids.count(i) > 1}
     assert not duplicates, duplicates

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,9 @@ class Case:
     # A field only the upstream reads (the gateway passes it on): the sandbox may accept it,
     # so a 2xx is fine too; never a 5xx.
     upstream: bool = False
+    # What the case needs on the gateway (gateway, API key) while it is sent: yields the
+    # `{name}`s to fill in its path (ids of things it made), and undoes what it changed.
+    around: Callable[[Any, str], AbstractContextManager[dict[str, str]]] | None = None
 
     @property
     def id(self) -> str:
@@ -77,6 +81,15 @@ def set_path(body: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     else:
         node[key] = value
     return out
+
+
+def nested_schema(depth: int) -> dict[str, Any]:
+    """A JSON schema about `depth` JSON levels deep (objects in objects' `properties`): deeper
+    than the 255 levels orjson writes, shallower than the 1,024 it reads."""
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth // 2):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
 
 
 def dumps(body: Any) -> bytes:

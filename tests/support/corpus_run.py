@@ -21,8 +21,12 @@ def send_case(gw: GatewayProcess, key: str, case: Case, timeout: float = 20.0) -
     headers = [("Authorization", f"Bearer {secret}"), *case.headers]
     if case.content_type is not None:
         headers.append(("Content-Type", case.content_type))
-    data = build_request(target.method, case.path or target.path, case.make(), headers)
-    return send_raw(gw.port, data, timeout)
+    with case.around(gw, key) if case.around else contextlib.nullcontext({}) as filled:
+        path = case.path or target.path
+        for name, value in filled.items():
+            path = path.replace("{" + name + "}", value)
+        data = build_request(target.method, path, case.make(), headers)
+        return send_raw(gw.port, data, timeout)
 
 
 def judge(case: Case, res: RawResponse) -> str | None:

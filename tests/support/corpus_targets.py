@@ -3,7 +3,7 @@ values aimed at the fields each handler reads: (case name, dotted field, value).
 
 from __future__ import annotations
 
-from tests.support.corpus_model import DELETE, UPSTREAM, FieldCase, FilePart, Target
+from tests.support.corpus_model import DELETE, UPSTREAM, FieldCase, FilePart, Target, nested_schema
 from tests.support.media_fixtures import encode_tone, make_image
 
 HUGE, NEG, INF = 10**12, -1, 1e308
@@ -59,6 +59,10 @@ def text_targets() -> list[tuple[Target, list[FieldCase]]]:
             ("tools_object", "tools", {}), ("tools_item_string", "tools", ["x"]),
             ("tools_function_string", "tools", [{"type": "function", "function": "f"}]),
             ("tools_function_name_object", "tools", [{"type": "function", "function": {"name": {}}}]),
+            ("tools_parameters_nested_300", "tools",
+             [{"type": "function", "function": {"name": "f", "parameters": nested_schema(300)}}]),
+            ("response_format_schema_nested_300", "response_format",
+             {"type": "json_schema", "json_schema": {"name": "n", "schema": nested_schema(300)}}),
             ("tool_choice_number", "tool_choice", 5),
             ("tool_calls_string", "messages.0.tool_calls", "x", UPSTREAM),
             ("name_object", "messages.0.name", {}, UPSTREAM),
@@ -125,6 +129,7 @@ def anthropic_targets() -> list[tuple[Target, list[FieldCase]]]:
         ("tools_item_string", "tools", ["x"]),
         ("tool_input_schema_string", "tools", [{"name": "f", "input_schema": "x"}]),
         ("tool_name_object", "tools", [{"name": {}, "input_schema": {"type": "object"}}]),
+        ("tool_input_schema_nested_300", "tools", [{"name": "f", "input_schema": nested_schema(300)}]),
         ("tool_choice_string", "tool_choice", "any"),
         ("tool_choice_type_object", "tool_choice", {"type": {}}),
         ("model_object", "model", {}),
@@ -204,6 +209,8 @@ def gemini_targets() -> list[tuple[Target, list[FieldCase]]]:
         ("system_instruction_parts_number", "systemInstruction", {"parts": 5}),
         ("tools_string", "tools", "x"), ("tools_item_number", "tools", [5]),
         ("function_declarations_string", "tools", [{"functionDeclarations": "x"}]),
+        ("function_parameters_nested_300", "tools",
+         [{"functionDeclarations": [{"name": "f", "parameters": nested_schema(300)}]}]),
         ("tool_config_string", "toolConfig", "x"),
         ("safety_settings_string", "safetySettings", "x", UPSTREAM),
     ]  # fmt: skip

@@ -42,6 +42,10 @@ def _stability(body: Any) -> bool:
     return set(body) == {"id", "name", "errors"} and isinstance(body["errors"], list)
 
 
+def _plain(body: Any) -> bool:  # the gateway's own paths (/media/...)
+    return set(body) == {"message", "code"} and isinstance(body["message"], str)
+
+
 SHAPES: dict[str, Callable[[Any], bool]] = {
     "openai": _openai,
     "music": _music,
@@ -52,6 +56,7 @@ SHAPES: dict[str, Callable[[Any], bool]] = {
     "kling": _kling,
     "vidu": _vidu,
     "stability": _stability,
+    "plain": _plain,
 }
 
 

@@ -120,10 +120,13 @@ class GatewayProcess:
         self.stop()
 
 
-def serve_refused(workdir: Path, config_text: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def serve_refused(workdir: Path, config_text: str | bytes) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """Run `unigate serve` on a config that must be refused before it starts."""
     config = workdir / "bad.yaml"
-    config.write_text(config_text)
+    if isinstance(config_text, bytes):
+        config.write_bytes(config_text)
+    else:
+        config.write_text(config_text)
     proc = subprocess.run(
         [sys.executable, "-m", "unigate", "serve", "--config", str(config)],
         env={**os.environ, "UNIGATE_DATA_DIR": str(workdir / "d")},

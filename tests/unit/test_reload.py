@@ -151,3 +151,65 @@ def test_a_file_that_does_not_load_changes_nothing(tmp_path: Path, text: str, pr
         assert reloader._retired == []
 
     _run(tmp_path, _config(), body)
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (b"a: &a [x, x]\nb: [*a, *a]\n", "line 1, column 4: anchors (&name) are not allowed"),
+        (b"providers: " + b"[" * 100_000 + b"]" * 100_000, "nested deeper than 64 levels"),
+        (b"providers: []\n# \xff\n", "is not UTF-8 text: byte 0xff at byte offset 16"),
+        (b"#" * (1024 * 1024 + 1), "larger than the 1 MiB (1,048,576 bytes) limit"),
+    ],
+    ids=["anchors", "deep", "not-utf8", "over-1-mib"],
+)
+def test_a_hostile_file_is_invalid_config_and_changes_nothing(
+    tmp_path: Path, data: bytes, problem: str
+) -> None:
+    async def body(gw: Gateway, reloader: ConfigReloader, path: Path) -> None:
+        config = gw.config
+        path.write_bytes(data)
+        with pytest.raises(InvalidRequest) as refused:
+            await reloader.reload("test")
+        assert refused.value.code == "invalid_config" and refused.value.status == 400
+        assert problem in refused.value.message and str(path) in refused.value.message
+        assert gw.config is config
+
+    _run(tmp_path, _config(), body)
+
+
+def test_the_file_is_read_and_parsed_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow read (a big file, a slow disk) must not stop the worker's other requests."""
+    import unigate.reload as reload_module
+
+    real = reload_module.load_config
+
+    def slow_load(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.6)  # what parsing a large file costs, done blocking as parsing is
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reload_module, "load_config", slow_load)
+
+    async def body(gw: Gateway, reloader: ConfigReloader, path: Path) -> None:
+        gaps: list[float] = []
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            last = time.monotonic()
+            while not done.is_set():
+                await asyncio.sleep(0.01)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+
+        ticking = asyncio.create_task(ticker())
+        await asyncio.sleep(0.05)
+        report = await reloader.reload("test")
+        done.set()
+        await ticking
+        assert report.changed is False
+        assert max(gaps) < 0.3, f"the event loop stood still for {max(gaps):.2f} s"
+
+    _run(tmp_path, _config(), body)

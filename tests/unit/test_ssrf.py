@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import random
 import socket
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
@@ -20,6 +21,10 @@ import pytest
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from unigate.errors import InvalidRequest
+from unigate.tasks.outbox import OutboxDeliverer
+from unigate.tasks.outbox_store import Delivery
+from unigate.webhooks.fetch import fetch_url
 from unigate.webhooks.sender import (
     DEFAULT_SCHEDULE,
     MAX_RETRY_AFTER,
@@ -32,6 +37,7 @@ from unigate.webhooks.sender import (
 from unigate.webhooks.signing import headers as sign_headers
 from unigate.webhooks.signing import new_message_id, verify
 from unigate.webhooks.ssrf import (
+    PRIVATE_HINT,
     GuardedResolver,
     RefusedAddress,
     UnsafeURL,
@@ -510,3 +516,96 @@ def test_retry_after_parsing() -> None:
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480 + 60) == 0.0
     assert classify(502, {"Retry-After": "3"}).retry_after == 3.0
     assert classify(500, {"Retry-After": "3"}).retry_after is None
+
+
+# -- what a client and the operator are told ------------------------------------------------------
+
+
+def _fetch_error(url: str, fake: FakeResolver) -> InvalidRequest:
+    async def go() -> InvalidRequest:
+        async with WebhookSender(False, inner_resolver=fake) as sender:
+            with pytest.raises(InvalidRequest) as refused:
+                await fetch_url(sender, url, 1000, timeout=5)
+            return refused.value
+
+    result: InvalidRequest = run(go())
+    return result
+
+
+def test_a_refusal_never_tells_what_an_internal_name_resolves_to(
+    dials: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeResolver({"db.corp.example": [["10.0.0.5"]], "printer.corp.example": [["192.168.7.7"]]})
+    with caplog.at_level(logging.WARNING, "unigate.webhooks"):
+        private = _fetch_error("http://db.corp.example/x.wav?token=t0k", fake)
+        other_private = _fetch_error("http://printer.corp.example/x.wav", fake)
+    unresolved = _fetch_error("http://nowhere.corp.example/x.wav", fake)
+    # A name resolving to a private address is answered like a name that does not resolve.
+    seen = {(e.status, e.code, e.message, e.param) for e in (private, other_private, unresolved)}
+    assert len(seen) == 1, seen
+    assert private.status == 400 and private.code == "url_fetch_failed" and private.param == "url"
+    assert "10.0.0.5" not in private.message and "non-public" not in private.message
+    # Hosts refused by their name or literal address: one reason whatever the kind.
+    static = [
+        _fetch_error(u, fake) for u in ("http://10.0.0.5/x", "http://db.internal/x", "http://localhost/x")
+    ]
+    assert {(e.code, e.message) for e in static} == {
+        ("url_refused", f"The URL was refused: host is not allowed ({PRIVATE_HINT}).")
+    }
+    assert dials == [], "nothing was dialled"
+    # The operator's log keeps the detail: which host, and the address it resolved to.
+    lines = [r.getMessage() for r in caplog.records if r.name == "unigate.webhooks"]
+    assert any("db.corp.example resolves to 10.0.0.5" in line for line in lines), lines
+    assert all("t0k" not in line for line in lines)
+
+
+class _Outbox:
+    """The outbox store's writes, recorded."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    async def give_up(self, event_id: str, _attempts: int, error: str) -> None:
+        self.calls.append(("give_up", error))
+
+    async def retry_later(self, event_id: str, _attempts: int, _at: float, error: str) -> None:
+        self.calls.append(("retry_later", error))
+
+
+class _Keys:
+    async def get(self, _key_id: str) -> Any:
+        return type("Record", (), {"webhook_secret": SECRET})()
+
+
+def _deliver_event(url: str, fake: FakeResolver, outbox: _Outbox) -> None:
+    async def go() -> None:
+        sender = WebhookSender(False, inner_resolver=fake)
+        await sender.start()
+        try:
+            deliverer = OutboxDeliverer(outbox, _Keys(), sender, DEFAULT_SCHEDULE, 5.0)  # type: ignore[arg-type]
+            await deliverer._deliver(Delivery("msg_1", "task-42", "key_1", url, BODY, 0))
+        finally:
+            await sender.aclose()
+
+    run(go())
+
+
+def test_a_webhook_refused_at_dial_time_is_failed_at_once_with_one_line(
+    dials: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    outbox = _Outbox()
+    fake = FakeResolver({"hooks.corp.example": [["10.0.0.5"]]})
+    with caplog.at_level(logging.WARNING, "unigate.webhooks"):
+        _deliver_event("https://hooks.corp.example/in?token=s3cr3t", fake, outbox)
+    assert [call for call, _ in outbox.calls] == ["give_up"], "failed at once, no retry scheduled"
+    lines = [r.getMessage() for r in caplog.records if r.name == "unigate.webhooks"]
+    assert len(lines) == 1, lines
+    assert "task-42" in lines[0] and "host hooks.corp.example" in lines[0] and "not retried" in lines[0]
+    assert "s3cr3t" not in lines[0] and SECRET not in lines[0] and "/in" not in lines[0]
+    assert dials == []
+
+
+def test_a_webhook_that_cannot_connect_is_retried(dials: list[str]) -> None:
+    outbox = _Outbox()
+    _deliver_event("https://nowhere.corp.example/in", FakeResolver({}), outbox)
+    assert [call for call, _ in outbox.calls] == ["retry_later"]

@@ -88,7 +88,7 @@ def _model(name: str) -> dict[str, Any]:
 def _page(names: list[str], query: dict[str, str]) -> dict[str, Any]:
     """One page in catalog order: after `after_id`, or the `limit` ids just before `before_id`."""
     raw = query.get("limit") or str(DEFAULT_LIMIT)
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_LIMIT:
         raise InvalidRequest(f"limit: must be an integer from 1 to {MAX_LIMIT}.", param="limit")
     limit = int(raw)
     before, after = query.get("before_id"), query.get("after_id")

@@ -73,7 +73,7 @@ def _int_query(request: Request, name: str, default: int) -> int:
     raw = request.query.get(name)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):  # str.isdigit takes '²', which int() refuses
         raise InvalidRequest(f"`{name}` must be a non-negative integer.", param=name)
     return int(raw)
 

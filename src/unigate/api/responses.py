@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from unigate.api.query_params import limit_param
 from unigate.api.responses_background import BackgroundRunner, replay
 from unigate.api.responses_call import MAX_ID, ResponseCall, load_conversation
+from unigate.api.responses_query import RetrieveQuery, retrieve_query
 from unigate.api.text import TextAPI
 from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
@@ -124,10 +126,18 @@ class ResponsesAPI:
         await send_json(request.send, 200, (current or stored).body)
 
     async def retrieve(self, request: Request, principal: Principal | None) -> None:
+        asked = retrieve_query(request)  # 400 for a `stream` or `starting_after` it cannot mean
         stored = await self._owned(request, principal)
         if stored.background:
-            await self._retrieve_background(request, stored)
+            await self._retrieve_background(request, stored, asked)
             return
+        if asked.stream:
+            raise InvalidRequest(
+                "Only background responses can be streamed from storage; this one was not created "
+                "with `background: true`.",
+                param="stream",
+                code="invalid_value",
+            )
         relay = self._native(stored)
         if relay is not None:
             query = [(k, v) for k, v in request.query.items()]
@@ -135,21 +145,15 @@ class ResponsesAPI:
             return
         await send_json(request.send, 200, stored.body)
 
-    async def _retrieve_background(self, request: Request, stored: StoredResponse) -> None:
+    async def _retrieve_background(
+        self, request: Request, stored: StoredResponse, query: RetrieveQuery
+    ) -> None:
         """`?stream=true` replays its events after `starting_after` (default: all of them),
         following it while it runs; else its current state."""
-        query = request.query
-        if query.get("stream", "false").lower() != "true":
+        if not query.stream:
             await send_json(request.send, 200, stored.body)
             return
-        text = query.get("starting_after", "-1")
-        if not text.lstrip("-").isdigit() or int(text) < -1 or len(text) > 9:
-            raise InvalidRequest(
-                "'starting_after' must be an event's sequence number.",
-                param="starting_after",
-                code="invalid_value",
-            )
-        await replay(request, self.runner.runs, stored.id, int(text), self.keepalive)
+        await replay(request, self.runner.runs, stored.id, query.starting_after, self.keepalive)
 
     async def delete(self, request: Request, principal: Principal | None) -> None:
         stored = await self._owned(request, principal)
@@ -205,15 +209,13 @@ def page(items: list[Json], query: dict[str, str]) -> Json:
     order = query.get("order", "desc")
     if order not in ("asc", "desc"):
         raise InvalidRequest("'order' must be asc or desc.", param="order", code="invalid_value")
-    text = query.get("limit", "20")
-    if not text.isdigit() or not 1 <= int(text) <= 100:
-        raise InvalidRequest("'limit' must be an integer from 1 to 100.", param="limit", code="invalid_value")
+    limit = limit_param(query, 20, 100)  # ASCII digits: "²" passed isdigit() and failed int()
     ordered = items if order == "asc" else items[::-1]
     after = query.get("after")
     if after is not None:
         ids = [item.get("id") for item in ordered]
         ordered = ordered[ids.index(after) + 1 :] if after in ids else []
-    data = ordered[: int(text)]
+    data = ordered[:limit]
     return {
         "object": "list",
         "data": data,

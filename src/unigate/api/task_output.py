@@ -24,7 +24,12 @@ from unigate.relay import BINARY_FRAMING, send_reply
 from unigate.tasks.model import SUCCESS, Task
 
 _LOCAL = re.compile(r"^/media/([A-Za-z0-9_-]+(\.[A-Za-z0-9]+))$")
+_INDEX = re.compile(r"[0-9]{1,9}")  # ASCII digits: str.isdigit() also takes "²", which int() refuses
 VARIANTS = tuple(VARIANT_KEYS)
+
+
+def _no_file() -> NotFound:
+    return NotFound("No such file.", code="file_not_found")
 
 
 def check_variant(value: str | None) -> str:
@@ -83,11 +88,18 @@ async def send_output(request: Request, gw: Gateway, task: Task, index: int, var
 def endpoints(gw: Gateway) -> list[Endpoint]:
     async def proxy(request: Request, _: Principal | None) -> None:
         # Unguessable like every /media/ link: the task id is a random UUID only its owner sees.
-        task = await gw.tasks.store.get(request.params["task_id"])
+        # This path takes no key, so whatever keeps a file from being served (an unknown id, a
+        # task not finished, no such file, its provider gone) is one and the same 404: the
+        # answer never tells an id that exists from one that does not.
+        variant = check_variant(request.params["variant"])  # a 400 whatever the id
         index = request.params["index"]
-        if task is None or not index.isdigit():
-            raise NotFound("No such file.", code="file_not_found")
-        await send_output(request, gw, task, int(index), check_variant(request.params["variant"]))
+        task = await gw.tasks.store.get(request.params["task_id"]) if _INDEX.fullmatch(index) else None
+        if task is None:
+            raise _no_file()
+        try:
+            await send_output(request, gw, task, int(index), variant)
+        except NotFound:
+            raise _no_file() from None
 
     path = "/media/tasks/{task_id}/{index}/{variant}"
     return [Endpoint(method, path, proxy, auth="none", style="plain") for method in ("GET", "HEAD")]

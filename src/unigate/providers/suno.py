@@ -185,6 +185,7 @@ def _unix(value: Any) -> int | None:
 def _percent(value: Any) -> int | None:
     if isinstance(value, int | float):
         return int(value)
-    if isinstance(value, str) and value.rstrip("%").strip().isdigit():
-        return int(value.rstrip("%"))
+    digits = value.rstrip("%").strip() if isinstance(value, str) else ""
+    if digits.isascii() and digits.isdigit():
+        return int(digits)
     return None

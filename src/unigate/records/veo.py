@@ -27,7 +27,7 @@ def file_name(task_id: str, index: int) -> str:
 def parse_file_name(name: str) -> tuple[str, int] | None:
     """(task id, output index) of a file name made by `file_name`."""
     hex_id, sep, index = name.partition("v")
-    if not sep or len(hex_id) != 32 or not index.isdigit():
+    if not sep or len(hex_id) != 32 or not (index.isascii() and index.isdigit()):  # int() refuses "²"
         return None
     try:
         int(hex_id, 16)

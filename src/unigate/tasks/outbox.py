@@ -3,7 +3,9 @@
 An event row is written in the same transaction as the change it reports; this loop leases
 due rows, signs each per Standard Webhooks with the owner key's secret, POSTs it through the
 SSRF-guarded sender, and either marks it delivered or schedules the next attempt. A 410
-Gone ends the hook for that task (the receiver asked for no more events).
+Gone ends the hook for that task (the receiver asked for no more events); an event the SSRF
+guard refuses (its host's addresses are not public) is marked failed at once, since every
+retry would be refused too.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from unigate.background import Periodic
 from unigate.store.db import is_outage
@@ -126,6 +129,20 @@ class OutboxDeliverer:
                     skipped,
                 )
                 return
+            if result.refused:
+                self._count("abandoned")
+                # Marked failed at once: the guard would refuse every retry the same way, for
+                # days. The host, never the URL (receivers put tokens in query strings).
+                log.warning(
+                    "webhook %s for task %s to host %s refused by the SSRF guard, marked failed (not "
+                    "retried): %s",
+                    event.id,
+                    event.task_id,
+                    _host(event.url),
+                    result.error,
+                )
+                await self.store.give_up(event.id, attempts, result.error)
+                return
             delay = None if result.permanent else backoff_schedule(attempts, self.schedule)
             self._count("failed" if delay is not None else "abandoned")
             if delay is None:
@@ -156,3 +173,12 @@ class OutboxDeliverer:
     def _count(self, outcome: str) -> None:
         if self.metrics is not None:
             self.metrics.webhooks.inc((outcome,))
+
+
+def _host(url: str) -> str:
+    """The host of a webhook URL, for a log line (the rest of the URL may hold a token)."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:  # an IPv6 literal that does not parse
+        host = None
+    return host[:253] if host else "(none)"

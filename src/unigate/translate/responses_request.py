@@ -186,6 +186,7 @@ def _map_fields(payload: Json, request: ResponsesRequest) -> None:
         if "tools" in chat:  # OpenAI refuses the flag on a request without tools
             chat["parallel_tool_calls"] = parallel
     _map_reasoning(optional_object(payload.get("reasoning"), "reasoning"), request)
+    _check_unmapped(payload)
     for name, value in payload.items():
         if value is None or name in _GATEWAY or name in _MAPPED or name == "reasoning":
             continue
@@ -199,6 +200,14 @@ def _map_fields(payload: Json, request: ResponsesRequest) -> None:
             )
         elif _meaningful(name, value):
             request.dropped.drop(name)
+
+
+def _check_unmapped(payload: Json) -> None:
+    """Fields no translation maps (dropped and named, or read by no upstream) but whose type
+    every route would refuse: a 400 here, not a 200 that silently ignored them (`include` is
+    checked where its values are read)."""
+    optional_object(payload.get("stream_options"), "stream_options")
+    optional_string(payload.get("truncation"), "truncation")
 
 
 def _meaningful(name: str, value: Any) -> bool:

@@ -44,7 +44,7 @@ def video_size(fields: dict[str, Any], default: tuple[int, int] = DEFAULT_SIZE) 
     ratio = fields.get("aspect_ratio")
     if isinstance(ratio, str) and ":" in ratio:
         a, _, b = ratio.partition(":")
-        if a.isdigit() and b.isdigit() and int(a) > 0 and int(b) > 0:
+        if ratio.isascii() and a.isdigit() and b.isdigit() and int(a) > 0 and int(b) > 0:
             w, h = int(a), int(b)
             # 720 on the short side, both sides even (H.264 wants even sizes).
             if w >= h:

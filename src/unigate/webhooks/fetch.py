@@ -1,18 +1,34 @@
 """Fetch a user-supplied URL (e.g. audio to upload) through the same SSRF guard as webhooks:
 the address checked is the address dialled, redirects are not followed, size is capped.
-`read_input` takes the other spelling of an input file as well, a base64 data URL."""
+`read_input` takes the other spelling of an input file as well, a base64 data URL.
+
+What the client is told depends only on the URL it sent, never on what the gateway's DNS
+answers: a host refused by its name or literal address is `url_refused`; a name refused at
+connect time because its addresses are not public gets the answer of a name that does not
+resolve or a host that refuses the connection (`url_fetch_failed`), so the gateway cannot be
+used to learn which internal names exist or where they point. The operator's log line says
+which it was, with the address."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from collections.abc import Awaitable, Callable
 
 import aiohttp
 
 from unigate.errors import InvalidRequest, PayloadTooLarge
 from unigate.webhooks.sender import WebhookSender
-from unigate.webhooks.ssrf import RefusedAddress, UnsafeURL, check_url, refusal
+from unigate.webhooks.ssrf import PRIVATE_HINT, RefusedAddress, UnsafeURL, check_url, refusal
+
+log = logging.getLogger("unigate.webhooks")
+
+# Connect-time refusals, names that do not resolve and refused connections, alike.
+NOT_CONNECTED = (
+    "Could not connect to the URL's host (a host that does not resolve, refuses the connection or "
+    f"has an address that is not public gets this answer; {PRIVATE_HINT})."
+)
 
 
 async def fetch_url(
@@ -41,10 +57,10 @@ async def fetch_url(
         raise InvalidRequest("Fetching the URL timed out.", param="url", code="url_fetch_failed") from None
     except aiohttp.ClientConnectorError as exc:
         if isinstance(exc.os_error, RefusedAddress):
-            raise InvalidRequest(
-                f"The URL was refused: {refusal(exc.os_error)}.", param="url", code="url_refused"
-            ) from None
-        raise InvalidRequest("Could not connect to the URL.", param="url", code="url_fetch_failed") from None
+            # The refused host and address (RefusedAddress's message), never the URL: query
+            # strings carry tokens.
+            log.warning("URL fetch refused by the SSRF guard at connect time: %s", exc.os_error)
+        raise InvalidRequest(NOT_CONNECTED, param="url", code="url_fetch_failed") from None
     except aiohttp.ClientError:
         raise InvalidRequest("Fetching the URL failed.", param="url", code="url_fetch_failed") from None
 

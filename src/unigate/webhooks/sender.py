@@ -39,6 +39,9 @@ class DeliveryResult:
     error: str
     permanent: bool
     gone: bool = False  # 410: the receiver wants no more events for this task
+    # The SSRF guard refused the URL or the address its name resolves to: nothing was sent, and
+    # an attempt later would be refused the same way (permanent).
+    refused: bool = False
 
 
 def _failure(error: str, status: int | None = None, *, permanent: bool = False) -> DeliveryResult:
@@ -46,7 +49,9 @@ def _failure(error: str, status: int | None = None, *, permanent: bool = False) 
 
 
 def _refused(reason: str) -> DeliveryResult:
-    return _failure(f"refused: {reason}", permanent=True)
+    return DeliveryResult(
+        ok=False, status=None, retry_after=None, error=f"refused: {reason}", permanent=True, refused=True
+    )
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -54,7 +59,7 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         seconds = float(value)
     else:
         try:

@@ -77,7 +77,8 @@ class UnsafeURL(ValueError):
 
 class RefusedAddress(OSError):
     """Raised by `GuardedResolver`. An OSError so aiohttp reports it as a connection (DNS) error
-    (`ClientConnectorDNSError` with this as `os_error`) without dialling anything."""
+    (`ClientConnectorDNSError` with this as `os_error`) without dialling anything. The message
+    names the host and the address refused: for the operator's log, never for a client."""
 
 
 def _embedded_ipv4(ip: IPv6Address) -> tuple[IPv4Address | None, bool]:
@@ -146,12 +147,17 @@ PRIVATE_HINT = (
     "loopback, private and link-local addresses are refused; for local testing allow them with "
     "UNIGATE_ALLOW_PRIVATE_WEBHOOKS=1 or tasks.allow_private_webhooks: true"
 )
+# Every refusal of a host gives clients this one reason, whether the URL names a blocked host, a
+# non-public address, or (at connect time) a name whose addresses are not public: a message that
+# said which would tell a client what an internal name resolves to.
+HOST_REFUSED = "host is not allowed"
 
 
 def refusal(exc: Exception) -> str:
-    """Why a URL was refused, with how to allow private addresses when that was the reason."""
+    """Why a URL was refused, for the client: with how to allow private addresses when the host
+    was the reason."""
     reason = str(exc)
-    if reason in ("non-public address", "host is not allowed") or "non-public" in reason:
+    if reason == HOST_REFUSED:
         return f"{reason} ({PRIVATE_HINT})"
     return reason
 
@@ -162,10 +168,10 @@ def check_host(host: str) -> None:
     if not name:
         raise UnsafeURL("host is missing")
     if name in _BLOCKED_NAMES or name.endswith(_BLOCKED_SUFFIXES):
-        raise UnsafeURL("host is not allowed")
+        raise UnsafeURL(HOST_REFUSED)
     ip = literal_address(host)
     if ip is not None and not is_public_address(ip):
-        raise UnsafeURL("non-public address")
+        raise UnsafeURL(HOST_REFUSED)
 
 
 def check_url(url: str, *, allow_private: bool = False) -> URL:
@@ -217,7 +223,7 @@ class GuardedResolver(AbstractResolver):
             try:
                 check_host(host)  # refuse by name / literal before asking DNS at all
             except UnsafeURL as exc:
-                raise RefusedAddress(str(exc)) from None
+                raise RefusedAddress(f"{host}: {exc}") from None
         if self._inner is None:
             self._inner = DefaultResolver()
         results = await self._inner.resolve(host, port, family)
@@ -226,7 +232,8 @@ class GuardedResolver(AbstractResolver):
                 ip = literal_address(result["host"])
                 # Unparseable answers fail closed.
                 if ip is None or not is_public_address(ip):
-                    raise RefusedAddress("non-public address")
+                    shown = result["host"][:64]
+                    raise RefusedAddress(f"{host} resolves to {shown}, which is not a public address")
         return results
 
     async def close(self) -> None:
