@@ -37,8 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from tests.support import config_yaml
 from tests.support.gateway import ADMIN_KEY, GatewayProcess
 from tests.support.net import HTTPResult, free_port, http
 from tests.support.postgres import Cluster as PostgresCluster
@@ -357,7 +356,7 @@ def gateway_cluster(
             shared_env = {"UNIGATE_DATABASE_URL": pg.url, "UNIGATE_REDIS_URL": redis.url}
             if config is not None:
                 config_path = root / "config.yaml"
-                config_path.write_text(yaml.safe_dump(config))
+                config_path.write_text(config_yaml.dump(config))
                 shared_env["UNIGATE_CONFIG"] = str(config_path)
             gateways = []
             for i in range(replicas):

@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from tests.support import config_yaml
 from tests.support.net import HTTPResult, free_port, http
 
 ADMIN_KEY = "uga_test_" + secrets.token_hex(16)
@@ -45,7 +44,7 @@ class GatewayProcess:
             self.env.pop(name, None)
         if config is not None:
             path = workdir / f"config-{self.port}.yaml"
-            path.write_text(yaml.safe_dump(config))
+            path.write_text(config_yaml.dump(config))
             self.env["UNIGATE_CONFIG"] = str(path)
         self.workers = workers
         self.proc: subprocess.Popen[bytes] | None = None

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 import httpx2
-import yaml
 
+from tests.support import config_yaml
 from unigate.app import GatewayApp, create_app
 from unigate.settings import Settings
 
@@ -32,7 +32,7 @@ class InProcessGateway:
         env = {"UNIGATE_DATA_DIR": str(workdir / "data"), "UNIGATE_ADMIN_KEY": self.admin_key}
         if config is not None:
             path = workdir / "config.yaml"
-            path.write_text(yaml.safe_dump(config))
+            path.write_text(config_yaml.dump(config))
             env["UNIGATE_CONFIG"] = str(path)
         self.settings = Settings.from_env(env)
         self.app: GatewayApp | None = None

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests.support import config_yaml
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
 from unigate.reload import SETTLE_SECONDS, ConfigReloader
@@ -39,7 +39,7 @@ def _run(
     tmp_path: Path, config: dict[str, Any], body: Callable[[Gateway, ConfigReloader, Path], Awaitable[None]]
 ) -> None:
     path = tmp_path / "gateway.yaml"
-    path.write_text(yaml.safe_dump(config))
+    path.write_text(config_yaml.dump(config))
     settings = Settings.from_env({"UNIGATE_DATA_DIR": str(tmp_path / "data"), "UNIGATE_ADMIN_KEY": "uga_t"})
     gw = Gateway.build(settings.with_overrides(config_path=path))
 
@@ -68,7 +68,7 @@ def test_swap_report_health_and_reuse(tmp_path: Path) -> None:
             routing={"cooldown_seconds": 5},
             limits={"max_json_body": 1000},
         )
-        path.write_text(yaml.safe_dump(new))
+        path.write_text(config_yaml.dump(new))
         report = await reloader.reload("test")
         assert report.providers.as_json() == {"added": [], "removed": ["old"], "changed": []}
         assert report.models.as_json() == {"added": ["chat-b"], "removed": ["legacy"], "changed": ["chat-a"]}
@@ -99,7 +99,7 @@ def test_a_dropped_provider_is_closed_once_idle_or_after_its_longest_timeout(tmp
 
         old.aclose = aclose  # type: ignore[method-assign]
         old.in_use = lambda: busy[0]  # type: ignore[method-assign]
-        path.write_text(yaml.safe_dump(_config(providers=[_config()["providers"][0]], models=[])))
+        path.write_text(config_yaml.dump(_config(providers=[_config()["providers"][0]], models=[])))
         await reloader.reload("test")
         [retired] = reloader._retired
         assert retired.provider is old and retired.deadline - retired.since == 20 + SETTLE_SECONDS
@@ -111,7 +111,7 @@ def test_a_dropped_provider_is_closed_once_idle_or_after_its_longest_timeout(tmp
         assert closed == ["old"] and reloader._retired == []
 
         # Busy past the deadline: closed anyway.
-        path.write_text(yaml.safe_dump(_config(providers=[], models=[])))
+        path.write_text(config_yaml.dump(_config(providers=[], models=[])))
         up = gw.providers["up"]
         up.in_use = lambda: 1  # type: ignore[method-assign]
         await reloader.reload("test")
@@ -127,13 +127,13 @@ def test_a_dropped_provider_is_closed_once_idle_or_after_its_longest_timeout(tmp
     ("text", "problem"),
     [
         ("providers: [ {name: up\n", "is not valid YAML"),
-        (yaml.safe_dump(_config(routin={})), "routin: unknown key"),
+        (config_yaml.dump(_config(routin={})), "routin: unknown key"),
         (
-            yaml.safe_dump(_config(providers=[{"name": "up", "protocol": "carrier-pigeon"}], models=[])),
+            config_yaml.dump(_config(providers=[{"name": "up", "protocol": "carrier-pigeon"}], models=[])),
             "carrier-pigeon",
         ),
         (
-            yaml.safe_dump(_config(models=[{"name": "x", "routes": [{"provider": "nope"}]}])),
+            config_yaml.dump(_config(models=[{"name": "x", "routes": [{"provider": "nope"}]}])),
             "unknown provider",
         ),
     ],

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import config_yaml
 from tests.support.s3 import TEST_CREDENTIALS, S3Server, credentials_in_env, s3_server
 from unigate.config import ConfigError, GatewayConfig, StorageConfig, load_config
 from unigate.errors import StorageUnavailable
@@ -206,10 +207,9 @@ def test_stored_journal_shares_records_between_processes(s3: S3Server, tmp_path:
     ],
 )
 def test_config_section_is_checked(section: dict[str, Any], message: str, tmp_path: Path) -> None:
-    import yaml
 
     path = tmp_path / "gateway.yaml"
-    path.write_text(yaml.safe_dump({"storage": section}))
+    path.write_text(config_yaml.dump({"storage": section}))
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert message in str(caught.value)
