@@ -10,9 +10,9 @@ import orjson
 from unigate.config import ProviderConfig
 from unigate.errors import UpstreamRejected
 from unigate.providers.base import Provider, ProviderContext, RouteFailed
-from unigate.providers.h1 import Response
 from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP, read_all
+from unigate.transport.response import Response
 
 REJECTED = "The upstream rejected the request."
 

@@ -30,7 +30,6 @@ from unigate.providers.base import (
     UpstreamTask,
 )
 from unigate.providers.form_body import FormBody
-from unigate.providers.h1 import Response
 from unigate.providers.headers import upstream_headers
 from unigate.providers.http import (
     UpstreamHTTP,
@@ -47,6 +46,7 @@ from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
 from unigate.providers.same_format import ClientRequest, request_body
 from unigate.translate.translation import with_dropped
 from unigate.translate.web_search import OPTIONS as SEARCH_OPTIONS
+from unigate.transport.response import Response
 from unigate.usage.recorder import Usage
 from unigate.video.job import VIDEO_ACTIONS
 

@@ -11,8 +11,8 @@ import orjson
 
 from unigate.errors import UpstreamRejected
 from unigate.providers.base import RouteFailed
-from unigate.providers.h1 import Response
 from unigate.providers.http import read_all
+from unigate.transport.response import Response
 
 
 async def raise_for_status(resp: Response) -> NoReturn:

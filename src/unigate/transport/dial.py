@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 
-from unigate.providers.h1_response import UpstreamError
+from unigate.transport.errors import ConnectFailed, LocalExhausted, UpstreamError
 
 P = TypeVar("P", bound=asyncio.BaseProtocol)
 
@@ -32,14 +32,6 @@ DNS_TTL = 10.0  # seconds a resolution is reused: short, so failover by DNS stil
 DNS_CACHE_SIZE = 1024
 # The gateway itself is out of sockets, file descriptors, ports or memory: not the upstream's fault.
 LOCAL_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.EADDRNOTAVAIL})
-
-
-class ConnectFailed(UpstreamError):
-    """No connection could be opened (refused, unreachable, TLS handshake or proxy failed)."""
-
-
-class LocalExhausted(UpstreamError):
-    """The gateway ran out of local resources (file descriptors, ports) opening a connection."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ a pre-rendered request head plus body, one parser feed, and one future per respo
 Scope, on purpose: HTTP/1.1 over TCP or TLS to one origin per pool, through an HTTP proxy when
 one is configured (dial.py: CONNECT for https, absolute-form requests for http), no redirects,
 no cookies, no pipelining. Bodies are relayed byte for byte; requests ask for identity
-encoding, and a gzip/deflate body sent anyway is decoded (h1_response.py). The pool bounds its
+encoding, and a gzip/deflate body sent anyway is decoded (response.py). The pool bounds its
 connections (`max_connections`, callers beyond it wait in a bounded queue) and closes idle ones
 after `keepalive` seconds.
 """
@@ -22,31 +22,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from unigate.providers.dial import ConnectFailed, Dialer, LocalExhausted
-from unigate.providers.h1_conn import Connection, StreamedBody, render, send_request
-from unigate.providers.h1_response import ConnectionBroken, Response, UpstreamError, UpstreamTimeout
-
-__all__ = [
-    "ConnectFailed",
-    "ConnectionBroken",
-    "LocalExhausted",
-    "Pool",
-    "PoolExhausted",
-    "Response",
-    "StreamedBody",
-    "UpstreamError",
-    "UpstreamTimeout",
-]
+from unigate.transport.connection import Connection, render, send_request
+from unigate.transport.dial import Dialer
+from unigate.transport.errors import ConnectionBroken, PoolExhausted, UpstreamTimeout
+from unigate.transport.interfaces import StreamedBody
+from unigate.transport.response import Response
 
 # Fields the client writes itself: body framing is always Content-Length.
 _OWN = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 MAX_CONNECTIONS = 100
 WAITING_PER_CONNECTION = 10  # callers that may queue for a connection, per allowed connection
-
-
-class PoolExhausted(UpstreamError):
-    """Every allowed connection is busy and the wait queue is full: a local limit."""
 
 
 @dataclass(frozen=True, slots=True)

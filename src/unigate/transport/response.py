@@ -1,4 +1,4 @@
-"""The response side of the HTTP/1.1 client (h1.py): status and headers, the body buffered
+"""The response side of the HTTP/1.1 client (pool.py): status and headers, the body buffered
 as it arrives, read whole or relayed chunk by chunk, with read and total timeouts.
 
 One timer per response covers both timeouts: it fires at the earlier of "`read` seconds
@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, overload
+from typing import overload
 
-if TYPE_CHECKING:
-    from unigate.providers.h1_conn import Connection
+from unigate.transport.errors import ConnectionBroken, UpstreamError, UpstreamTimeout
+from unigate.transport.interfaces import Reading
 
 # Reading pauses while this much of a body waits for a slow consumer, resumes below LOW.
 HIGH_WATER = 1024 * 1024
@@ -23,18 +23,6 @@ _NO_BODY = frozenset({204, 304})
 # Requests say `Accept-Encoding: identity`; an upstream that compresses anyway is decoded here
 # (gzip and zlib-wrapped deflate), so nothing downstream relays bytes under the wrong label.
 _DECODED = frozenset({"gzip", "x-gzip", "deflate"})
-
-
-class UpstreamError(Exception):
-    """The exchange with the upstream failed at the transport level."""
-
-
-class UpstreamTimeout(UpstreamError):
-    """Connect, read (silence) or total timeout."""
-
-
-class ConnectionBroken(UpstreamError):
-    """The connection closed or the response was malformed before the response was complete."""
 
 
 class Headers:
@@ -76,15 +64,13 @@ class Headers:
 class Response:
     _fed = False  # a compressed body arrived (set only on that rare path, hence a class default)
 
-    def __init__(
-        self, conn: Connection, loop: asyncio.AbstractEventLoop, read: float, deadline: float
-    ) -> None:
+    def __init__(self, conn: Reading, loop: asyncio.AbstractEventLoop, read: float, deadline: float) -> None:
         self.status = 0
         self.headers = Headers([])
         self.received = False  # any byte of an answer arrived
         self.last = loop.time()  # loop time of the last byte received
         self.loop = loop
-        self._conn: Connection | None = conn
+        self._conn: Reading | None = conn
         self._read = read
         self._deadline = deadline
         self._raw: list[tuple[bytes, bytes]] = []
@@ -142,7 +128,7 @@ class Response:
     def hold(self, body: bytes, headers: Headers) -> None:
         """Replace a body already read whole (and the headers) with these, which `read` and
         `iter_any` then answer: an error answer scrubbed of secrets before any adapter reads
-        it (http.py)."""
+        it (providers/http.py)."""
         assert self._done and self._error is None
         self._chunks = [body] if body else []
         self._size = len(body)

@@ -1,18 +1,17 @@
-"""One keep-alive HTTP/1.1 connection of the upstream client (h1.py): the httptools parser's
+"""One keep-alive HTTP/1.1 connection of the upstream client (pool.py): the httptools parser's
 callbacks, flow control both ways, and writing a request (head, then body whole or streamed)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Protocol, cast
+from collections.abc import Mapping
+from typing import cast
 
 import httptools
 
-from unigate.providers.h1_response import ConnectionBroken, Response
-
-if TYPE_CHECKING:
-    from unigate.providers.h1 import Pool
+from unigate.transport.errors import ConnectionBroken
+from unigate.transport.interfaces import ConnectionOwner, StreamedBody
+from unigate.transport.response import Response
 
 WRITE_CHUNK = 64 * 1024  # bodies up to this size go out in the same write as the head
 # Response head limits: generous for any API, small enough that a flood costs nothing.
@@ -20,19 +19,10 @@ MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADERS = 200
 
 
-class StreamedBody(Protocol):
-    """A request body too big to hold in memory (uploaded files), written chunk by chunk.
-    `chunks()` starts over on each call, so a request on a stale connection can be retried."""
-
-    length: int
-
-    def chunks(self) -> Iterator[bytes]: ...
-
-
 class Connection(asyncio.Protocol):
     """One keep-alive connection; carries one request at a time (`response`)."""
 
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: ConnectionOwner[Connection]) -> None:
         self.pool = pool
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
