@@ -30,7 +30,7 @@ from unigate.auth.principal import Principal
 from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
-from unigate.providers.anthropic import RELAYED_HEADERS
+from unigate.providers.anthropic.messages import RELAYED_HEADERS
 from unigate.providers.same_format import ClientRequest, relayed_query
 from unigate.relay import Framing
 from unigate.translate.anthropic import (

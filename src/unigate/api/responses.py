@@ -25,7 +25,7 @@ from unigate.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 from unigate.providers.base import Reply, TextCall
-from unigate.providers.openai import OpenAIProvider
+from unigate.providers.openai.compatible import OpenAIProvider
 from unigate.relay import send_reply
 from unigate.responses.store import StoredResponse
 from unigate.store.key_storage import StorageQuota

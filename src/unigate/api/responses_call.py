@@ -24,7 +24,7 @@ from unigate.api.hosted_tools import HostedTools
 from unigate.config import ResponsesConfig
 from unigate.errors import InvalidRequest, NotFound
 from unigate.providers.base import Reply, StreamBroken, Target, TextCall, Unsupported
-from unigate.providers.openai import OpenAIProvider
+from unigate.providers.openai.compatible import OpenAIProvider
 from unigate.relay import Framing
 from unigate.responses.store import PENDING, Head, ResponseStore, StoredResponse
 from unigate.store.db import failure_reason, is_outage

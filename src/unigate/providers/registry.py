@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from unigate.config import ProviderConfig
-from unigate.providers.anthropic import AnthropicProvider
-from unigate.providers.azure import AzureOpenAIProvider
+from unigate.providers.anthropic.messages import AnthropicProvider
 from unigate.providers.base import Provider, ProviderContext
-from unigate.providers.fish import FishProvider
-from unigate.providers.gemini import GeminiProvider
-from unigate.providers.kling import KlingProvider
-from unigate.providers.openai import OpenAIProvider
-from unigate.providers.picwish import PicWishProvider
+from unigate.providers.google.gemini import GeminiProvider
+from unigate.providers.media.fish import FishProvider
+from unigate.providers.media.stability import StabilityProvider
+from unigate.providers.openai.azure import AzureOpenAIProvider
+from unigate.providers.openai.compatible import OpenAIProvider
 from unigate.providers.sandbox import SandboxProvider
-from unigate.providers.stability import StabilityProvider
-from unigate.providers.suno import SunoProvider
-from unigate.providers.vidu import ViduProvider
+from unigate.providers.tasks.kling import KlingProvider
+from unigate.providers.tasks.picwish import PicWishProvider
+from unigate.providers.tasks.suno import SunoProvider
+from unigate.providers.tasks.vidu import ViduProvider
 
 PROTOCOLS: dict[str, type[Provider]] = {
     AnthropicProvider.protocol: AnthropicProvider,

@@ -10,7 +10,7 @@ in the body, where Azure ignores it.
 
 from __future__ import annotations
 
-from unigate.providers.openai import OpenAIProvider
+from unigate.providers.openai.compatible import OpenAIProvider
 
 
 class AzureOpenAIProvider(OpenAIProvider):

@@ -26,7 +26,7 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
-from unigate.providers.gemini_veo import CREATE_ACTIONS, VeoVideos
+from unigate.providers.google.veo import CREATE_ACTIONS, VeoVideos
 from unigate.providers.same_format import ClientRequest, with_query
 from unigate.providers.translated import (
     StreamTranslator,
@@ -116,7 +116,7 @@ class GeminiProvider(TranslatingChatProvider):
             raise RouteFailed("The upstream's token count has no `totalTokens`.")
         return count
 
-    # Veo video jobs: the wire protocol lives in gemini_veo.py.
+    # Veo video jobs: the wire protocol lives in veo.py.
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
         if job.action not in VIDEO_ACTIONS:
             return await super().submit_task(job, target)

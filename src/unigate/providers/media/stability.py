@@ -5,9 +5,9 @@ The form is rebuilt from the validated parts; the client's Accept decides betwee
 from __future__ import annotations
 
 from unigate.providers.base import MediaCall, Reply, Target
-from unigate.providers.bearer import BearerProvider, raise_upstream_error
 from unigate.providers.form_body import FormBody
 from unigate.providers.http import read_all
+from unigate.providers.media.bearer import BearerProvider, raise_upstream_error
 
 PROVIDER_TYPE = "stability"
 _PASSED_HEADERS = ("finish-reason", "seed")

@@ -3,7 +3,7 @@
 Pass-through: the client's body is forwarded untouched unless the model id must be mapped
 or the usage chunk must be requested for accounting; the upstream's body and SSE events are
 relayed as received. Only events that mention `usage` are parsed. With `responses: native`,
-Responses API calls are relayed too (openai_responses.py).
+Responses API calls are relayed too (responses.py).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from unigate.providers.http import (
     split_events,
     sse_events,
 )
-from unigate.providers.openai_errors import raise_for_status
-from unigate.providers.openai_responses import RESPONSES_FORMAT, Query, ResponsesRelay
-from unigate.providers.openai_videos import OpenAIVideos
+from unigate.providers.openai.errors import raise_for_status
+from unigate.providers.openai.responses import RESPONSES_FORMAT, Query, ResponsesRelay
+from unigate.providers.openai.videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
 from unigate.providers.same_format import ClientRequest, request_body
 from unigate.translate.translation import with_dropped
@@ -90,7 +90,7 @@ class OpenAIProvider(Provider):
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    # Video jobs (`/videos`): the wire protocol lives in openai_videos.py.
+    # Video jobs (`/videos`): the wire protocol lives in videos.py.
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
         if job.action not in VIDEO_ACTIONS:
             return await super().submit_task(job, target)
@@ -108,7 +108,7 @@ class OpenAIProvider(Provider):
         if ref.action in VIDEO_ACTIONS:
             await self.videos.delete(ref, timeouts)
 
-    # The Responses API, on an upstream configured `responses: native` (openai_responses.py).
+    # The Responses API, on an upstream configured `responses: native` (responses.py).
     def native(
         self, payload: dict[str, Any], target: Target, stream: bool, client: ClientRequest | None = None
     ) -> Coroutine[Any, Any, Reply]:

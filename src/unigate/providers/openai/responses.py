@@ -26,7 +26,7 @@ import orjson
 from unigate.errors import UpstreamFailed, UpstreamRejected
 from unigate.providers.base import Reply, RouteFailed, StreamBroken, Timeouts, scrubbed
 from unigate.providers.http import UpstreamHTTP, event_data, read_all, split_events, sse_events
-from unigate.providers.openai_errors import raise_for_status
+from unigate.providers.openai.errors import raise_for_status
 from unigate.providers.redact import Redactor
 from unigate.transport.response import Response
 from unigate.usage.recorder import Usage

@@ -6,9 +6,9 @@ from __future__ import annotations
 import orjson
 
 from unigate.providers.base import MediaCall, Reply, Target
-from unigate.providers.bearer import BearerProvider, raise_upstream_error
 from unigate.providers.form_body import FormBody
 from unigate.providers.http import read_all, relay_bytes
+from unigate.providers.media.bearer import BearerProvider, raise_upstream_error
 
 PROVIDER_TYPE = "fish"
 
