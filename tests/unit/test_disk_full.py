@@ -37,10 +37,10 @@ from unigate.limits.shared_table import NoRoomForTable, SharedTable
 from unigate.observability import values
 from unigate.observability.metrics import Metrics
 from unigate.observability.values import SCRATCH, ValueFile
-from unigate.providers.sandbox.journal import JobJournal
 from unigate.store import db
 from unigate.usage.recorder import UsageRecord, UsageRecorder
 from unigate.usage.request_log import RequestLog
+from unigate_sandbox.journal import JobJournal
 
 ENOSPC = OSError(errno.ENOSPC, "No space left on device")
 

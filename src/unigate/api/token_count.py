@@ -2,11 +2,11 @@
 `POST /v1beta/models/{model}:countTokens`): asked of the upstream the model's route leads to
 when it has a count endpoint (Anthropic's `count_tokens` and Gemini's `countTokens`; a client of
 the upstream's own format has its request relayed there as it is, the gateway answering with
-the upstream's bytes), else the gateway's local count (the sandbox's tokenizer: exact for the
-sandbox, an approximation for other upstreams; also when the counting upstream fails, or has no
-count endpoint: a compatible host answering 404). The header `x-unigate-token-count` says which:
-`upstream` or `estimated`. A count is not a call: the model is checked (404, 403), nothing is
-rate-limited, charged or recorded in usage.
+the upstream's bytes), else the gateway's local count (`chat_prompt_tokens` in
+limits/estimate.py: the count the sandbox reports, an approximation for other upstreams; also
+when the counting upstream fails, or has no count endpoint: a compatible host answering 404).
+The header `x-unigate-token-count` says which: `upstream` or `estimated`. A count is not a
+call: the model is checked (404, 403), nothing is rate-limited, charged or recorded in usage.
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ from unigate.api.serve import Serving
 from unigate.asgi import Request
 from unigate.auth.principal import Principal
 from unigate.errors import UpstreamRejected
+from unigate.limits.estimate import chat_prompt_tokens
 from unigate.providers.base import Reply, RouteFailed, Target, Unsupported, scrubbed
 from unigate.providers.same_format import ClientRequest
-from unigate.providers.sandbox.compose import parse_response_format
-from unigate.providers.sandbox.conversation import parse_conversation
-from unigate.providers.sandbox.tools import parse_tool_policy
 from unigate.relay import send_reply
 from unigate.translate.translation import Json
 
@@ -34,16 +32,6 @@ log = logging.getLogger("unigate.routing")
 TOKEN_COUNT_HEADER = b"x-unigate-token-count"
 UPSTREAM, ESTIMATED = b"upstream", b"estimated"
 _NO_ENDPOINT = frozenset({404, 405})  # what a host answers for a count endpoint it lacks
-
-
-def estimate_input_tokens(canonical: Json) -> int:
-    """The sandbox's prompt count for a canonical chat request: conversation (system
-    included), tool schemas and response format, exactly as its chat completions count them."""
-    return (
-        parse_conversation(canonical).prompt_tokens()
-        + parse_tool_policy(canonical).prompt_tokens()
-        + parse_response_format(canonical).prompt_tokens()
-    )
 
 
 class TokenCounter:
@@ -100,7 +88,7 @@ class TokenCounter:
                 return
             await _send_count(request, answer(counted), UPSTREAM)
             return
-        await _send_count(request, answer(estimate_input_tokens(translated())), ESTIMATED)
+        await _send_count(request, answer(chat_prompt_tokens(translated())), ESTIMATED)
 
     @staticmethod
     async def _ask(

@@ -115,7 +115,9 @@ def _check_config(settings: Settings) -> None:
         for provider in config.providers:
             build_provider(provider, context)
     except (ConfigError, UnknownProtocol) as exc:
-        raise StartupError(f"{exc}; fix the config file (or UNIGATE_CONFIG / --config)") from exc
+        # Without a file, the error already says what to install or to give.
+        fix = "; fix the config file (or UNIGATE_CONFIG / --config)" if settings.config_path else ""
+        raise StartupError(f"{exc}{fix}") from exc
     check_storage(config.storage, settings.data_dir)
     # A default the file set itself is checked by the config; one left at its built-in value
     # only matters to deployments that serve that family, so it is a note, not an error.
