@@ -23,33 +23,18 @@ from unigate.access_log import (
     access_line,
     shown_path,
 )
-from unigate.api import (
-    admin,
-    admin_keys,
-    admin_reload,
-    admin_usage,
-    audio,
-    dashboard,
-    docs,
-    fish,
-    gemini,
-    health,
-    images,
-    kling,
-    media,
-    messages,
-    metrics,
-    music,
-    picwish,
-    responses,
-    stability,
-    task_output,
-    text,
-    veo,
-    video_generations,
-    videos,
-    vidu,
-)
+from unigate.api.admin import dashboard, metrics
+from unigate.api.admin import keys as admin_keys
+from unigate.api.admin import reload as admin_reload
+from unigate.api.admin import resources as admin
+from unigate.api.admin import usage as admin_usage
+from unigate.api.anthropic import messages
+from unigate.api.gemini import content as gemini
+from unigate.api.gemini import veo
+from unigate.api.openai import audio, images, responses, text, videos
+from unigate.api.serving import media, task_output
+from unigate.api.unigate import docs, health, video_generations
+from unigate.api.vendors import fish, kling, picwish, stability, suno, vidu
 from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.auth.authenticate import authenticate
 from unigate.disk import disk_failed
@@ -88,7 +73,7 @@ class GatewayApp:
             *messages.endpoints(gateway),
             *self.responses.endpoints(),
             *gemini.endpoints(gateway),
-            *music.endpoints(gateway),
+            *suno.endpoints(gateway),
             *audio.endpoints(gateway),
             *images.endpoints(gateway),
             *fish.endpoints(gateway),

@@ -1,14 +1,14 @@
 """Cancel an upstream call whose client has left, for calls that answer in one piece.
 
-A stream notices a departed client on its next write (relay.py watches for it); a non-streaming
-call would keep the upstream generating, and billing, until the answer is complete. Watching
-`receive()` for `http.disconnect` needs a task per request, and even a per-request timer costs
-~9 µs under uvloop (a libuv timer each), more than a third of the gateway's own work. So a call
-in flight is only registered (a dict entry tagged with the current sweep number); one sweep
-every WATCH_AFTER seconds, scheduled while any call is in flight, starts a watcher for each
-call registered before the previous sweep. Short calls pay a dict insert and delete; long
-generations (the ones worth cancelling) are cancelled within about two sweeps of the client
-leaving.
+A stream notices a departed client on its next write (api/serving/relay.py watches for it); a
+non-streaming call would keep the upstream generating, and billing, until the answer is
+complete. Watching `receive()` for `http.disconnect` needs a task per request, and even a
+per-request timer costs ~9 µs under uvloop (a libuv timer each), more than a third of the
+gateway's own work. So a call in flight is only registered (a dict entry tagged with the current
+sweep number); one sweep every WATCH_AFTER seconds, scheduled while any call is in flight,
+starts a watcher for each call registered before the previous sweep. Short calls pay a dict
+insert and delete; long generations (the ones worth cancelling) are cancelled within about two
+sweeps of the client leaving.
 
     token = watch.enter(request.receive)
     try:

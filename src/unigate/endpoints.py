@@ -27,7 +27,7 @@ class Endpoint:
     style: ErrorStyle = "openai"
     auth: AuthKind = "key"
     param: str = "[^/]+"  # what a `{param}` of the path matches
-    # The call's family depends on what its body asks for (api/output_family.py): the handler
+    # The call's family depends on what its body asks for (api/serving/output_family.py): the handler
     # checks it once the body is parsed, so the edge does not refuse it for `family` alone.
     family_by_output: bool = False
 

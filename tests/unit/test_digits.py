@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from unigate.api.anthropic_models import _page
-from unigate.api.gemini_models import _int_query
+from unigate.api.anthropic.models import _page
+from unigate.api.gemini.models import _int_query
 from unigate.errors import InvalidRequest
 from unigate.providers.tasks.suno import _percent
 from unigate.settings import Settings

@@ -157,7 +157,7 @@ def test_music_submit_matches_the_record(document: dict[str, Any]) -> None:
 
 
 def test_viewer_assets_are_vendored() -> None:
-    from unigate.api.docs import ASSETS
+    from unigate.api.unigate.docs import ASSETS
 
     for name, (path, _) in ASSETS.items():
         assert Path(path).is_file(), name

@@ -12,7 +12,7 @@ request's own cap (`max_tokens`, `max_completion_tokens`, `max_output_tokens`,
 
 A canonical chat request's prompt is counted by `chat_prompt_tokens` with message framing,
 attachments and tool schemas priced too: the count token-count endpoints answer when no
-upstream counts (api/token_count.py), and the one the sandbox reports for its chat calls.
+upstream counts (api/serving/token_count.py), and the one the sandbox reports for its chat calls.
 """
 
 from __future__ import annotations

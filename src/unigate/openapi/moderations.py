@@ -1,4 +1,4 @@
-"""`POST /v1/moderations` (`api/text.py`): OpenAI's moderation endpoint, relayed to an
+"""`POST /v1/moderations` (`api/openai/text.py`): OpenAI's moderation endpoint, relayed to an
 `openai`/`azure` upstream or answered by the sandbox's offline classifier."""
 
 from __future__ import annotations

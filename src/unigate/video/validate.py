@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from unigate.api import fields as check
+from unigate.api.serving import fields as check
 from unigate.errors import InvalidRequest
 from unigate.media_types import sniff_image
 from unigate.multipart import Form
