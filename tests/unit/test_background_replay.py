@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from unigate.api.openai.responses_background import replay
-from unigate.asgi import Request
+from unigate.edge.asgi import Request
 from unigate.responses.runs import BackgroundRuns
 from unigate.responses.store import ResponseStore, StoredResponse
 from unigate.store import db

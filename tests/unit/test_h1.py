@@ -26,7 +26,7 @@ from tests.support.h1_server import (
     pool_for,
     until,
 )
-from unigate.multipart import Form, UploadedFile, parse_form
+from unigate.edge.multipart import Form, UploadedFile, parse_form
 from unigate.providers.form_body import FormBody
 from unigate.transport.errors import ConnectFailed, ConnectionBroken, UpstreamTimeout
 from unigate.transport.pool import Origin, Pool

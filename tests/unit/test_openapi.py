@@ -15,7 +15,7 @@ import pytest
 from schemathesis.specs.openapi.definitions import OPENAPI_31
 
 from unigate.app import GatewayApp, create_app
-from unigate.endpoints import Endpoint
+from unigate.edge.endpoints import Endpoint
 from unigate.openapi.builder import build, coverage, operations
 from unigate.settings import Settings
 

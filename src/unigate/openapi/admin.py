@@ -5,7 +5,7 @@ viewer (`api/unigate/docs.py`); the last three need no key."""
 
 from __future__ import annotations
 
-from unigate.media_types import STORED_TYPES, UNVERIFIED_TYPE
+from unigate.edge.media_types import STORED_TYPES, UNVERIFIED_TYPE
 from unigate.openapi.schema import (
     Operation,
     Schema,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from unigate.api.openai.audio import MAX_SPEECH_INPUT, TRANSCRIPT_FORMATS, TRANSLATION_FORMATS
 from unigate.api.vendors.fish import MAX_TEXT, TTS_FORMATS
-from unigate.media_types import SPEECH_CONTENT_TYPES
+from unigate.edge.media_types import SPEECH_CONTENT_TYPES
 from unigate.openapi.schema import (
     JSON,
     SSE,

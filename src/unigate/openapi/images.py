@@ -9,7 +9,7 @@ from base64 import b64encode
 from unigate.api.openai.images import MAX_IMAGES, MAX_PROMPT
 from unigate.api.serving.media import AVATAR_PNG
 from unigate.api.vendors.stability import ASPECT_RATIOS, SD3_MODELS, STYLE_PRESETS
-from unigate.media_types import IMAGE_CONTENT_TYPES
+from unigate.edge.media_types import IMAGE_CONTENT_TYPES
 from unigate.openapi.audio import choice
 from unigate.openapi.schema import (
     JSON,

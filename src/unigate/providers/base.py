@@ -25,7 +25,7 @@ from unigate.errors import InvalidRequest, UpstreamRejected
 from unigate.providers.redact import Redactor, retry_after
 
 if TYPE_CHECKING:
-    from unigate.multipart import Form
+    from unigate.edge.multipart import Form
     from unigate.providers.same_format import ClientRequest
     from unigate.storage import Storage
 from unigate.usage.recorder import Usage

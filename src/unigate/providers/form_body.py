@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 
-from unigate.multipart import Form, UploadedFile
+from unigate.edge.multipart import Form, UploadedFile
 
 _TEXT = b"Content-Type: text/plain; charset=utf-8\r\n\r\n"
 

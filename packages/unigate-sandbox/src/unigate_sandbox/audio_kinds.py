@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from unigate.edge.media_types import sniff_audio, sniff_image
 from unigate.errors import InvalidRequest
-from unigate.media_types import sniff_audio, sniff_image
 from unigate.providers.base import TaskSubmission
 from unigate_sandbox.tasks import InputStore, Rendered
 

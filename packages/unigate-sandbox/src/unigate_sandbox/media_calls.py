@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from unigate.edge.media_types import IMAGE_CONTENT_TYPES, SPEECH_CONTENT_TYPES
 from unigate.errors import InvalidRequest
-from unigate.media_types import IMAGE_CONTENT_TYPES, SPEECH_CONTENT_TYPES
 from unigate.providers.base import MediaCall, Reply
 from unigate.storage import Storage, media_key
 from unigate.usage.recorder import Usage
 
 if TYPE_CHECKING:
-    from unigate.multipart import UploadedFile
+    from unigate.edge.multipart import UploadedFile
     from unigate_sandbox.media.transcript import Transcript
 
 LANGUAGE_NAMES = {"en": "english", "es": "spanish", "fr": "french", "de": "german", "it": "italian"}

@@ -28,8 +28,8 @@ from typing import Any
 
 import orjson
 
+from unigate.edge.media_types import sniff_image
 from unigate.errors import InvalidRequest
-from unigate.media_types import sniff_image
 from unigate.openapi.moderations import CATEGORIES  # OpenAI's
 from unigate.providers.base import Reply, TextCall, UrlFetcher
 from unigate.usage.recorder import Usage

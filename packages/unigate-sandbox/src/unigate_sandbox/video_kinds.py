@@ -8,8 +8,8 @@ import base64
 import binascii
 from typing import Any
 
+from unigate.edge.media_types import sniff_image
 from unigate.errors import InvalidRequest
-from unigate.media_types import sniff_image
 from unigate.providers.base import TaskSubmission
 from unigate.video.job import video_seconds, video_size
 from unigate.webhooks.fetch import decode_data_url

@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
+from unigate.edge.media_types import sniff_image
 from unigate.errors import InvalidRequest
-from unigate.media_types import sniff_image
 from unigate.providers.base import TaskSubmission
 from unigate_sandbox.tasks import InputStore, Rendered
 

@@ -13,9 +13,9 @@ import asyncio
 import hashlib
 from pathlib import Path
 
-from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_body
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import NotFound
 
 WEB = Path(__file__).resolve().parents[2] / "web"  # src/unigate/web

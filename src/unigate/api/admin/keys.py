@@ -6,9 +6,9 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from unigate.api.admin.key_spec import KeyCreate, KeyUpdate, validation_message
-from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_json
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 

@@ -4,9 +4,9 @@ workers' values merged, observability/scrape.py). The edge authenticates it (aut
 
 from __future__ import annotations
 
-from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_body
+from unigate.edge.endpoints import Endpoint
 from unigate.gateway import Gateway
 from unigate.observability.scrape import exposition
 

@@ -4,9 +4,9 @@ or 400 `invalid_config` with the file's error while the running configuration st
 
 from __future__ import annotations
 
-from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_json
+from unigate.edge.endpoints import Endpoint
 from unigate.reload import ConfigReloader
 
 

@@ -6,9 +6,9 @@ usage/request_log.py and tasks/listing.py; these handlers only check parameters 
 from __future__ import annotations
 
 from unigate.api.serving.query_params import key_id_param, limit_param, query_params, status_range
-from unigate.asgi import Request, send_body, send_json
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_body, send_json
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
 from unigate.tasks.listing import STATUSES, list_tasks

@@ -26,9 +26,9 @@ from unigate.api.serving.hosted_tools import HostedTools
 from unigate.api.serving.present import presenter
 from unigate.api.serving.relay import Framing
 from unigate.api.serving.token_count import TokenCounter
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
 from unigate.providers.anthropic.messages import RELAYED_HEADERS

@@ -15,9 +15,9 @@ from typing import Any
 
 from unigate.api.gemini.models import GeminiModelsAPI
 from unigate.api.openai.text import MODEL_PARAM, TextAPI
-from unigate.asgi import Request, send_body, send_json
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_body, send_json
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import ErrorStyle, GatewayError, InvalidRequest, NotFound, render_error
 from unigate.gateway import Gateway
 

@@ -19,9 +19,9 @@ from unigate.api.serving.output_family import gemini_outputs, require
 from unigate.api.serving.present import presenter
 from unigate.api.serving.relay import Framing
 from unigate.api.serving.token_count import TokenCounter
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request
+from unigate.edge.endpoints import Endpoint
 from unigate.gateway import Gateway
 from unigate.providers.same_format import ClientRequest, relayed_query
 from unigate.providers.translated import StreamTranslator

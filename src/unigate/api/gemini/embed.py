@@ -10,9 +10,9 @@ from collections.abc import Callable
 import orjson
 
 from unigate.api.openai.text import TextAPI
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request
+from unigate.edge.endpoints import Endpoint
 from unigate.gateway import Gateway
 from unigate.providers.base import Reply, TextCall
 from unigate.translate.gemini_embed import batch_embed_request, embed_request, embed_response

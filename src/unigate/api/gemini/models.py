@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_json
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 from unigate.routing.catalog import Catalog

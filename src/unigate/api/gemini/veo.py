@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from unigate.api.serving.task_family import TaskFamily, send_raw
 from unigate.api.serving.task_output import send_output
-from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_json
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import NotFound
 from unigate.gateway import Gateway
 from unigate.providers.base import TaskSubmission

@@ -9,13 +9,13 @@ from __future__ import annotations
 from unigate.api.serving import fields
 from unigate.api.serving.relay import BINARY_FRAMING, OPENAI_FRAMING
 from unigate.api.serving.serve import Serving, media_attempt
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request
+from unigate.edge.endpoints import Endpoint
+from unigate.edge.media_types import SPEECH_CONTENT_TYPES, sniff_audio
+from unigate.edge.multipart import read_form
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
-from unigate.media_types import SPEECH_CONTENT_TYPES, sniff_audio
-from unigate.multipart import read_form
 from unigate.providers.base import MediaCall
 
 TRANSCRIPT_FORMATS = frozenset({"json", "text", "srt", "verbose_json", "vtt", "diarized_json"})

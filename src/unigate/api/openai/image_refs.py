@@ -9,9 +9,9 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
+from unigate.edge.media_types import sniff_image
+from unigate.edge.multipart import SPOOL_BYTES, Form, UploadedFile
 from unigate.errors import InvalidRequest
-from unigate.media_types import sniff_image
-from unigate.multipart import SPOOL_BYTES, Form, UploadedFile
 from unigate.providers.base import UrlFetcher
 from unigate.webhooks.fetch import read_input
 

@@ -11,13 +11,13 @@ from unigate.api.openai.image_refs import json_edit_form
 from unigate.api.serving import fields
 from unigate.api.serving.public_url import configured_base, public_base
 from unigate.api.serving.serve import Serving, media_attempt
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request
+from unigate.edge.endpoints import Endpoint
+from unigate.edge.media_types import IMAGE_CONTENT_TYPES, sniff_image
+from unigate.edge.multipart import is_json, read_form
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
-from unigate.media_types import IMAGE_CONTENT_TYPES, sniff_image
-from unigate.multipart import is_json, read_form
 from unigate.providers.base import MediaCall
 
 MAX_PROMPT = 32_000

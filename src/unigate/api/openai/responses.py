@@ -20,9 +20,9 @@ from unigate.api.openai.responses_query import RetrieveQuery, retrieve_query
 from unigate.api.openai.text import TextAPI
 from unigate.api.serving.query_params import limit_param
 from unigate.api.serving.relay import send_reply
-from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_json
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 from unigate.providers.base import Reply, TextCall

@@ -21,14 +21,14 @@ from typing import Any
 
 import orjson
 
-from unigate.access_log import ROUTE
 from unigate.api.openai.responses_call import KEEPALIVE, ContextBounds, ResponseCall, load_conversation
 from unigate.api.openai.text import TextAPI
 from unigate.api.serving.hosted_tools import HostedTools
 from unigate.api.serving.serve import Admitted
-from unigate.asgi import Message, Request
 from unigate.auth.principal import Principal
 from unigate.background import Periodic
+from unigate.edge.access_log import ROUTE
+from unigate.edge.asgi import Message, Request
 from unigate.errors import GatewayError
 from unigate.gateway import Gateway
 from unigate.responses.runs import BackgroundRuns, DueRun

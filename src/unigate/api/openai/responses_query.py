@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from unigate.asgi import Request, urlencoded
+from unigate.edge.asgi import Request, urlencoded
 from unigate.errors import InvalidRequest
 
 _SEQUENCE = re.compile(r"-?[0-9]{1,9}")

@@ -12,9 +12,9 @@ from typing import Any
 from unigate.api.serving.output_family import chat_outputs, require
 from unigate.api.serving.relay import OPENAI_FRAMING, Framing
 from unigate.api.serving.serve import Admitted, Finish, Serving
-from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_json
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 from unigate.providers.base import Provider, Reply, Target, TextCall

@@ -8,12 +8,12 @@ from __future__ import annotations
 from unigate.api.serving import fields
 from unigate.api.serving.task_family import TaskFamily, send_raw
 from unigate.api.serving.task_output import check_variant, send_output
-from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_json
+from unigate.edge.endpoints import Endpoint
+from unigate.edge.multipart import is_multipart, read_form
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
-from unigate.multipart import is_multipart, read_form
 from unigate.providers.base import TaskRef, TaskSubmission
 from unigate.tasks.model import SUCCESS, TERMINAL
 from unigate.tasks.service import Pinned

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from unigate.edge.multipart import Form, UploadedFile
 from unigate.errors import InvalidRequest
-from unigate.multipart import Form, UploadedFile
 
 
 def _bad(name: str, expected: str) -> InvalidRequest:

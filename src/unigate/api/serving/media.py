@@ -21,12 +21,12 @@ import base64
 import logging
 import re
 
-from unigate.asgi import Receive, Request
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Receive, Request
+from unigate.edge.endpoints import Endpoint
+from unigate.edge.media_types import SNIFF_BYTES, STORED_TYPES, UNVERIFIED_TYPE, verified_type
 from unigate.errors import NotFound, StorageUnavailable
 from unigate.gateway import Gateway
-from unigate.media_types import SNIFF_BYTES, STORED_TYPES, UNVERIFIED_TYPE, verified_type
 from unigate.music.record import AVATAR_NAME
 from unigate.storage import Storage, StoredObject, media_key
 

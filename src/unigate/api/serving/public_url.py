@@ -7,7 +7,7 @@ which every later reader of that task - and its webhooks - would follow."""
 
 from __future__ import annotations
 
-from unigate.asgi import Request
+from unigate.edge.asgi import Request
 from unigate.gateway import Gateway
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}

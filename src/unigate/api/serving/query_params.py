@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
-from unigate.asgi import Request
+from unigate.edge.asgi import Request
 from unigate.errors import InvalidRequest
 
 

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from unigate.asgi import Receive, Request, Send
+from unigate.edge.asgi import Receive, Request, Send
 from unigate.providers.base import Reply, StreamBroken
 from unigate.translate.sse import openai_error_chunk
 

@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from unigate.access_log import MODEL, MODEL_NAME, OUTCOME, PROVIDER, ROUTE
 from unigate.api.serving.relay import OPENAI_FRAMING, Framing, Outcome, send_reply
-from unigate.asgi import ClientDisconnected, Request, Scope
 from unigate.auth.principal import Principal
-from unigate.client_gone import LeaveWatch
+from unigate.edge.access_log import MODEL, MODEL_NAME, OUTCOME, PROVIDER, ROUTE
+from unigate.edge.asgi import ClientDisconnected, Request, Scope
+from unigate.edge.client_gone import LeaveWatch
 from unigate.errors import GatewayError, NotFound, PermissionDenied
 from unigate.gateway import Gateway
 from unigate.limits.estimate import output_cap, prompt_tokens
@@ -88,7 +88,7 @@ class Serving:
         assert principal is not None
         gw = self.gw
         scope = request.scope
-        scope[MODEL] = model  # for the access line (unigate.access_log), 404s and 403s included
+        scope[MODEL] = model  # for the access line (unigate.edge.access_log), 404s and 403s included
         entry, ticket = await self._entry_and_ticket(scope, principal, model, payload, admitted)
         spent = (0, 0.0)  # tokens and money the call used, settled against the ticket exactly once
         started = time.perf_counter()

@@ -10,8 +10,8 @@ from typing import Any
 
 from unigate.api.serving.public_url import configured_base, public_base
 from unigate.api.serving.serve import Serving
-from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
+from unigate.edge.asgi import Request, send_body
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 from unigate.providers.base import TaskSubmission

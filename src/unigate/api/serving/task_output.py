@@ -14,9 +14,9 @@ import re
 
 from unigate.api.serving.media import NOSNIFF, send_stored
 from unigate.api.serving.relay import BINARY_FRAMING, send_reply
-from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_body
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound, UpstreamFailed, UpstreamRejected
 from unigate.gateway import Gateway
 from unigate.providers.base import RouteFailed, TaskRef, scrubbed

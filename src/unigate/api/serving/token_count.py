@@ -19,8 +19,8 @@ import orjson
 
 from unigate.api.serving.relay import send_reply
 from unigate.api.serving.serve import Serving
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
+from unigate.edge.asgi import Request
 from unigate.errors import UpstreamRejected
 from unigate.limits.estimate import chat_prompt_tokens
 from unigate.providers.base import Reply, RouteFailed, Target, Unsupported, scrubbed

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_body
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import NotFound
 
 if TYPE_CHECKING:

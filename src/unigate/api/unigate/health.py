@@ -1,12 +1,12 @@
-"""Liveness and readiness (readiness.py: what each dependency's state does to it)."""
+"""Liveness and readiness (observability/readiness.py: what each dependency's state does to it)."""
 
 from __future__ import annotations
 
-from unigate.asgi import Request, send_json
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_json
+from unigate.edge.endpoints import Endpoint
 from unigate.gateway import Gateway
-from unigate.readiness import Readiness
+from unigate.observability.readiness import Readiness
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:

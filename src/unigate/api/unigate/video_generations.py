@@ -7,9 +7,9 @@ provider. Answers carry both `id` and `task_id`, `status`, `progress`, `url` onc
 from __future__ import annotations
 
 from unigate.api.serving.task_family import TaskFamily, send_raw
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request
+from unigate.edge.endpoints import Endpoint
 from unigate.gateway import Gateway
 from unigate.providers.base import TaskSubmission
 from unigate.video.validate import from_unified

@@ -7,14 +7,14 @@ from __future__ import annotations
 from unigate.api.serving import fields
 from unigate.api.serving.relay import BINARY_FRAMING
 from unigate.api.serving.serve import Serving, media_attempt
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
 from unigate.config import MediaConfig
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request
+from unigate.edge.endpoints import Endpoint
+from unigate.edge.media_types import sniff_audio
+from unigate.edge.multipart import is_multipart, read_form
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
-from unigate.media_types import sniff_audio
-from unigate.multipart import is_multipart, read_form
 from unigate.providers.base import MediaCall
 
 TTS_FORMATS = ("mp3", "wav", "pcm", "opus")

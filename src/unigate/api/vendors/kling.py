@@ -9,9 +9,9 @@ from __future__ import annotations
 import orjson
 
 from unigate.api.serving.task_family import TaskFamily, send_raw
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 from unigate.providers.base import TaskSubmission

@@ -19,13 +19,13 @@ import orjson
 
 from unigate.api.serving import fields
 from unigate.api.serving.task_family import TaskFamily, send_raw
-from unigate.asgi import Request, urlencoded
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, urlencoded
+from unigate.edge.endpoints import Endpoint
+from unigate.edge.media_types import IMAGE_CONTENT_TYPES, sniff_image
+from unigate.edge.multipart import Form, UploadedFile, is_multipart, read_form
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
-from unigate.media_types import IMAGE_CONTENT_TYPES, sniff_image
-from unigate.multipart import Form, UploadedFile, is_multipart, read_form
 from unigate.providers.base import InputFile, TaskSubmission
 from unigate.records.picwish import picwish_envelope
 from unigate.tasks.model import Task

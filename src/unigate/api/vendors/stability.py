@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from unigate.api.serving import fields
 from unigate.api.serving.serve import Serving, media_attempt
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request
+from unigate.edge.endpoints import Endpoint
+from unigate.edge.media_types import sniff_image
+from unigate.edge.multipart import read_form
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
-from unigate.media_types import sniff_image
-from unigate.multipart import read_form
 from unigate.providers.base import MediaCall
 
 ASPECT_RATIOS = ("16:9", "1:1", "21:9", "2:3", "3:2", "4:5", "5:4", "9:16", "9:21")

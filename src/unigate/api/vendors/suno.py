@@ -7,12 +7,12 @@ from pathlib import PurePosixPath
 
 from unigate.api.serving.public_url import configured_base, public_base
 from unigate.api.serving.task_family import idempotency_key
-from unigate.asgi import Request, send_body
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request, send_body
+from unigate.edge.endpoints import Endpoint
+from unigate.edge.multipart import is_multipart, read_form
 from unigate.errors import InvalidRequest, NotFound, PermissionDenied
 from unigate.gateway import Gateway
-from unigate.multipart import is_multipart, read_form
 from unigate.music import validate
 from unigate.providers.base import TaskSubmission
 from unigate.routing.catalog import ModelEntry

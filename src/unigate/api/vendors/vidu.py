@@ -16,9 +16,9 @@ import orjson
 
 from unigate.api.serving import fields
 from unigate.api.serving.task_family import TaskFamily, send_raw
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
-from unigate.endpoints import Endpoint
+from unigate.edge.asgi import Request
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
 from unigate.providers.base import TaskSubmission

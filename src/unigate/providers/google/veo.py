@@ -25,8 +25,8 @@ from urllib.parse import quote
 
 import orjson
 
+from unigate.edge.media_types import sniff_image
 from unigate.errors import InvalidRequest, NotFound, UpstreamRejected
-from unigate.media_types import sniff_image
 from unigate.providers.base import (
     InputFile,
     Reply,

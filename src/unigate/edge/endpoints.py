@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from unigate.asgi import Request
 from unigate.auth.principal import Principal
+from unigate.edge.asgi import Request
 from unigate.errors import ErrorStyle
 
 Handler = Callable[[Request, Principal | None], Awaitable[None]]

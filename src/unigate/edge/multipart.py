@@ -19,7 +19,7 @@ from typing import IO
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from unigate.asgi import ClientDisconnected, Request
+from unigate.edge.asgi import ClientDisconnected, Request
 from unigate.errors import InvalidRequest, PayloadTooLarge
 
 MAX_PARTS = 100

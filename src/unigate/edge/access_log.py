@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
-from unigate.asgi import Message, Request, Send
+from unigate.edge.asgi import Message, Request, Send
 
 ACCESS_LOGGER = "unigate.access"
 

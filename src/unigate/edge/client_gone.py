@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 
-from unigate.asgi import Receive
+from unigate.edge.asgi import Receive
 
 WATCH_AFTER = 0.5  # seconds
 
