@@ -18,11 +18,9 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 RawHeaders = list[tuple[bytes, bytes]]
 
 JSON_CT = b"application/json"
-SSE_CT = b"text/event-stream"
 
 
 class Request:
@@ -127,10 +125,6 @@ def urlencoded(raw: bytes, what: str, keep_blank: bool = True) -> list[tuple[str
 
 class ClientDisconnected(Exception):
     """The client went away before the request was complete."""
-
-
-def headers_list(content_type: bytes, extra: Iterable[tuple[bytes, bytes]] = ()) -> RawHeaders:
-    return [(b"content-type", content_type), *extra]
 
 
 async def send_body(

@@ -181,10 +181,6 @@ def _event() -> Schema:
     )
 
 
-def _stored() -> Schema:
-    return json_response("The stored response.", ref("Response"))
-
-
 def operations() -> list[Operation]:
     create_ok = response(
         "The response, or with `stream: true` its typed events.",

@@ -315,6 +315,3 @@ class Unsupported(InvalidRequest):
 
 def _unsupported(provider: Provider, what: str) -> Unsupported:
     return Unsupported(f"The model's provider does not support {what}.", code="unsupported_operation")
-
-
-ProviderFactory = Callable[[ProviderConfig, ProviderContext], Provider]

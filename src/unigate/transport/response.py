@@ -16,9 +16,9 @@ from typing import overload
 from unigate.transport.errors import ConnectionBroken, UpstreamError, UpstreamTimeout
 from unigate.transport.interfaces import Reading
 
-# Reading pauses while this much of a body waits for a slow consumer, resumes below LOW.
+# Reading pauses while more than this much of a body waits for a slow consumer, and resumes
+# when the consumer next takes what is buffered (all of it, at once).
 HIGH_WATER = 1024 * 1024
-LOW_WATER = 256 * 1024
 _NO_BODY = frozenset({204, 304})
 # Requests say `Accept-Encoding: identity`; an upstream that compresses anyway is decoded here
 # (gzip and zlib-wrapped deflate), so nothing downstream relays bytes under the wrong label.
