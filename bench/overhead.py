@@ -133,7 +133,7 @@ async def main(count: int, responses: bool = False, all_limits: bool = False) ->
         }
     )
     from unigate.app import create_app
-    from unigate.logs import configure_logging
+    from unigate.observability.logs import configure_logging
 
     # Logging as `unigate serve` sets it up, so the per-request access line is in the figure
     # (run with 2>/dev/null to keep it off the terminal).

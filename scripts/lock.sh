@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate the hash-pinned lock files the set-up scripts install from, after changing the
 # dependencies in pyproject.toml: requirements/runtime.txt (the gateway alone),
-# requirements/sandbox.txt (with the sandbox's media libraries: scripts/start.sh),
+# requirements/sandbox.txt (with the sandbox and its media libraries: scripts/start.sh),
 # requirements/test.txt (with the test tools: scripts/test.sh), and requirements/clients.txt (the
 # Python clients tests/clients drives, from requirements/clients.in: scripts/setup-clients.sh).
 # Uses pip-tools in a throwaway venv.
@@ -19,7 +19,14 @@ compile() {
 echo "locking requirements/runtime.txt"
 compile -o requirements/runtime.txt pyproject.toml
 echo "locking requirements/sandbox.txt"
-compile --extra sandbox -o requirements/sandbox.txt pyproject.toml
+# The `sandbox` extra's own distribution, unigate-sandbox (packages/unigate-sandbox), is no
+# index's package: the lock pins the rest of the extra (the sandbox's media libraries), resolved
+# from a copy of pyproject.toml without it; setup-venv.sh installs the sandbox editable.
+mkdir "$tools/core"
+cp README.md "$tools/core/"
+sed 's/"unigate-sandbox", //' pyproject.toml > "$tools/core/pyproject.toml"
+compile --extra sandbox -o requirements/sandbox.txt "$tools/core/pyproject.toml"
+sed -i "s#$tools/core/##" requirements/sandbox.txt
 echo "locking requirements/test.txt"
 compile --extra test -o requirements/test.txt pyproject.toml
 echo "locking requirements/clients.txt"

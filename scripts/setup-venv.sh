@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create or refresh ./.venv with unigate installed (editable). Usage: setup-venv.sh [test]
+# Create or refresh ./.venv with unigate and its offline sandbox (packages/unigate-sandbox)
+# installed editable. Usage: setup-venv.sh [sandbox|test]
 # Re-installs only when pyproject.toml or the lock file changed since the last install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,13 +20,17 @@ fi
 # pyproject.toml): the same versions on every machine, and a tampered download is refused.
 lock="requirements/${extras:-runtime}.txt"
 stamp=".venv/.unigate-installed${extras:+-$extras}"
-want="$(cat pyproject.toml "$lock" | sha256sum | cut -d' ' -f1)"
+shopt -s nullglob
+want="$(cat pyproject.toml packages/*/pyproject.toml "$lock" | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     started=$SECONDS
     say "installing unigate${extras:+[$extras]} and its dependencies into ./.venv (about a minute the first time)..."
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q --require-hashes -r "$lock"
     .venv/bin/python -m pip install -q --no-deps -e .
+    # The sandbox is its own distribution, found by the gateway through its entry point; its
+    # media libraries (PyAV, Pillow) come with the sandbox and test locks.
+    .venv/bin/python -m pip install -q --no-deps -e packages/unigate-sandbox
     if ! .venv/bin/python -m pip check >/dev/null; then
         .venv/bin/python -m pip check >&2 || true
         echo "error: $lock does not satisfy pyproject.toml; run scripts/lock.sh to refresh it" >&2

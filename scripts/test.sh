@@ -37,7 +37,7 @@ fi
 # The real clients tests/clients drives (marker `clients`): Claude Code, Codex, the AI SDK,
 # openai for Node, LangChain, the OpenAI Agents SDK, LiteLLM, pinned by their lock files.
 bash scripts/setup-clients.sh
-echo "== ruff"; .venv/bin/ruff check src tests bench
+echo "== ruff"; .venv/bin/ruff check src packages tests bench
 echo "== mypy"; .venv/bin/mypy
 echo "== pytest"
 # The slowest tests are listed at the end, to keep the suite's time in view.

@@ -14,7 +14,21 @@ from collections.abc import Awaitable
 
 import orjson
 
-from unigate.access_log import (
+from unigate.api.admin import dashboard, metrics
+from unigate.api.admin import keys as admin_keys
+from unigate.api.admin import reload as admin_reload
+from unigate.api.admin import resources as admin
+from unigate.api.admin import usage as admin_usage
+from unigate.api.anthropic import messages
+from unigate.api.gemini import content as gemini
+from unigate.api.gemini import veo
+from unigate.api.openai import audio, images, responses, text, videos
+from unigate.api.serving import media, task_output
+from unigate.api.unigate import docs, health, video_generations
+from unigate.api.vendors import fish, kling, picwish, stability, suno, vidu
+from unigate.auth.authenticate import authenticate
+from unigate.data_dir.disk import disk_failed
+from unigate.edge.access_log import (
     ACCESS_LOGGER,
     MODEL_NAME,
     PROVIDER,
@@ -23,37 +37,8 @@ from unigate.access_log import (
     access_line,
     shown_path,
 )
-from unigate.api import (
-    admin,
-    admin_keys,
-    admin_reload,
-    admin_usage,
-    audio,
-    dashboard,
-    docs,
-    fish,
-    gemini,
-    health,
-    images,
-    kling,
-    media,
-    messages,
-    metrics,
-    music,
-    picwish,
-    responses,
-    stability,
-    task_output,
-    text,
-    veo,
-    video_generations,
-    videos,
-    vidu,
-)
-from unigate.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
-from unigate.auth.authenticate import authenticate
-from unigate.disk import disk_failed
-from unigate.endpoints import Endpoint, EndpointTable
+from unigate.edge.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
+from unigate.edge.endpoints import Endpoint, EndpointTable
 from unigate.errors import (
     AuthenticationFailed,
     BudgetExceeded,
@@ -68,7 +53,7 @@ from unigate.errors import (
     render_error,
 )
 from unigate.gateway import Gateway
-from unigate.logs import InfoLines
+from unigate.observability.logs import InfoLines
 from unigate.observability.request_ids import RequestIds
 from unigate.reload import ConfigReloader
 from unigate.settings import Settings
@@ -88,7 +73,7 @@ class GatewayApp:
             *messages.endpoints(gateway),
             *self.responses.endpoints(),
             *gemini.endpoints(gateway),
-            *music.endpoints(gateway),
+            *suno.endpoints(gateway),
             *audio.endpoints(gateway),
             *images.endpoints(gateway),
             *fish.endpoints(gateway),
@@ -266,7 +251,7 @@ def create_app(settings: Settings | None = None) -> GatewayApp:
 
 def app_factory() -> GatewayApp:
     """Entry point for uvicorn workers (`--factory`): settings come from the environment."""
-    from unigate.logs import configure_logging
+    from unigate.observability.logs import configure_logging
 
     settings = Settings.from_env()
     configure_logging(settings.log_level, settings.log_format)

@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from unigate.disk import disk_failed
+from unigate.data_dir.disk import disk_failed
 from unigate.store.db import failure_reason, is_outage
 
 log = logging.getLogger("unigate")

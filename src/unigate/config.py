@@ -17,23 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from unigate.config_file import ConfigError as ConfigError  # raised here, caught by its users
 from unigate.config_file import read_yaml
+from unigate.plugins import INSTALL_HINTS, SANDBOX, find_plugin, model_families
 
 MiB = 1024 * 1024
 # The families an API key can be limited to.
 Family = Literal["text", "image", "audio", "music", "video", "visual"]
-SandboxKind = Literal[
-    "chat",
-    "embedding",
-    "moderation",
-    "music",
-    "transcription",
-    "speech",
-    "sound effect",
-    "lip sync",
-    "image",
-    "video",
-    "visual",
-]
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -337,78 +325,11 @@ def defaults(config: GatewayConfig) -> list[tuple[str, str, bool]]:
     return out
 
 
-# The sandbox's models and the one kind of call each answers. The sandbox refuses a model it
-# knows used for another kind (chat with a music model), as a real vendor would; names it does
-# not know (a route's own `model`) are served for any kind.
-SANDBOX_MODELS: dict[str, SandboxKind] = {
-    "sandbox-chat": "chat",  # chat and text completions
-    "sandbox-embedding": "embedding",
-    # /v1/moderations (OpenAI's ids, so a client's default model reaches the sandbox)
-    **dict.fromkeys(("omni-moderation-latest", "text-moderation-latest"), "moderation"),
-    **dict.fromkeys(("chirp-v3-0", "chirp-v3-5", "chirp-v4", "chirp-v4-5"), "music"),
-    "sandbox-transcribe": "transcription",  # /v1/audio/transcriptions and /translations
-    "sandbox-tts": "speech",  # /v1/audio/speech
-    "sandbox-image": "image",  # /v1/images/*, and image output from :generateContent
-    "s1": "speech",  # /fish/v1/tts (Fish's `model` header)
-    "fish-asr": "transcription",  # /fish/v1/asr
-    **dict.fromkeys(
-        (
-            "stable-image-ultra",
-            "stable-image-core",
-            "sd3.5-large",
-            "sd3.5-large-turbo",
-            "sd3.5-medium",
-            "sd3.5-flash",
-        ),
-        "image",
-    ),
-    **dict.fromkeys(
-        (
-            "sandbox-video",  # any video family
-            "sora-2",  # /v1/videos' default model
-            "sora-2-pro",
-            "kling-v1",  # Kling's default `model_name`
-            "kling-v1-6",
-            "kling-v2-master",
-            "kling-v2-1-master",
-            "kling-v2-5-turbo",
-            "kling-v2-6",
-            "veo-2.0-generate-001",
-            "veo-3.0-generate-001",
-            "veo-3.0-fast-generate-001",
-            "veo-3.1-generate-preview",
-        ),
-        "video",
-    ),
-    "audio1.0": "sound effect",  # /ent/v2/text2audio
-    "lip-sync": "lip sync",  # /ent/v2/lip-sync (media.lip_sync_model)
-    # /api/tasks/visual/* and /api/tasks/document/ocr
-    **dict.fromkeys(("picwish/segmentation", "picwish/inpaint", "picwish/scale", "picwish/ocr"), "visual"),
-}
-
-# The key family whose endpoints call each kind (what a family-limited key lists).
-KIND_FAMILY: dict[SandboxKind, Family] = {
-    "chat": "text",
-    "embedding": "text",
-    "moderation": "text",
-    "music": "music",
-    "transcription": "audio",
-    "speech": "audio",
-    "sound effect": "audio",
-    "lip sync": "audio",
-    "image": "image",
-    "video": "video",
-    "visual": "visual",
-}
-
-
 def model_family(model: ModelConfig) -> Family:
-    """The family a model is listed under: its `family`, else the sandbox's kind of that name,
-    else text (what most configured models are)."""
-    if model.family is not None:
-        return model.family
-    kind = SANDBOX_MODELS.get(model.name)
-    return KIND_FAMILY[kind] if kind else "text"
+    """The family a model is listed under: its `family` (which loading fills in from an
+    installed provider plugin's models, see `_with_plugin_families`), else text (what most
+    configured models are)."""
+    return model.family if model.family is not None else "text"
 
 
 # Without a config file, a vendor whose `<VENDOR>_API_KEY` is in the environment becomes a
@@ -436,21 +357,27 @@ ENV_VENDORS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
-    """The configuration used when no file is given: the sandbox for every family, plus
-    real vendors whose credentials are present in the environment."""
-    providers: list[dict[str, Any]] = [{"name": "sandbox", "protocol": "sandbox"}]
-    models: list[dict[str, Any]] = [
-        {"name": name, "routes": [{"provider": "sandbox"}]} for name in SANDBOX_MODELS
-    ]
+    """The configuration used when no file is given: the sandbox for every family (when it is
+    installed), plus real vendors whose credentials are present in the environment."""
+    sandbox = find_plugin(SANDBOX)
+    providers: list[dict[str, Any]] = []
+    models: list[dict[str, Any]] = []
+    if sandbox is not None:
+        providers.append({"name": SANDBOX, "protocol": SANDBOX})
+        models.extend({"name": name, "routes": [{"provider": SANDBOX}]} for name in sandbox.models)
     for vendor, (base_url, patterns) in ENV_VENDORS.items():
         prefix = vendor.upper()
         if key := env_credentials.get(f"{prefix}_API_KEY"):
             base = env_credentials.get(f"{prefix}_BASE_URL", base_url)
             providers.append({"name": vendor, "protocol": vendor, "base_url": base, "api_key": key})
             models.extend({"name": pattern, "routes": [{"provider": vendor}]} for pattern in patterns)
-    return GatewayConfig.model_validate(
-        {"providers": providers, "models": models, "sandbox": {"enabled": True}}
-    )
+    if not providers:
+        raise ConfigError(
+            "no providers: without a config file the gateway serves the offline sandbox, which is not "
+            f"installed; {INSTALL_HINTS[SANDBOX]}, or give a config file (--config or UNIGATE_CONFIG)"
+        )
+    data = {"providers": providers, "models": models, "sandbox": {"enabled": sandbox is not None}}
+    return GatewayConfig.model_validate(_with_plugin_families(data))
 
 
 def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -465,7 +392,7 @@ def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> Gate
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"config file {path}: the top level must be a mapping")
-    data = _with_sandbox(_interpolate(raw, env, path, ""), path)
+    data = _with_plugin_families(_with_sandbox(_interpolate(raw, env, path, ""), path))
     try:
         return GatewayConfig.model_validate(data)
     except ValidationError as exc:
@@ -479,20 +406,45 @@ def _with_sandbox(data: dict[str, Any], path: Path) -> dict[str, Any]:
     sandbox, providers, models = data.get("sandbox"), data.get("providers") or [], data.get("models") or []
     if not (isinstance(sandbox, dict) and sandbox.get("enabled") is True):
         return data
+    plugin = find_plugin(SANDBOX)
+    if plugin is None:
+        raise ConfigError(
+            f"config file {path}: sandbox.enabled: the sandbox is not installed; {INSTALL_HINTS[SANDBOX]}, "
+            "or remove sandbox.enabled"
+        )
     if not isinstance(providers, list) or not isinstance(models, list):
         return data
-    named = next((p for p in providers if isinstance(p, dict) and p.get("name") == "sandbox"), None)
+    named = next((p for p in providers if isinstance(p, dict) and p.get("name") == SANDBOX), None)
     if named is None:
-        providers = [*providers, {"name": "sandbox", "protocol": "sandbox"}]
-    elif named.get("protocol") != "sandbox":
+        providers = [*providers, {"name": SANDBOX, "protocol": SANDBOX}]
+    elif named.get("protocol") != SANDBOX:
         raise ConfigError(
             f"config file {path}: sandbox.enabled: the provider name 'sandbox' is taken by a "
             f"{named.get('protocol')!r} provider; rename that provider"
         )
     # Only text names: an unhashable one (a list) is left for validation to report.
     defined = {m.get("name") for m in models if isinstance(m, dict) and isinstance(m.get("name"), str)}
-    extra = [{"name": n, "routes": [{"provider": "sandbox"}]} for n in SANDBOX_MODELS if n not in defined]
+    extra = [{"name": n, "routes": [{"provider": SANDBOX}]} for n in plugin.models if n not in defined]
     return {**data, "providers": providers, "models": [*models, *extra]}
+
+
+def _with_plugin_families(data: dict[str, Any]) -> dict[str, Any]:
+    """A model row without `family` whose name an installed provider plugin serves by default
+    takes that model's family (the sandbox's `sora-2` is video, wherever it is routed)."""
+    models = data.get("models")
+    if not isinstance(models, list) or not models:
+        return data
+    families = model_families()
+    if not families:
+        return data
+
+    def filled(model: Any) -> Any:
+        name = model.get("name") if isinstance(model, dict) else None
+        if isinstance(name, str) and name in families and model.get("family") is None:
+            return {**model, "family": families[name]}
+        return model
+
+    return {**data, "models": [filled(m) for m in models]}
 
 
 def _interpolate(value: Any, env: Mapping[str, str], path: Path, where: str) -> Any:

@@ -19,11 +19,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from unigate.auth.cache import KeyCache
 from unigate.cluster.fanout import Fanout
 from unigate.config import GatewayConfig, load_config
+from unigate.data_dir.owner_only import private_dir, write_private
 from unigate.limits.backend import Counters, LocalCounters, counters_path
 from unigate.limits.service import Limits
 from unigate.observability.metrics import Metrics
 from unigate.observability.tracing import Tracing
-from unigate.owner_only import private_dir, write_private
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.registry import build_provider
 from unigate.responses.retention import Retention

@@ -1,4 +1,4 @@
-"""The server's own limits (server_guard.py) against the real `unigate serve`: a huge request
+"""The server's own limits (edge/server_guard.py) against the real `unigate serve`: a huge request
 head is refused fast, heads and bodies that stop arriving are dropped, and a flood of idle
 connections cannot lock out `/healthz`, which answers quickly throughout."""
 

@@ -27,7 +27,7 @@ from tests.support.net import http
 from tests.support.receiver import WebhookReceiver
 from tests.support.task_client import FileServer, TaskClient, poll_until
 from tests.support.video import decode_video, sandbox_config
-from unigate.providers.sandbox.media.speech import speech_duration
+from unigate_sandbox.media.speech import speech_duration
 
 PRICE = 0.5
 RANK = {"created": 0, "queueing": 1, "processing": 2, "success": 3, "failed": 3}
@@ -48,7 +48,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
 
 @pytest.fixture(scope="module")
 def files() -> Iterator[FileServer]:
-    from unigate.providers.sandbox.media.video import render_video
+    from unigate_sandbox.media.video import render_video
 
     media = {
         "face.mp4": render_video("a face", 160, 120, 2.0, fps=12),

@@ -15,7 +15,9 @@ from typing import Any, TypeVar
 import pytest
 import uvloop
 
-from unigate.providers.h1 import Pool, Response, StreamedBody
+from unigate.transport.interfaces import StreamedBody
+from unigate.transport.pool import Pool
+from unigate.transport.response import Response
 
 T = TypeVar("T")
 LOOPS = ["asyncio", "uvloop"]

@@ -13,7 +13,7 @@ import pytest
 from unigate.config import ProviderConfig
 from unigate.errors import InvalidRequest
 from unigate.limits.estimate import prompt_tokens
-from unigate.providers.anthropic import AnthropicProvider
+from unigate.providers.anthropic.messages import AnthropicProvider
 from unigate.providers.base import ProviderContext
 from unigate.providers.same_format import ClientRequest, relayed_query, request_body
 from unigate.translate.anthropic import OpenAIToAnthropicStream, translate_messages

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from unigate.api.responses_background import replay
-from unigate.asgi import Request
+from unigate.api.openai.responses_background import replay
+from unigate.edge.asgi import Request
 from unigate.responses.runs import BackgroundRuns
 from unigate.responses.store import ResponseStore, StoredResponse
 from unigate.store import db

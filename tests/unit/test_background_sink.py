@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from unigate.api.responses_background import _Sink
-from unigate.api.responses_call import NATIVE_FORMAT, ResponseCall
+from unigate.api.openai.responses_background import _Sink
+from unigate.api.openai.responses_call import NATIVE_FORMAT, ResponseCall
 from unigate.providers.base import Reply, Target
 from unigate.responses.runs import BackgroundRuns
 from unigate.responses.store import ResponseStore, StoredResponse

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from unigate.config import SANDBOX_MODELS, ConfigError, GatewayConfig, load_config, model_family
+from unigate.config import ConfigError, GatewayConfig, load_config, model_family
+from unigate_sandbox.models import SANDBOX_MODELS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gateway.yaml"
 ENV = {"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a", "GEMINI_API_KEY": "g", "SUNO_RELAY_KEY": "s"}

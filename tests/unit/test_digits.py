@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from unigate.api.anthropic_models import _page
-from unigate.api.gemini_models import _int_query
+from unigate.api.anthropic.models import _page
+from unigate.api.gemini.models import _int_query
 from unigate.errors import InvalidRequest
-from unigate.providers.suno import _percent
+from unigate.providers.tasks.suno import _percent
 from unigate.settings import Settings
 from unigate.video.job import DEFAULT_SIZE, video_size
 from unigate.webhooks.sender import parse_retry_after

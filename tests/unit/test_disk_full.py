@@ -29,18 +29,18 @@ from prometheus_client.mmap_dict import MmapedDict
 from tests.support.tiny_disk import require_namespaces, run_python_on_tiny_disk
 from tests.unit.test_observability import _samples
 from unigate.app import _unexpected
-from unigate.asgi import Request
 from unigate.cli.startup import StartupError, create_limits_table
-from unigate.disk import allocate
+from unigate.data_dir.disk import allocate
+from unigate.edge.asgi import Request
 from unigate.errors import DatabaseUnavailable, GatewayError, StorageUnavailable
 from unigate.limits.shared_table import NoRoomForTable, SharedTable
 from unigate.observability import values
 from unigate.observability.metrics import Metrics
 from unigate.observability.values import SCRATCH, ValueFile
-from unigate.providers.sandbox.journal import JobJournal
 from unigate.store import db
 from unigate.usage.recorder import UsageRecord, UsageRecorder
 from unigate.usage.request_log import RequestLog
+from unigate_sandbox.journal import JobJournal
 
 ENOSPC = OSError(errno.ENOSPC, "No space left on device")
 
@@ -166,7 +166,7 @@ class Disk:
         self.calls += 1
         if self.full:
             raise ENOSPC
-        from unigate.disk import allocate
+        from unigate.data_dir.disk import allocate
 
         allocate(fd, offset, length)
 

@@ -1,4 +1,4 @@
-"""Egress of the upstream client (providers/dial.py, h1.py) against servers and a proxy on
+"""Egress of the upstream client (transport/dial.py, pool.py) against servers and a proxy on
 127.0.0.1: CONNECT and absolute-form proxying with the environment's rules, extra CA and
 client certificates, Azure-style base URLs, the connection limit and its queue, the idle
 reaper, response header limits, Happy Eyeballs, and running out of file descriptors."""
@@ -19,16 +19,9 @@ import pytest
 
 from tests.support.h1_server import Peer, Server, _run, answer, call, fetch, loop, ok
 from tests.support.proxy import ForwardProxy
-from unigate.providers.dial import (
-    ConnectFailed,
-    Dialer,
-    Proxy,
-    bypassed,
-    happy_eyeballs,
-    proxy_for,
-    tls_context,
-)
-from unigate.providers.h1 import ConnectionBroken, Pool, PoolExhausted, UpstreamError
+from unigate.transport.dial import Dialer, Proxy, bypassed, happy_eyeballs, proxy_for, tls_context
+from unigate.transport.errors import ConnectFailed, ConnectionBroken, PoolExhausted, UpstreamError
+from unigate.transport.pool import Pool
 
 __all__ = ["loop"]  # the fixture, imported for the tests here
 

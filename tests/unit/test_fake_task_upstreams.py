@@ -25,7 +25,7 @@ from tests.support.fake_vidu import FakeVidu
 from tests.support.media_fixtures import image_info
 from tests.support.net import HTTPResult, http
 from tests.support.video import decode_video
-from unigate.providers.kling import KlingKeys, mint_jwt
+from unigate.providers.tasks.kling import KlingKeys, mint_jwt
 
 
 def multipart(

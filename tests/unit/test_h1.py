@@ -1,4 +1,4 @@
-"""The upstream HTTP/1.1 client (providers/h1.py) against servers on 127.0.0.1 whose every
+"""The upstream HTTP/1.1 client (transport/) against servers on 127.0.0.1 whose every
 byte is written here: framing, keep-alive and its retry, timeouts, flow control, uploads,
 TLS. I/O tests run on both asyncio's loop and uvloop, whose transports differ."""
 
@@ -26,16 +26,11 @@ from tests.support.h1_server import (
     pool_for,
     until,
 )
-from unigate.multipart import Form, UploadedFile, parse_form
+from unigate.edge.multipart import Form, UploadedFile, parse_form
 from unigate.providers.form_body import FormBody
-from unigate.providers.h1 import (
-    ConnectFailed,
-    ConnectionBroken,
-    Origin,
-    Pool,
-    UpstreamTimeout,
-)
-from unigate.providers.h1_response import HIGH_WATER
+from unigate.transport.errors import ConnectFailed, ConnectionBroken, UpstreamTimeout
+from unigate.transport.pool import Origin, Pool
+from unigate.transport.response import HIGH_WATER
 
 __all__ = ["loop"]  # the fixture, imported for the tests here
 T = TypeVar("T")

@@ -72,7 +72,7 @@ BAD_KEY_SPECS = [
 def test_key_spec_refuses_bad_values_naming_the_field(change: dict[str, object], field: str) -> None:
     from pydantic import ValidationError
 
-    from unigate.api.key_spec import KeyCreate, validation_message
+    from unigate.api.admin.key_spec import KeyCreate, validation_message
 
     with pytest.raises(ValidationError) as caught:
         KeyCreate.model_validate({"name": "k", **change})
@@ -83,7 +83,7 @@ def test_key_spec_refuses_bad_values_naming_the_field(change: dict[str, object],
 def test_key_spec_accepts_and_normalises_good_values() -> None:
     import datetime as dt
 
-    from unigate.api.key_spec import KeyCreate
+    from unigate.api.admin.key_spec import KeyCreate
 
     future = dt.datetime(2031, 5, 6, tzinfo=dt.UTC).timestamp()
     for given in ("2031-05-06", "2031-05-06T00:00:00Z", "2031-05-06T02:00:00+02:00", future, int(future)):

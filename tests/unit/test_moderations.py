@@ -17,7 +17,7 @@ from tests.support.fake_openai_media import FakeOpenAIMedia
 from tests.support.in_process import BASE_URL, InProcessGateway
 from tests.support.media_fixtures import make_image
 from tests.support.video import sandbox_config
-from unigate.providers.sandbox.moderation import CATEGORIES
+from unigate_sandbox.moderation import CATEGORIES
 
 Json = dict[str, Any]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from unigate.logs import JsonFormatter
+from unigate.observability.logs import JsonFormatter
 from unigate.observability.metrics import MAX_SERIES, Metrics
 from unigate.observability.request_ids import RequestIds
 from unigate.observability.scrape import render

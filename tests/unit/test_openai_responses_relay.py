@@ -1,4 +1,4 @@
-"""The `openai` adapter's native Responses relay (providers/openai_responses.py) against the fake
+"""The `openai` adapter's native Responses relay (providers/openai/responses.py) against the fake
 native upstream: the `responses` config key, URLs (OpenAI and Azure's v1 surface with its query),
 the body forwarded byte for byte with only the model id mapped, usage from the answer and from
 `response.completed`, a broken stream, error mapping with secrets scrubbed, and the lookups."""
@@ -16,7 +16,6 @@ import pytest
 from tests.support.fake_openai_responses import FakeOpenAIResponses
 from unigate.config import ConfigError, ProviderConfig, load_config
 from unigate.errors import UpstreamFailed, UpstreamRejected
-from unigate.providers.azure import AzureOpenAIProvider
 from unigate.providers.base import (
     ProviderContext,
     Reply,
@@ -26,13 +25,9 @@ from unigate.providers.base import (
     Timeouts,
     Unsupported,
 )
-from unigate.providers.openai import OpenAIProvider
-from unigate.providers.openai_responses import (
-    RESPONSES_FORMAT,
-    _ends,
-    _read_endings,
-    body_usage,
-)
+from unigate.providers.openai.azure import AzureOpenAIProvider
+from unigate.providers.openai.compatible import OpenAIProvider
+from unigate.providers.openai.responses import RESPONSES_FORMAT, _ends, _read_endings, body_usage
 from unigate.providers.redact import Redactor
 from unigate.providers.same_format import request_body
 from unigate.usage.recorder import Usage

@@ -15,7 +15,7 @@ import pytest
 from schemathesis.specs.openapi.definitions import OPENAPI_31
 
 from unigate.app import GatewayApp, create_app
-from unigate.endpoints import Endpoint
+from unigate.edge.endpoints import Endpoint
 from unigate.openapi.builder import build, coverage, operations
 from unigate.settings import Settings
 
@@ -157,7 +157,7 @@ def test_music_submit_matches_the_record(document: dict[str, Any]) -> None:
 
 
 def test_viewer_assets_are_vendored() -> None:
-    from unigate.api.docs import ASSETS
+    from unigate.api.unigate.docs import ASSETS
 
     for name, (path, _) in ASSETS.items():
         assert Path(path).is_file(), name

@@ -1,4 +1,4 @@
-"""Readiness probes stay bounded when the database hangs (readiness.py): a probe answers 503
+"""Readiness probes stay bounded when the database hangs (observability/readiness.py): a probe answers 503
 within PROBE_SECONDS, concurrent probes share the one check in flight instead of piling up, and
 a check that never ends is cut off on its own."""
 
@@ -13,8 +13,8 @@ from typing import Any, cast
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from unigate import readiness
-from unigate.readiness import PROBE_SECONDS, Readiness
+from unigate.observability import readiness
+from unigate.observability.readiness import PROBE_SECONDS, Readiness
 
 
 class HangingEngine:

@@ -16,7 +16,7 @@ import av
 import pytest
 from PIL import Image, ImageChops, ImageStat
 
-from unigate.providers.sandbox.media import (
+from unigate_sandbox.media import (
     AUDIO_FORMATS,
     CONTENT_TYPES,
     IMAGE_CONTENT_TYPES,

@@ -13,7 +13,7 @@ from itertools import pairwise
 
 import pytest
 
-from unigate.providers.sandbox.music import (
+from unigate_sandbox.music import (
     describe_style,
     read_wav,
     render_clip,

@@ -17,8 +17,8 @@ import pytest
 from unigate.config import ProviderConfig
 from unigate.errors import InvalidRequest
 from unigate.providers.base import ProviderContext, Reply, Target, TextCall, Timeouts
-from unigate.providers.sandbox import SandboxProvider
-from unigate.providers.sandbox.schema_values import example_value
+from unigate_sandbox.provider import SandboxProvider
+from unigate_sandbox.schema_values import example_value
 
 # --- helpers ---------------------------------------------------------------------------
 
@@ -782,7 +782,7 @@ def test_replies_parse_as_openai_sdk_types(tmp_path: Path) -> None:
 def test_schema_minimums_beyond_the_sandboxs_bounds_are_refused_at_once() -> None:
     import time
 
-    from unigate.providers.sandbox.schema_values import Budget
+    from unigate_sandbox.schema_values import Budget
 
     for schema, words in [
         ({"type": "object", "minProperties": 1_000_000}, "minProperties 1000000"),

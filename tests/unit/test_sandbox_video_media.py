@@ -15,10 +15,10 @@ import av
 import pytest
 from PIL import Image, ImageChops, ImageOps, ImageStat
 
-from unigate.providers.sandbox.media import SPEECH_RATE, encode_stream, generate_image, synthesize
-from unigate.providers.sandbox.media.lipsync import lip_sync
-from unigate.providers.sandbox.media.sound import SFX_RATE, render_sound_effect, texture_of
-from unigate.providers.sandbox.media.video import (
+from unigate_sandbox.media import SPEECH_RATE, encode_stream, generate_image, synthesize
+from unigate_sandbox.media.lipsync import lip_sync
+from unigate_sandbox.media.sound import SFX_RATE, render_sound_effect, texture_of
+from unigate_sandbox.media.video import (
     VideoInfo,
     VideoInvalid,
     faststart,

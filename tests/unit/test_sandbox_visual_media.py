@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageDraw, ImageFont, ImageStat
 
-from unigate.providers.sandbox.media.images import ImageInvalid
-from unigate.providers.sandbox.media.ocr import OcrUnavailable, ocr
-from unigate.providers.sandbox.media.visual import inpaint, segment, upscale
+from unigate_sandbox.media.images import ImageInvalid
+from unigate_sandbox.media.ocr import OcrUnavailable, ocr
+from unigate_sandbox.media.visual import inpaint, segment, upscale
 
 SIZE = (320, 240)
 GREY = (128, 128, 128)

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from unigate.providers.http import event_data, split_events, sse_events
-from unigate.providers.openai import _take_usage
+from unigate.providers.openai.compatible import _take_usage
 from unigate.usage.recorder import Usage
 
 STREAM = (

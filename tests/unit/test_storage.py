@@ -18,12 +18,12 @@ import pytest
 from tests.support import config_yaml
 from tests.support.s3 import TEST_CREDENTIALS, S3Server, credentials_in_env, s3_server
 from unigate.config import ConfigError, GatewayConfig, StorageConfig, load_config
+from unigate.edge.media_types import SNIFF_BYTES
 from unigate.errors import StorageUnavailable
-from unigate.media_types import SNIFF_BYTES
-from unigate.providers.sandbox.journal import JobJournal, StoredJournal, journal_for
 from unigate.storage import LocalStorage, Storage, build_storage, media_key
 from unigate.storage.base import CHUNK, check_key
 from unigate.storage.s3 import S3Storage
+from unigate_sandbox.journal import JobJournal, StoredJournal, journal_for
 
 
 @pytest.fixture(scope="module")

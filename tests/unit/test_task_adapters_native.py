@@ -33,15 +33,15 @@ from unigate.providers.base import (
     TaskSubmission,
     Timeouts,
 )
-from unigate.providers.kling import KlingKeys, KlingProvider, mint_jwt, request_body
-from unigate.providers.kling import task_state as kling_state
-from unigate.providers.picwish import PicWishProvider, form_fields
-from unigate.providers.picwish import task_state as picwish_state
 from unigate.providers.registry import PROTOCOLS
 from unigate.providers.task_http import aspect_ratio, poll_each, scrub
-from unigate.providers.vidu import ViduProvider
-from unigate.providers.vidu import request as vidu_request
-from unigate.providers.vidu import task_state as vidu_state
+from unigate.providers.tasks.kling import KlingKeys, KlingProvider, mint_jwt, request_body
+from unigate.providers.tasks.kling import task_state as kling_state
+from unigate.providers.tasks.picwish import PicWishProvider, form_fields
+from unigate.providers.tasks.picwish import task_state as picwish_state
+from unigate.providers.tasks.vidu import ViduProvider
+from unigate.providers.tasks.vidu import request as vidu_request
+from unigate.providers.tasks.vidu import task_state as vidu_state
 
 ACCESS, SECRET = "AKtest1234access", "SKtest5678secret-very-private"
 KLING_KEY = f"{ACCESS}:{SECRET}"

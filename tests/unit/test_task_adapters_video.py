@@ -37,11 +37,11 @@ from unigate.providers.base import (
     UpstreamTask,
 )
 from unigate.providers.download import DownloadPools
-from unigate.providers.gemini import GeminiProvider
-from unigate.providers.gemini_veo import operation_state
-from unigate.providers.gemini_veo import request_body as veo_body
-from unigate.providers.openai import OpenAIProvider
-from unigate.providers.openai_videos import create_parts, video_state
+from unigate.providers.google.gemini import GeminiProvider
+from unigate.providers.google.veo import operation_state
+from unigate.providers.google.veo import request_body as veo_body
+from unigate.providers.openai.compatible import OpenAIProvider
+from unigate.providers.openai.videos import create_parts, video_state
 from unigate.providers.registry import PROTOCOLS
 
 T = TypeVar("T")

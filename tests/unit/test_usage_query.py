@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from unigate.asgi import Request
+from unigate.edge.asgi import Request
 from unigate.errors import InvalidRequest
 from unigate.store import db
 from unigate.store.schema import request_log, usage_records

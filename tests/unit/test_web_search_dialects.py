@@ -11,7 +11,6 @@ import pytest
 
 from unigate.errors import InvalidRequest
 from unigate.providers.base import TextCall
-from unigate.providers.sandbox.chat import plan_chat
 from unigate.translate.anthropic import (
     AnthropicToOpenAIStream,
     OpenAIToAnthropicStream,
@@ -31,6 +30,7 @@ from unigate.translate.gemini import (
 from unigate.translate.sse import SSEParser
 from unigate.translate.translation import Dropped
 from unigate.translate.web_search import citations, searches
+from unigate_sandbox.chat import plan_chat
 
 Json = dict[str, Any]
 ASK = {"model": "m", "messages": [{"role": "user", "content": "Tides in Brest?"}]}
@@ -182,7 +182,7 @@ def test_anthropic_client_gets_search_blocks_and_cited_text() -> None:
 def _sandbox_chunks() -> bytes:
     import asyncio
 
-    from unigate.providers.sandbox.chat import chat_reply
+    from unigate_sandbox.chat import chat_reply
 
     payload = {**ASK, "stream": True, "web_search_options": {}}
     reply = chat_reply(TextCall("chat", b"", payload, "m", True, True))

@@ -1,1 +1,3 @@
-"""Thin routers, one module per family: parse -> service -> render. No provider names here."""
+"""Routers grouped by the client dialect they speak (openai/, anthropic/, gemini/, vendors/,
+unigate/, admin/), on the shared serving path (serving/): parse -> service -> render. No
+provider names here."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 
-from unigate.asgi import Request
 from unigate.auth.cache import KeyCache
 from unigate.auth.keys import hash_key, is_well_formed
 from unigate.auth.principal import Principal
+from unigate.edge.asgi import Request
 from unigate.errors import AuthenticationFailed, InvalidRequest
 
 # Header forms other vendors' SDKs send.

@@ -6,8 +6,6 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-FAMILIES = ("text", "image", "audio", "music", "video", "visual")
-
 
 @dataclass(slots=True)
 class Principal:

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from unigate.api.key_spec import KeyCreate, KeyUpdate
+from unigate.api.admin.key_spec import KeyCreate, KeyUpdate
 from unigate.auth.principal import Principal
 from unigate.cli.serve import ConfigOpt, settings_for
 from unigate.cli.startup import StartupError, debug_wanted, report, with_database

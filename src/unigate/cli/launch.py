@@ -51,7 +51,7 @@ def _json_logs() -> bool:
     settings = Settings.from_env()
     if settings.log_format != "json":
         return False
-    from unigate.logs import configure_logging
+    from unigate.observability.logs import configure_logging
 
     configure_logging(settings.log_level, "json")
     return True
@@ -62,7 +62,7 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
     from uvicorn.supervisors.multiprocess import Multiprocess
 
     from unigate.cli.supervisor import ReloadingMultiprocess, block_sighup
-    from unigate.server_guard import GuardedHttpToolsProtocol
+    from unigate.edge.server_guard import GuardedHttpToolsProtocol
 
     # None: uvicorn installs no handlers of its own; its loggers reach unigate's.
     logging: dict[str, Any] = {"log_config": None} if _json_logs() else {}
@@ -109,7 +109,7 @@ def _run_granian(host: str, port: int, workers: int, announce: Callable[[], None
     from granian.constants import HTTPModes, Interfaces, Loops
     from granian.log import LogLevels
 
-    json_format = {"()": "unigate.logs.JsonFormatter"}
+    json_format = {"()": "unigate.observability.logs.JsonFormatter"}
     logging = {"formatters": {"generic": json_format, "access": json_format}} if _json_logs() else None
     server = Granian(
         APP,

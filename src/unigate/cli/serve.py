@@ -25,10 +25,10 @@ from unigate.cli.startup import (
     with_database,
 )
 from unigate.config import ConfigError, defaults, load_config
+from unigate.data_dir.owner_only import restrict_umask
 from unigate.gateway import read_or_create_admin_key
 from unigate.limits.backend import counters_path
 from unigate.limits.shared_table import SharedTable
-from unigate.owner_only import restrict_umask
 from unigate.providers.base import ProviderContext
 from unigate.providers.registry import UnknownProtocol, build_provider
 from unigate.settings import Settings
@@ -79,7 +79,7 @@ def _prepare(config: Path | None, host: str, port: int, server: str, workers: in
     settings = settings_for(config)
     check_log_level(settings)
     check_public_url(settings)
-    from unigate.logs import configure_logging
+    from unigate.observability.logs import configure_logging
 
     configure_logging(settings.log_level, settings.log_format)
     check_database_url(settings.database_url)
@@ -115,7 +115,9 @@ def _check_config(settings: Settings) -> None:
         for provider in config.providers:
             build_provider(provider, context)
     except (ConfigError, UnknownProtocol) as exc:
-        raise StartupError(f"{exc}; fix the config file (or UNIGATE_CONFIG / --config)") from exc
+        # Without a file, the error already says what to install or to give.
+        fix = "; fix the config file (or UNIGATE_CONFIG / --config)" if settings.config_path else ""
+        raise StartupError(f"{exc}{fix}") from exc
     check_storage(config.storage, settings.data_dir)
     # A default the file set itself is checked by the config; one left at its built-in value
     # only matters to deployments that serve that family, so it is a note, not an error.

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from unigate.cli.launch import bind
-from unigate.logs import check_format, check_level
-from unigate.owner_only import private_dir, warn_if_open
+from unigate.data_dir.owner_only import private_dir, warn_if_open
+from unigate.observability.logs import check_format, check_level
 from unigate.settings import Settings
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def check_data_dir(data_dir: Path) -> None:
     fix = "set UNIGATE_DATA_DIR to a directory this user can write, or fix the permissions"
     try:
         # Owner-only (0700), the media directory inside too: they hold the database, the
-        # admin key and webhook secrets. An existing wider one gets a warning (owner_only.py).
+        # admin key and webhook secrets. An existing wider one gets a warning (data_dir/owner_only.py).
         private_dir(data_dir, warn=False)
     except OSError as exc:
         raise StartupError(f"cannot create the data directory {data_dir}: {exc.strerror}; {fix}") from exc

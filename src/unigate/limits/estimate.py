@@ -9,6 +9,10 @@ counted. The body is counted in the client's own format (a Messages or generateC
 is not translated first). The expected output is the
 request's own cap (`max_tokens`, `max_completion_tokens`, `max_output_tokens`,
 `generationConfig.maxOutputTokens`) when it has one.
+
+A canonical chat request's prompt is counted by `chat_prompt_tokens` with message framing,
+attachments and tool schemas priced too: the count token-count endpoints answer when no
+upstream counts (api/serving/token_count.py), and the one the sandbox reports for its chat calls.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 # Keys whose string values are identifiers or options, not text the model reads.
@@ -30,6 +36,13 @@ _NOT_TEXT = frozenset(
 _OPAQUE = frozenset({"base64", "redacted_thinking"})
 _OUTPUT_CAPS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 _MAX_DEPTH = 64
+# A chat prompt's framing: per message, per attached image, per other attachment (audio, file),
+# per tool, and the primer of the assistant's reply.
+MESSAGE_OVERHEAD = 4
+IMAGE_TOKENS = 85
+ATTACHMENT_TOKENS = 50
+TOOL_OVERHEAD = 8
+REPLY_PRIMER = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +103,65 @@ def output_cap(payload: Any) -> int | None:
         if type(value) is int and value >= 0:
             return value
     return None
+
+
+def chat_prompt_tokens(request: Any) -> int:
+    """The prompt tokens of a canonical (OpenAI-format) chat request: its messages (text,
+    attachments, an assistant's tool calls), tool schemas and JSON-schema response format.
+    Parts that are not well-formed count nothing (validating is the caller's business)."""
+    if not isinstance(request, dict):
+        return 0
+    total = REPLY_PRIMER
+    messages = request.get("messages")
+    for message in messages if isinstance(messages, list) else ():
+        if isinstance(message, dict):
+            total += MESSAGE_OVERHEAD + _content_tokens(message.get("content"))
+            if message.get("role") == "assistant":
+                total += _tool_call_tokens(message.get("tool_calls"))
+    tools = request.get("tools")
+    for tool in tools if isinstance(tools, list) else ():
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(fn, dict):
+            parameters = fn.get("parameters")
+            if parameters is None:
+                parameters = {"type": "object", "properties": {}}  # a tool without arguments
+            total += TOOL_OVERHEAD + _text_tokens(fn.get("name")) + _text_tokens(fn.get("description"))
+            total += count_tokens(orjson.dumps(parameters).decode())
+    fmt = request.get("response_format")
+    spec = fmt.get("json_schema") if isinstance(fmt, dict) and fmt.get("type") == "json_schema" else None
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if isinstance(schema, dict):
+        total += count_tokens(orjson.dumps(schema).decode())
+    return total
+
+
+def _text_tokens(value: Any) -> int:
+    return count_tokens(value) if isinstance(value, str) else 0
+
+
+def _content_tokens(content: Any) -> int:
+    if isinstance(content, str):
+        return count_tokens(content)
+    if not isinstance(content, list):
+        return 0
+    total = 0
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            total += _text_tokens(part.get("text"))
+        elif kind == "refusal":
+            total += count_tokens(str(part.get("refusal") or ""))
+        elif kind in ("image_url", "image"):
+            total += IMAGE_TOKENS
+        elif isinstance(kind, str):
+            total += ATTACHMENT_TOKENS
+    return total
+
+
+def _tool_call_tokens(calls: Any) -> int:
+    total = 0
+    for call in calls if isinstance(calls, list) else ():
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            total += _text_tokens(fn.get("name")) + _text_tokens(fn.get("arguments", ""))
+    return total

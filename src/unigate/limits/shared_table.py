@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import TracebackType
 
-from unigate.disk import allocate
+from unigate.data_dir.disk import allocate
 
 log = logging.getLogger("unigate.limits")
 

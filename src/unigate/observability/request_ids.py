@@ -12,7 +12,7 @@ import itertools
 import os
 import re
 
-from unigate.asgi import Scope
+from unigate.edge.asgi import Scope
 
 MAX_LENGTH = 128
 _USABLE = re.compile(rb"[\x21-\x7e]{1,%d}" % MAX_LENGTH)

@@ -33,7 +33,7 @@ import struct
 import time
 from pathlib import Path
 
-from unigate.disk import allocate
+from unigate.data_dir.disk import allocate
 
 log = logging.getLogger("unigate.metrics")
 

@@ -1,11 +1,11 @@
-"""The endpoints outside the model families: the admin API (`api/admin.py`, admin key; keys
-are keys.py, usage and the other reports reports.py), health (`api/health.py`), the media the
-gateway serves itself (`api/media.py`, `api/task_output.py`) and this description with its
-viewer (`api/docs.py`); the last three need no key."""
+"""The endpoints outside the model families: the admin API (`api/admin/resources.py`, admin key; keys
+are keys.py, usage and the other reports reports.py), health (`api/unigate/health.py`), the media the
+gateway serves itself (`api/serving/media.py`, `api/serving/task_output.py`) and this description with its
+viewer (`api/unigate/docs.py`); the last three need no key."""
 
 from __future__ import annotations
 
-from unigate.media_types import STORED_TYPES, UNVERIFIED_TYPE
+from unigate.edge.media_types import STORED_TYPES, UNVERIFIED_TYPE
 from unigate.openapi.schema import (
     Operation,
     Schema,

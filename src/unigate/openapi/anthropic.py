@@ -1,6 +1,6 @@
-"""The text family in Anthropic's Messages format (`api/messages.py`): `POST /v1/messages`
+"""The text family in Anthropic's Messages format (`api/anthropic/messages.py`): `POST /v1/messages`
 (translated to any upstream, relayed untouched to an Anthropic one), token counts, and the
-model list's Anthropic shape (`api/anthropic_models.py`; the operations are
+model list's Anthropic shape (`api/anthropic/models.py`; the operations are
 `/v1/models`'s, in text.py, which answers each SDK in its own shape)."""
 
 from __future__ import annotations

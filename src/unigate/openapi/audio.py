@@ -1,12 +1,12 @@
-"""The audio family: OpenAI's transcriptions, translations and speech (`api/audio.py`) and
-Fish Audio's TTS and ASR (`api/fish.py`). Form fields arrive as text, so numbers and booleans
+"""The audio family: OpenAI's transcriptions, translations and speech (`api/openai/audio.py`) and
+Fish Audio's TTS and ASR (`api/vendors/fish.py`). Form fields arrive as text, so numbers and booleans
 in multipart bodies are their text spellings; an empty optional field means its default."""
 
 from __future__ import annotations
 
-from unigate.api.audio import MAX_SPEECH_INPUT, TRANSCRIPT_FORMATS, TRANSLATION_FORMATS
-from unigate.api.fish import MAX_TEXT, TTS_FORMATS
-from unigate.media_types import SPEECH_CONTENT_TYPES
+from unigate.api.openai.audio import MAX_SPEECH_INPUT, TRANSCRIPT_FORMATS, TRANSLATION_FORMATS
+from unigate.api.vendors.fish import MAX_TEXT, TTS_FORMATS
+from unigate.edge.media_types import SPEECH_CONTENT_TYPES
 from unigate.openapi.schema import (
     JSON,
     SSE,

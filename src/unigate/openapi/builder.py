@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from unigate.endpoints import Endpoint
+from unigate.edge.endpoints import Endpoint
 from unigate.openapi import (
     admin,
     anthropic,

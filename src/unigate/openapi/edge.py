@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from unigate.endpoints import Endpoint
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import ErrorStyle
 from unigate.openapi.schema import (
     JSON,

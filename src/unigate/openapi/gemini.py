@@ -1,4 +1,4 @@
-"""The text family in the Gemini API's format (`api/gemini.py`, `gemini_embed.py`,
+"""The text family in the Gemini API's format (`api/gemini/content.py`, `gemini_embed.py`,
 `gemini_models.py`): generateContent and its stream, token counts, embeddings and the model
 listing, under `/v1beta/models/…` and (google-genai's default version) `/v1/models/…`. Veo's
 operations are in video_vendors.py."""

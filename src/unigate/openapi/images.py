@@ -1,15 +1,15 @@
-"""The image family: OpenAI's generations and edits (`api/images.py`) and Stability's
-stable-image generators (`api/stability.py`). Image output of Gemini's generateContent is
+"""The image family: OpenAI's generations and edits (`api/openai/images.py`) and Stability's
+stable-image generators (`api/vendors/stability.py`). Image output of Gemini's generateContent is
 described with that operation (gemini.py)."""
 
 from __future__ import annotations
 
 from base64 import b64encode
 
-from unigate.api.images import MAX_IMAGES, MAX_PROMPT
-from unigate.api.media import AVATAR_PNG
-from unigate.api.stability import ASPECT_RATIOS, SD3_MODELS, STYLE_PRESETS
-from unigate.media_types import IMAGE_CONTENT_TYPES
+from unigate.api.openai.images import MAX_IMAGES, MAX_PROMPT
+from unigate.api.serving.media import AVATAR_PNG
+from unigate.api.vendors.stability import ASPECT_RATIOS, SD3_MODELS, STYLE_PRESETS
+from unigate.edge.media_types import IMAGE_CONTENT_TYPES
 from unigate.openapi.audio import choice
 from unigate.openapi.schema import (
     JSON,

@@ -1,10 +1,10 @@
 """The task families with vendors' own paths: Vidu's sound effects and lip sync under
-`/ent/v2/*` (`api/vidu.py`, records in `records/vidu.py`) and PicWish's visual and document
-tools under `/api/tasks/*` (`api/picwish.py`, records in `records/picwish.py`)."""
+`/ent/v2/*` (`api/vendors/vidu.py`, records in `records/vidu.py`) and PicWish's visual and document
+tools under `/api/tasks/*` (`api/vendors/picwish.py`, records in `records/picwish.py`)."""
 
 from __future__ import annotations
 
-from unigate.api import picwish, vidu
+from unigate.api.vendors import picwish, vidu
 from unigate.openapi.schema import (
     FORM,
     JSON,

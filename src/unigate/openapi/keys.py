@@ -1,11 +1,11 @@
-"""The admin API for API keys (`api/admin_keys.py`): bodies as `api/key_spec.py` validates
+"""The admin API for API keys (`api/admin/keys.py`): bodies as `api/admin/key_spec.py` validates
 them (strict types, no unknown fields) and the key record `Principal.public_view` renders."""
 
 from __future__ import annotations
 
 from typing import Any, get_args
 
-from unigate.api import key_spec
+from unigate.api.admin import key_spec
 from unigate.config import Family
 from unigate.openapi.schema import (
     Operation,

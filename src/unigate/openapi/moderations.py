@@ -1,4 +1,4 @@
-"""`POST /v1/moderations` (`api/text.py`): OpenAI's moderation endpoint, relayed to an
+"""`POST /v1/moderations` (`api/openai/text.py`): OpenAI's moderation endpoint, relayed to an
 `openai`/`azure` upstream or answered by the sandbox's offline classifier."""
 
 from __future__ import annotations
@@ -19,7 +19,24 @@ from unigate.openapi.schema import (
     string,
 )
 from unigate.openapi.text import TAG
-from unigate.providers.sandbox.moderation import CATEGORIES  # OpenAI's, which the sandbox scores
+
+# OpenAI's moderation categories, in its order: the keys of `categories`, `category_scores`
+# and `category_applied_input_types` (the sandbox scores these too).
+CATEGORIES = (
+    "harassment",
+    "harassment/threatening",
+    "hate",
+    "hate/threatening",
+    "illicit",
+    "illicit/violent",
+    "self-harm",
+    "self-harm/intent",
+    "self-harm/instructions",
+    "sexual",
+    "sexual/minors",
+    "violence",
+    "violence/graphic",
+)
 
 
 def _per_category(schema: Schema) -> Schema:

@@ -1,4 +1,4 @@
-"""The music family (`/suno/*`, `api/music.py`): submits as `music/validate.py` checks them
+"""The music family (`/suno/*`, `api/vendors/suno.py`): submits as `music/validate.py` checks them
 and task records as `music/record.py` renders them, every field present, inside the music
 envelope `{"code": "success", "message": "", "data"}`."""
 

@@ -1,10 +1,10 @@
-"""The admin reports (`api/admin_usage.py`: usage and cost, recent requests, the task list)
-and the dashboard's files (`api/dashboard.py`). Query parameters are typed as narrowly as the
-handlers check them (api/query_params.py, usage/query.py): a value outside a schema is a 400."""
+"""The admin reports (`api/admin/usage.py`: usage and cost, recent requests, the task list)
+and the dashboard's files (`api/admin/dashboard.py`). Query parameters are typed as narrowly as the
+handlers check them (api/serving/query_params.py, usage/query.py): a value outside a schema is a 400."""
 
 from __future__ import annotations
 
-from unigate.api.dashboard import TYPES
+from unigate.api.admin.dashboard import TYPES
 from unigate.openapi.schema import (
     Operation,
     Schema,

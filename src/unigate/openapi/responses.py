@@ -1,4 +1,4 @@
-"""The OpenAI Responses API (`api/responses.py`): create on any upstream, and the stored
+"""The OpenAI Responses API (`api/openai/responses.py`): create on any upstream, and the stored
 responses' retrieve (a background one's events replayed), delete, cancel and input items.
 
 The request schema types the fields the gateway itself reads (a wrong one is a 400 before any
@@ -179,10 +179,6 @@ def _event() -> Schema:
         "`[DONE]`. An upstream that breaks mid-stream ends it with `response.failed` and `error`.",
         enum(*_EVENTS),
     )
-
-
-def _stored() -> Schema:
-    return json_response("The stored response.", ref("Response"))
 
 
 def operations() -> list[Operation]:

@@ -1,6 +1,6 @@
-"""The text family in OpenAI's format (`api/text.py`): chat completions, completions,
+"""The text family in OpenAI's format (`api/openai/text.py`): chat completions, completions,
 embeddings, and the model listing that the OpenAI, Anthropic and Gemini SDKs share at
-`/v1/models` (`api/anthropic_models.py` picks the shape per request).
+`/v1/models` (`api/anthropic/models.py` picks the shape per request).
 
 Request schemas type the fields the gateway itself checks (a wrong one is a 400 before any
 route is tried); every other field of OpenAI's API is relayed to the upstream as sent."""

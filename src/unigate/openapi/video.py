@@ -1,5 +1,5 @@
-"""The video family's OpenAI-style paths (`api/videos.py`, the `openai` SDK's `videos`
-client) and the unified `/v1/video/generations` (`api/video_generations.py`). Requests are
+"""The video family's OpenAI-style paths (`api/openai/videos.py`, the `openai` SDK's `videos`
+client) and the unified `/v1/video/generations` (`api/unigate/video_generations.py`). Requests are
 checked by `video/validate.py`; records are `records/video.py`'s."""
 
 from __future__ import annotations

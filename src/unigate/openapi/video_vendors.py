@@ -1,10 +1,10 @@
-"""The video family in two vendors' own formats: Kling's `/kling/v1/videos/*` (`api/kling.py`,
+"""The video family in two vendors' own formats: Kling's `/kling/v1/videos/*` (`api/vendors/kling.py`,
 its `{"code": 0, …, "data"}` envelope) and Veo's long-running operations on the Gemini API's
-paths (`api/veo.py`), under `/v1beta/` and `/v1/` like the rest of the Gemini surface."""
+paths (`api/gemini/veo.py`), under `/v1beta/` and `/v1/` like the rest of the Gemini surface."""
 
 from __future__ import annotations
 
-from unigate.api.task_family import MAX_CALLBACK
+from unigate.api.serving.task_family import MAX_CALLBACK
 from unigate.openapi.audio import choice
 from unigate.openapi.schema import (
     Operation,

@@ -25,7 +25,7 @@ from unigate.errors import InvalidRequest, UpstreamRejected
 from unigate.providers.redact import Redactor, retry_after
 
 if TYPE_CHECKING:
-    from unigate.multipart import Form
+    from unigate.edge.multipart import Form
     from unigate.providers.same_format import ClientRequest
     from unigate.storage import Storage
 from unigate.usage.recorder import Usage
@@ -315,6 +315,3 @@ class Unsupported(InvalidRequest):
 
 def _unsupported(provider: Provider, what: str) -> Unsupported:
     return Unsupported(f"The model's provider does not support {what}.", code="unsupported_operation")
-
-
-ProviderFactory = Callable[[ProviderConfig, ProviderContext], Provider]

@@ -1,7 +1,7 @@
 """Downloading a provider's file by URL, across redirects, with the provider's credentials
 sent to the provider's own origin only.
 
-Wire: `GET <url>` over HTTP/1.1 (h1.py, through `UpstreamHTTP`). An answer 301, 302, 303,
+Wire: `GET <url>` over HTTP/1.1 (transport/, through `UpstreamHTTP`). An answer 301, 302, 303,
 307 or 308 with a `Location` is followed (relative locations resolved against the URL that
 answered), at most `MAX_REDIRECTS` times. A URL under the provider's base URL (same scheme,
 host, port and base path) goes through the provider's own pool, whose headers carry its key;
@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from urllib.parse import quote, urljoin, urlsplit
 
 from unigate.providers.base import RouteFailed, Timeouts
-from unigate.providers.h1 import Origin, Response
 from unigate.providers.http import UpstreamHTTP, relay_bytes
+from unigate.transport.pool import Origin
+from unigate.transport.response import Response
 
 MAX_REDIRECTS = 3
 REDIRECTS = frozenset({301, 302, 303, 307, 308})

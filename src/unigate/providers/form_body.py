@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 
-from unigate.multipart import Form, UploadedFile
+from unigate.edge.multipart import Form, UploadedFile
 
 _TEXT = b"Content-Type: text/plain; charset=utf-8\r\n\r\n"
 
 
 class FormBody:
-    """A `StreamedBody` (h1.py): `length` bytes, produced again on every `chunks()` call."""
+    """A `StreamedBody` (transport/interfaces.py): `length` bytes, produced again on every `chunks()` call."""
 
     def __init__(self, form: Form, replace: Mapping[str, str] | None = None) -> None:
         self.boundary = os.urandom(16).hex()

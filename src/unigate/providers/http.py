@@ -1,4 +1,4 @@
-"""Upstream HTTP: one connection pool per provider (h1.py), SSE event framing, and the
+"""Upstream HTTP: one connection pool per provider (transport/pool.py), SSE event framing, and the
 mapping of transport failures to the adapter contract, written once: `RouteFailed` while
 nothing has reached the client, `StreamBroken` after.
 """
@@ -10,20 +10,12 @@ from collections.abc import AsyncIterator, Mapping
 from unigate.config import ProviderConfig
 from unigate.errors import GatewayOverloaded
 from unigate.providers.base import RouteFailed, StreamBroken, Timeouts
-from unigate.providers.dial import Dialer, proxy_for, tls_context
 from unigate.providers.form_body import FormBody
-from unigate.providers.h1 import (
-    MAX_CONNECTIONS,
-    LocalExhausted,
-    Origin,
-    Pool,
-    PoolExhausted,
-    Response,
-    UpstreamError,
-    UpstreamTimeout,
-)
-from unigate.providers.h1_response import Headers
 from unigate.providers.redact import Redactor, request_secrets
+from unigate.transport.dial import Dialer, proxy_for, tls_context
+from unigate.transport.errors import LocalExhausted, PoolExhausted, UpstreamError, UpstreamTimeout
+from unigate.transport.pool import MAX_CONNECTIONS, Origin, Pool
+from unigate.transport.response import Headers, Response
 
 
 class UpstreamHTTP:

@@ -94,9 +94,6 @@ class Redactor:
         text = value.decode("utf-8", "surrogateescape")
         return _SHAPES.sub(_blank, text).encode("utf-8", "surrogateescape")
 
-    def optional(self, value: str | None) -> str | None:
-        return None if value is None else self.text(value)
-
     def headers(self, items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         return [(name, self.text(value)) for name, value in items]
 

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 import orjson
 
-from unigate.asgi import urlencoded
+from unigate.edge.asgi import urlencoded
 
 # The key "model" in any spelling JSON allows (each letter literal or a `\u` escape), its colon
 # and the space after it: the value starts where the match ends.

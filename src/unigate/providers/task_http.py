@@ -28,9 +28,9 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
+from unigate.edge.media_types import sniff_image
+from unigate.edge.multipart import Form, UploadedFile
 from unigate.errors import GatewayError, UpstreamRejected
-from unigate.media_types import sniff_image
-from unigate.multipart import Form, UploadedFile
 from unigate.providers.base import InputFile, RouteFailed, TaskRef, Timeouts, UpstreamTask
 from unigate.providers.form_body import FormBody
 from unigate.providers.http import UpstreamHTTP, read_all

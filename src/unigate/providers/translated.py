@@ -20,10 +20,11 @@ from unigate.providers.base import (
     Target,
     TextCall,
 )
-from unigate.providers.h1 import Response, UpstreamError
 from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP, read_all, sse_events, stream_error
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
+from unigate.transport.errors import UpstreamError
+from unigate.transport.response import Response
 from unigate.usage.recorder import Usage
 
 

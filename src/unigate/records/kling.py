@@ -38,7 +38,3 @@ def kling_task(task: Task) -> dict[str, Any]:
             )
         record["task_result"] = {"videos": videos}
     return record
-
-
-def kling_envelope(data: dict[str, Any], request_id: str = "") -> dict[str, Any]:
-    return {"code": 0, "message": "SUCCEED", "request_id": request_id, "data": data}

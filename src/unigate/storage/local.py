@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO
 
+from unigate.edge.media_types import SNIFF_BYTES
 from unigate.errors import StorageUnavailable
-from unigate.media_types import SNIFF_BYTES
 from unigate.storage.base import CHUNK, StoredObject, check_key, no_chunks
 
 log = logging.getLogger("unigate.storage")

@@ -22,8 +22,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from unigate.edge.media_types import SNIFF_BYTES
 from unigate.errors import StorageUnavailable
-from unigate.media_types import SNIFF_BYTES
 from unigate.storage.base import CHUNK, StoredObject, check_key, no_chunks
 
 if TYPE_CHECKING:

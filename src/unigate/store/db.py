@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from unigate.owner_only import DIR_MODE, private_file
+from unigate.data_dir.owner_only import DIR_MODE, private_file
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 

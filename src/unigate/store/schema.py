@@ -179,7 +179,7 @@ idempotency_keys = sa.Table(
     sa.Index("ix_idempotency_task", "task_id"),
 )
 
-# --- the Responses API's stored responses (api/responses.py, responses/store.py) ---
+# --- the Responses API's stored responses (api/openai/responses.py, responses/store.py) ---
 
 # One row per stored response: the Response object as answered and the input items it was
 # given, so `previous_response_id` rebuilds a conversation from rows alone (walking

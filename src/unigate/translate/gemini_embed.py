@@ -16,7 +16,7 @@ from typing import Any
 
 from unigate.errors import InvalidRequest
 from unigate.translate.checks import optional_string
-from unigate.translate.gemini_request import Json, as_list, as_object, field
+from unigate.translate.gemini_fields import Json, as_list, as_object, field
 
 
 def embed_request(payload: Json, model: str) -> Json:

@@ -20,15 +20,8 @@ from unigate.translate.checks import (
     string_list,
     wrong_type,
 )
-from unigate.translate.gemini_request import (
-    _AUDIO_FORMAT,
-    _SAMPLING_TO_OPENAI,
-    Json,
-    as_list,
-    as_object,
-    field,
-    guess_mime,
-)
+from unigate.translate.gemini_fields import Json, as_list, as_object, field
+from unigate.translate.gemini_request import _AUDIO_FORMAT, _SAMPLING_TO_OPENAI, guess_mime
 from unigate.translate.gemini_search import is_search_tool
 from unigate.translate.translation import Dropped
 

@@ -9,7 +9,6 @@ the earlier assistant `tool_calls`, and ids `call_<n>` are synthesized the other
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
@@ -17,10 +16,8 @@ import orjson
 
 from unigate.errors import InvalidRequest
 from unigate.translate import web_search
-
-Json = dict[str, Any]
-
-_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+from unigate.translate.gemini_fields import Json, as_list, as_object
+from unigate.translate.gemini_search import search_tool
 
 _MODE_FROM_CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 _SAMPLING_TO_GEMINI = {
@@ -82,20 +79,6 @@ _AUDIO_MIME = {"wav": "audio/wav", "mp3": "audio/mp3"}
 _AUDIO_FORMAT = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mp3": "mp3", "audio/mpeg": "mp3"}
 
 
-def field(obj: Json, name: str) -> Any:
-    """`obj[name]` by its camelCase wire name, or by the snake_case spelling Google also accepts."""
-    value = obj.get(name)
-    return obj.get(_SNAKE.sub("_", name).lower()) if value is None else value
-
-
-def as_object(value: Any) -> Json:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 # --- OpenAI -> Gemini -------------------------------------------------------------------------
 
 
@@ -113,8 +96,6 @@ def openai_to_gemini_request(payload: Json) -> Json:
     if declarations:
         body["tools"] = [{"functionDeclarations": declarations}]
     if web_search.wants_search(payload):  # Google runs the search itself
-        from unigate.translate.gemini_search import search_tool  # it builds on this module
-
         body["tools"] = [*body.get("tools", []), search_tool()]
     if calling is not None and declarations:  # a toolConfig without functions has nothing to steer
         body["toolConfig"] = {"functionCallingConfig": calling}

@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 
 from unigate.translate import web_search
+from unigate.translate.gemini_fields import Json, as_list, as_object, field
 from unigate.translate.gemini_inbound import tool_call
-from unigate.translate.gemini_request import Json, as_list, as_object, field
 from unigate.translate.gemini_search import grounding_in, grounding_out
 
 _FINISH_FROM_GEMINI = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from unigate.translate import web_search
-from unigate.translate.gemini_request import Json, as_list, as_object, field
+from unigate.translate.gemini_fields import Json, as_list, as_object, field
 from unigate.translate.web_search import Citation, Search, Source
 
 SEARCH_TOOLS = ("googleSearch", "googleSearchRetrieval")

@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from unigate.api import fields as check
+from unigate.api.serving import fields as check
+from unigate.edge.media_types import sniff_image
+from unigate.edge.multipart import Form
 from unigate.errors import InvalidRequest
-from unigate.media_types import sniff_image
-from unigate.multipart import Form
 from unigate.providers.base import InputFile
 
 MAX_PROMPT = 32_000

@@ -1,0 +1,134 @@
+"""Anthropic-format model listing: `GET /v1/models` (`after_id`, `before_id`, `limit`) and
+`GET /v1/models/{model}`, as the `anthropic` SDK's `models.list()` and `models.retrieve()`
+call them.
+
+OpenAI clients and google-genai (whose default API version is `v1`) use the same two paths,
+so the shape is chosen per request from what each SDK always sends: `anthropic-version` ->
+Anthropic's; a Gemini-style key (`x-goog-api-key` or `?key=`) -> Gemini's (`gemini_models`);
+anything else -> text.py's OpenAI listing. Only the catalog's concrete ids the key may use
+are shown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unigate.api.gemini.models import GeminiModelsAPI
+from unigate.api.openai.text import MODEL_PARAM, TextAPI
+from unigate.auth.principal import Principal
+from unigate.edge.asgi import Request, send_body, send_json
+from unigate.edge.endpoints import Endpoint
+from unigate.errors import ErrorStyle, GatewayError, InvalidRequest, NotFound, render_error
+from unigate.gateway import Gateway
+
+DEFAULT_LIMIT = 20  # Anthropic's defaults and bounds for models.list
+MAX_LIMIT = 1000
+# Anthropic's `created_at` is a release date; "the epoch when unknown", as its API documents.
+UNKNOWN_DATE = "1970-01-01T00:00:00Z"
+
+
+def _client_format(request: Request) -> ErrorStyle:
+    if request.header(b"anthropic-version") is not None:
+        return "anthropic"
+    if request.header(b"x-goog-api-key") is not None or "key" in request.query:
+        return "gemini"
+    return "openai"
+
+
+class AnthropicModelsAPI:
+    def __init__(self, gw: Gateway) -> None:
+        self.gw = gw
+        self.openai = TextAPI(gw)
+        self.gemini = GeminiModelsAPI(gw)
+
+    def _allowed(self, principal: Principal | None) -> list[str]:
+        assert principal is not None
+        return self.gw.catalog.listed_for(principal)  # per call: a config reload replaces it
+
+    async def list_models(self, request: Request, principal: Principal | None) -> None:
+        fmt = _client_format(request)
+        if fmt == "openai":
+            await self.openai.list_models(request, principal)
+            return
+        try:
+            if fmt == "gemini":
+                await self.gemini.list_models(request, principal)
+            else:
+                await send_json(request.send, 200, _page(self._allowed(principal), request.query))
+        except GatewayError as err:
+            await _send_error(request, err, fmt)
+
+    async def get_model(self, request: Request, principal: Principal | None) -> None:
+        fmt = _client_format(request)
+        if fmt == "openai":
+            await self.openai.get_model(request, principal)
+            return
+        name = request.params["model"]
+        try:
+            if fmt == "gemini":
+                await self.gemini.get_model(request, principal)
+            elif name not in self._allowed(principal):
+                raise NotFound(f"model: {name}", code="model_not_found")
+            else:
+                await send_json(request.send, 200, _model(name))
+        except GatewayError as err:
+            await _send_error(request, err, fmt)
+
+
+def _model(name: str) -> dict[str, Any]:
+    return {
+        "type": "model",
+        "id": name,
+        "display_name": name,
+        "created_at": UNKNOWN_DATE,
+        "lifecycle": "active",
+    }
+
+
+def _page(names: list[str], query: dict[str, str]) -> dict[str, Any]:
+    """One page in catalog order: after `after_id`, or the `limit` ids just before `before_id`."""
+    raw = query.get("limit") or str(DEFAULT_LIMIT)
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_LIMIT:
+        raise InvalidRequest(f"limit: must be an integer from 1 to {MAX_LIMIT}.", param="limit")
+    limit = int(raw)
+    before, after = query.get("before_id"), query.get("after_id")
+    if before:
+        end = _index(names, before, "before_id")
+        start = max(0, end - limit)
+        more = start > 0
+    else:
+        start = _index(names, after, "after_id") + 1 if after else 0
+        end = min(len(names), start + limit)
+        more = end < len(names)
+    page = names[start:end]
+    return {
+        "data": [_model(name) for name in page],
+        "has_more": more,
+        "first_id": page[0] if page else None,
+        "last_id": page[-1] if page else None,
+    }
+
+
+def _index(names: list[str], cursor: str, param: str) -> int:
+    try:
+        return names.index(cursor)
+    except ValueError:
+        raise InvalidRequest(f"{param}: no model with the id {cursor!r}.", param=param) from None
+
+
+async def _send_error(request: Request, err: GatewayError, style: ErrorStyle) -> None:
+    # The endpoint's error style is OpenAI's (the paths are shared), so the errors raised here
+    # are rendered in the client's own shape; the edge's own errors (401) stay OpenAI-shaped,
+    # which both SDKs still map by status.
+    body = render_error(err, style, request.request_id)
+    await send_body(request.send, err.status, body, extra=[(b"x-request-id", request.request_id.encode())])
+
+
+def endpoints(gw: Gateway) -> list[Endpoint]:
+    """These replace text.py's two model endpoints (registered after them, same paths) and
+    hand OpenAI-format calls back to it."""
+    api = AnthropicModelsAPI(gw)
+    return [
+        Endpoint("GET", "/v1/models", api.list_models),
+        Endpoint("GET", "/v1/models/{model}", api.get_model, param=MODEL_PARAM),
+    ]

@@ -1,0 +1,279 @@
+"""The routed request path every synchronous family shares: model lookup and permission,
+rate limit, routing with fallback, sending the reply (body or stream) and usage accounting.
+Endpoint modules only parse and validate their input and say how to call a provider."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from unigate.api.serving.relay import OPENAI_FRAMING, Framing, Outcome, send_reply
+from unigate.auth.principal import Principal
+from unigate.edge.access_log import MODEL, MODEL_NAME, OUTCOME, PROVIDER, ROUTE
+from unigate.edge.asgi import ClientDisconnected, Request, Scope
+from unigate.edge.client_gone import LeaveWatch
+from unigate.errors import GatewayError, NotFound, PermissionDenied
+from unigate.gateway import Gateway
+from unigate.limits.estimate import output_cap, prompt_tokens
+from unigate.limits.service import Limits, Ticket
+from unigate.providers.base import MediaCall, Reply, Target
+from unigate.routing.catalog import ModelEntry
+from unigate.usage.recorder import UsageRecord
+
+Attempt = Callable[[Target], Awaitable[Reply]]
+# Async last step before a reply is sent (the Responses API stores its answer there first).
+Finish = Callable[[Reply, Target], Awaitable[Reply]]
+_BROKEN = {499: "client_closed"}  # a span's error.type for a stream that did not end cleanly
+
+
+@dataclass(slots=True)
+class Admitted:
+    """A call admitted ahead of `Serving.run` (None: the key and model have no limits)."""
+
+    ticket: Ticket | None
+
+
+def media_attempt(call: MediaCall) -> Attempt:
+    def attempt(target: Target) -> Awaitable[Reply]:
+        return target.provider.media(call, target)
+
+    return attempt
+
+
+class Serving:
+    def __init__(self, gw: Gateway) -> None:
+        self.gw = gw
+        self.keepalive = gw.config.limits.stream_keepalive
+        self.budget_output = gw.config.limits.budget_output_estimate
+        self.leave_watch = LeaveWatch()
+        self.metrics = gw.metrics
+        self.tracing = gw.tracing  # None: tracing off
+
+    def resolve(self, principal: Principal, model: str) -> ModelEntry:
+        entry = self.gw.catalog.resolve(model)
+        if entry is None:
+            raise NotFound(f"The model '{model}' does not exist.", code="model_not_found", param="model")
+        if not principal.may_use_model(model):
+            raise PermissionDenied(f"This API key may not use the model '{model}'.", code="model_not_allowed")
+        # A model that makes another family's output (its config `family`, or the sandbox's
+        # kind) needs that family whatever path calls it: a text path to an image model.
+        if entry.family != "text" and not principal.may_use_family(entry.family):
+            raise PermissionDenied(
+                f"This API key may not use the {entry.family} family (the model '{model}' is in it).",
+                code="family_not_allowed",
+            )
+        return entry
+
+    async def run(
+        self,
+        request: Request,
+        principal: Principal | None,
+        model: str,
+        endpoint: str,
+        attempt: Attempt,
+        present: Callable[[Reply], Reply] | None = None,
+        framing: Framing = OPENAI_FRAMING,
+        payload: Any = None,
+        finish: Finish | None = None,
+        admitted: Admitted | None = None,
+    ) -> None:
+        """Route one call for `model` within the key's and model's limits, send what the
+        chosen route answers, account for it. `payload` is the parsed request when it holds
+        text whose tokens count against tokens-per-minute limits and budgets; `finish`, if
+        given, is awaited with the presented reply and the route before anything is sent;
+        `admitted`, a call admitted earlier (`admit`), whose ticket this call settles."""
+        assert principal is not None
+        gw = self.gw
+        scope = request.scope
+        scope[MODEL] = model  # for the access line (unigate.edge.access_log), 404s and 403s included
+        entry, ticket = await self._entry_and_ticket(scope, principal, model, payload, admitted)
+        spent = (0, 0.0)  # tokens and money the call used, settled against the ticket exactly once
+        started = time.perf_counter()
+        watch = self.leave_watch
+        token = watch.enter(request.receive)
+        try:
+            try:
+                reply, target = await gw.router.run(entry, model, attempt)
+            except GatewayError as err:
+                self._account(principal, endpoint, model, entry, None, None, err.status, started)
+                if self.tracing is not None:
+                    error = err.code or "error"
+                    self._trace(request, endpoint, model, None, None, err.status, started, None, error)
+                raise
+            except asyncio.CancelledError:
+                # The client left, or the call was stopped from inside the gateway (a background
+                # response's cancel): the upstream request was dropped with the cancellation.
+                left = watch.left(token)
+                self._account(principal, endpoint, model, entry, None, None, 499, started)
+                if self.tracing is not None:
+                    error = "client_closed" if left else "cancelled"
+                    self._trace(request, endpoint, model, None, None, 499, started, None, error)
+                if not left:
+                    raise
+                raise ClientDisconnected from None
+            finally:
+                watch.exit(token)
+            # A stream's first upstream event has been read by now (routing peeks it).
+            first = time.perf_counter() if self.tracing is not None and reply.stream is not None else None
+            scope[ROUTE] = target.route_key  # "provider/upstream model"
+            scope[PROVIDER] = target.provider.name
+            shown = present(reply) if present is not None else reply
+            if finish is not None:
+                try:
+                    shown = await finish(shown, target)
+                except BaseException as exc:
+                    # The upstream answered, so its tokens are spent even though nothing is sent.
+                    status = 499 if isinstance(exc, asyncio.CancelledError) else 500
+                    spent = self._account(
+                        principal, endpoint, model, entry, target, reply, status, started, payload
+                    )
+                    if reply.close is not None:
+                        reply.close()
+                    raise
+            try:
+                outcome = await self._send(request, shown, framing)
+            except asyncio.CancelledError:
+                # Stopped from inside the gateway (a background response cancelled or deleted, a
+                # shutdown): what the upstream produced until then is paid for, as when a client
+                # leaves; `send_reply` dropped the upstream call.
+                scope[OUTCOME] = 499
+                spent = self._account(principal, endpoint, model, entry, target, reply, 499, started, payload)
+                if self.tracing is not None:
+                    self._trace(request, endpoint, model, target, reply, 499, started, first, "cancelled")
+                raise
+            if not outcome.complete:
+                scope[OUTCOME] = outcome.status
+            spent = self._account(
+                principal, endpoint, model, entry, target, reply, outcome.status, started, payload
+            )
+            if self.tracing is not None:
+                broken = None if outcome.complete else _BROKEN.get(outcome.status, "stream_broken")
+                self._trace(request, endpoint, model, target, reply, outcome.status, started, first, broken)
+        finally:
+            if ticket is not None:
+                await gw.limits.settle(ticket, *spent)
+
+    async def _send(self, request: Request, reply: Reply, framing: Framing) -> Outcome:
+        if reply.stream is None:
+            return await send_reply(request, reply, framing, self.keepalive)
+        self.metrics.stream_opened()
+        try:
+            return await send_reply(request, reply, framing, self.keepalive)
+        finally:
+            self.metrics.stream_closed()
+
+    async def _entry_and_ticket(
+        self, scope: Scope, principal: Principal, model: str, payload: Any, admitted: Admitted | None
+    ) -> tuple[ModelEntry, Ticket | None]:
+        """The model's entry, and the call's admission: the earlier one, or taken now."""
+        try:
+            entry = self.resolve(principal, model)
+        except GatewayError:
+            if admitted is not None:  # admitted, then the model went away (a config reload)
+                await self.gw.limits.settle(admitted.ticket)
+            raise
+        # The metrics' model label (the config's name, bounded), set before a refusal too.
+        scope[MODEL_NAME] = entry.name
+        if admitted is not None:
+            return entry, admitted.ticket
+        if not Limits.applies(principal, entry):
+            return entry, None
+        return entry, await self._admit(principal, entry, payload)
+
+    async def admit(self, principal: Principal, model: str, payload: Any) -> Admitted:
+        """Admit a call now that `run` makes later (a background response: refused at once
+        when over a limit, counted once)."""
+        entry = self.resolve(principal, model)
+        if not Limits.applies(principal, entry):
+            return Admitted(None)
+        return Admitted(await self._admit(principal, entry, payload))
+
+    async def _admit(self, principal: Principal, entry: ModelEntry, payload: Any) -> Ticket | None:
+        """Reserve the call's share of the key's and model's limits: its prompt counted
+        locally plus its output cap as tokens, and what that would cost."""
+        limits = self.gw.limits
+        prices = entry.prices
+        tokens, cost = 0, prices.per_call
+        wants_cost = principal.budget is not None and prices.by_token
+        if payload is not None and (wants_cost or limits.wants_tokens(principal, entry)):
+            prompt, cap = prompt_tokens(payload), output_cap(payload)
+            tokens = prompt + (cap or 0)
+            cost = prices.cost(prompt, self.budget_output if cap is None else cap)
+        return await limits.admit(principal, entry, tokens, cost)
+
+    def _account(
+        self,
+        principal: Principal,
+        endpoint: str,
+        model: str,
+        entry: ModelEntry,
+        target: Target | None,
+        reply: Reply | None,
+        status: int,
+        started: float,
+        payload: Any = None,
+    ) -> tuple[int, float]:
+        """Record the call in the usage accounts; returns (tokens, cost) it used. A call that
+        failed costs nothing; one cut short pays for the tokens it consumed, not the call: its
+        prompt, counted locally from `payload` when the upstream had not reported it yet (most
+        report it only at the end), and the output it produced."""
+        usage = reply.usage if reply else None
+        prompt = usage.prompt_tokens if usage else 0
+        completion = usage.completion_tokens if usage else 0
+        if usage is not None and not prompt and status == 499 and payload is not None:
+            prompt = prompt_tokens(payload)
+        prices = entry.prices
+        cost = prices.tokens_cost(prompt, completion) + (prices.per_call if status < 400 else 0.0)
+        self.gw.usage.record(
+            UsageRecord(
+                key_id=principal.key_id,
+                endpoint=endpoint,
+                model=model,
+                provider=target.provider.name if target else "",
+                upstream_model=target.upstream_model if target else "",
+                status=status,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                latency_ms=(time.perf_counter() - started) * 1000.0,
+                cost=cost,
+                created_at=time.time(),
+            )
+        )
+        if target is not None:
+            self.metrics.usage(entry.name, target.provider.name, prompt, completion, cost)
+        return prompt + completion, cost
+
+    def _trace(
+        self,
+        request: Request,
+        endpoint: str,
+        model: str,
+        target: Target | None,
+        reply: Reply | None,
+        status: int,
+        started: float,
+        first: float | None,
+        error: str | None,
+    ) -> None:
+        """The call's span (tracing on only)."""
+        assert self.tracing is not None
+        usage = reply.usage if reply else None
+        self.tracing.call(
+            operation=endpoint,
+            model=model,
+            protocol=target.provider.protocol if target else "",
+            provider=target.provider.name if target else "",
+            upstream_model=target.upstream_model if target else "",
+            route=target.route_key if target else "",
+            status=status,
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+            started=started,
+            first_chunk=first,
+            error=error,
+            request_id=request.request_id,
+            traceparent=request.header(b"traceparent"),
+        )

@@ -1,0 +1,137 @@
+"""The access log: one line per request on the `unigate.access` logger, at info.
+
+    POST /v1/chat/completions 200 3.41ms model=gpt-4o route=main-openai/gpt-4o key=key_… request=…
+
+Fields: method, path (never the query string: Gemini clients may send `?key=`), the status
+actually sent (499 when the client left before any response), the latency until the handler
+returned (for a stream: until it ended), the model the client asked for, the route that
+answered (provider/upstream model), the key's id (never the key) and the request id. `-`
+stands for a field a request does not have. A stream that did not end cleanly adds
+`outcome=499` (client left) or `outcome=502` (upstream broke), the status usage records carry.
+With UNIGATE_LOG_FORMAT=json the same record is one JSON object with the fields request_id,
+key_id, method, path, model, route, status, latency_ms and outcome (null when absent).
+
+The request edge (app.py) knows the method, path, status and key; the routed handlers know the
+model and the route and leave them in the request's scope under the keys below (scope is the
+one per-request mapping every handler can reach without changing its signature).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import quote
+
+from unigate.edge.asgi import Message, Request, Send
+
+ACCESS_LOGGER = "unigate.access"
+
+# Per-request scope keys the handlers fill (namespaced so no ASGI server's key collides).
+MODEL = "unigate.model"
+ROUTE = "unigate.route"
+OUTCOME = "unigate.outcome"
+# For the metrics' labels: the config's name of the model (bounded, unlike what clients
+# send) and the provider that answered.
+MODEL_NAME = "unigate.model_name"
+PROVIDER = "unigate.provider"
+
+# Characters left as they are when a path or model has to be escaped: those of RFC 3986 paths.
+_SAFE = "/:@!$&'()*+,;=-._~"
+
+
+class StatusCapture:
+    """Wraps the server's `send` to remember the status of `http.response.start`: the status
+    the client really got, whichever code path sent it. A plain call returning the server's
+    awaitable, so each message costs one comparison and no extra coroutine. `more_headers`,
+    when set, adds headers to whatever response starts (a limited key's `x-ratelimit-*`)."""
+
+    __slots__ = ("more_headers", "send", "status")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.status = 0
+        self.more_headers: Callable[[], list[tuple[bytes, bytes]]] | None = None
+
+    def __call__(self, message: Message) -> Awaitable[None]:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            if self.more_headers is not None:
+                message["headers"] = [*message.get("headers", ()), *self.more_headers()]
+        return self.send(message)
+
+
+def _clean(text: str) -> str:
+    """`text` safe for a one-line, space-separated record: the path is percent-decoded and the
+    model comes from the client, so either could carry spaces or newlines (forged lines)."""
+    if text.isprintable() and " " not in text:
+        return text
+    return quote(text, safe=_SAFE)
+
+
+MAX_LOGGED = 200  # characters of a path or model kept in a log line; a longer one is cut
+_KEPT = 8  # characters of an unguessable media name kept: enough to tell files apart
+
+
+def shown_path(path: str) -> str:
+    """A request path as log lines show it: `/media/` names are capabilities (anyone with the
+    link may fetch the file), so only their first characters are kept; anything over
+    MAX_LOGGED is cut; escaped as `_clean` does."""
+    if len(path) <= MAX_LOGGED and not path.startswith("/media/"):
+        return _clean(path)  # every API call: two cheap tests on top of the escaping
+    if path.startswith("/media/"):
+        rest = path[7:]
+        prefix = "/media/tasks/" if rest.startswith("tasks/") else "/media/"
+        name, sep, tail = path[len(prefix) :].partition("/")
+        path = prefix + _cut_name(name) + sep + tail
+    return _clean(_bounded(path))
+
+
+def _cut_name(name: str) -> str:
+    if len(name) <= _KEPT:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    if dot and 0 < len(ext) <= 5:
+        return f"{stem[:_KEPT]}…{dot}{ext[:5]}"
+    return f"{name[:_KEPT]}…"
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= MAX_LOGGED else f"{text[:MAX_LOGGED]}…(+{len(text) - MAX_LOGGED})"
+
+
+def access_line(request: Request, status: int, started: float, key_id: str | None) -> str:
+    """The access record of a finished request, built once as one string."""
+    scope = request.scope
+    model = scope.get(MODEL)
+    outcome = scope.get(OUTCOME)
+    line = (
+        f"{request.method} {shown_path(request.path)} {status or 499} "
+        f"{(time.perf_counter() - started) * 1000.0:.2f}ms "
+        f"model={_clean(_bounded(model)) if model else '-'} route={scope.get(ROUTE) or '-'} "
+        f"key={key_id or '-'} request={request.request_id}"
+    )
+    return line if outcome is None else f"{line} outcome={outcome}"
+
+
+def access_fields(
+    request: Request, status: int, started: float, key_id: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The access record as (message, fields) for JSON lines."""
+    scope = request.scope
+    model = scope.get(MODEL)
+    path = shown_path(request.path)
+    status = status or 499
+    fields = {
+        "request_id": request.request_id,
+        "key_id": key_id,
+        "method": request.method,
+        "path": path,
+        "model": _bounded(model) if model else None,
+        "route": scope.get(ROUTE),
+        "status": status,
+        "latency_ms": round((time.perf_counter() - started) * 1000.0, 2),
+        "outcome": scope.get(OUTCOME),
+    }
+    return f"{request.method} {path} {status}", fields
+

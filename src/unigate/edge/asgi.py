@@ -1,0 +1,143 @@
+"""Minimal ASGI plumbing: the request view, body reading with limits, response helpers.
+
+Hand-written instead of a framework request/response so the per-request cost stays in the
+tens of microseconds (docs/architecture.md); nothing here knows about families or providers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+
+from unigate.errors import InvalidRequest, PayloadTooLarge
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+RawHeaders = list[tuple[bytes, bytes]]
+
+JSON_CT = b"application/json"
+
+
+class Request:
+    """One inbound HTTP request. Cheap to build: headers are scanned on demand."""
+
+    __slots__ = ("_query", "method", "params", "path", "receive", "request_id", "scope", "send")
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, request_id: str) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.method: str = scope["method"]
+        self.path: str = scope["path"]
+        self.request_id = request_id
+        self.params: dict[str, str] = {}
+        self._query: dict[str, str] | None = None
+
+    def header(self, name: bytes) -> bytes | None:
+        """The first value of a lower-case header name."""
+        for key, value in self.scope["headers"]:
+            if key == name:
+                return value  # type: ignore[no-any-return]
+        return None
+
+    def header_count(self, name: bytes) -> int:
+        return sum(1 for key, _ in self.scope["headers"] if key == name)
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The query parameters; 400 for one that is not UTF-8 or holds a NUL, which no
+        parameter means and PostgreSQL cannot even compare text with."""
+        if self._query is None:
+            raw = self.scope.get("query_string", b"")
+            self._query = dict(urlencoded(raw, "query string", keep_blank=False))
+        return self._query
+
+    async def body(self, limit: int) -> bytes:
+        """The whole body; 413 once it is known to exceed `limit` bytes."""
+        declared = self.header(b"content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                raise InvalidRequest("Invalid Content-Length header.") from None
+            if size > limit:
+                await self.drain_body(limit)
+                raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnected
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > limit:
+                    if message.get("more_body", False):
+                        await self.drain_body(limit)
+                    raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def drain_body(self, limit: int) -> None:
+        """Read and discard a moderately oversized body so the client, which is still
+        sending, gets the 413 instead of a connection reset; give up past a cap."""
+        cap = max(limit * 4, 64 * 1024 * 1024)
+        seen = 0
+        while seen <= cap:
+            message = await self.receive()
+            if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                return
+            seen += len(message.get("body", b""))
+
+    async def json_object(self, limit: int) -> tuple[bytes, dict[str, Any]]:
+        """Raw body and its parsed top-level JSON object; 400 for anything else."""
+        raw = await self.body(limit)
+        if not raw:
+            raise InvalidRequest("The request body is empty; a JSON object is required.")
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise InvalidRequest(f"The request body is not valid JSON: {exc.msg}.") from None
+        if not isinstance(parsed, dict):
+            raise InvalidRequest("The request body must be a JSON object.")
+        return raw, parsed
+
+
+def urlencoded(raw: bytes, what: str, keep_blank: bool = True) -> list[tuple[str, str]]:
+    """The pairs of a query string or urlencoded form. 400 for one that is not UTF-8 (not
+    silently replaced by U+FFFD) or holds a NUL."""
+    try:
+        pairs = parse_qsl(raw.decode(), keep_blank_values=keep_blank, errors="strict") if raw else []
+    except UnicodeDecodeError:
+        raise InvalidRequest(f"The {what} is not UTF-8 text.", code="invalid_encoding") from None
+    if any("\x00" in name or "\x00" in value for name, value in pairs):
+        raise InvalidRequest(f"The {what} holds a NUL character.", code="invalid_encoding")
+    return pairs
+
+
+class ClientDisconnected(Exception):
+    """The client went away before the request was complete."""
+
+
+async def send_body(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: bytes = JSON_CT,
+    extra: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_json(send: Send, status: int, payload: Any, extra: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    await send_body(send, status, orjson.dumps(payload), JSON_CT, extra)

@@ -1,0 +1,95 @@
+"""Cancel an upstream call whose client has left, for calls that answer in one piece.
+
+A stream notices a departed client on its next write (api/serving/relay.py watches for it); a
+non-streaming call would keep the upstream generating, and billing, until the answer is
+complete. Watching `receive()` for `http.disconnect` needs a task per request, and even a
+per-request timer costs ~9 µs under uvloop (a libuv timer each), more than a third of the
+gateway's own work. So a call in flight is only registered (a dict entry tagged with the current
+sweep number); one sweep every WATCH_AFTER seconds, scheduled while any call is in flight,
+starts a watcher for each call registered before the previous sweep. Short calls pay a dict
+insert and delete; long generations (the ones worth cancelling) are cancelled within about two
+sweeps of the client leaving.
+
+    token = watch.enter(request.receive)
+    try:
+        await work
+    except asyncio.CancelledError:
+        if watch.left(token): raise ClientDisconnected   # ours: the client is gone
+        raise
+    finally:
+        watch.exit(token)
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from unigate.edge.asgi import Receive
+
+WATCH_AFTER = 0.5  # seconds
+
+
+class _Call:
+    __slots__ = ("left", "receive", "sweep", "watcher")
+
+    def __init__(self, receive: Receive, sweep: int) -> None:
+        self.receive = receive
+        self.sweep = sweep  # the sweep count when the call started
+        self.left = False
+        self.watcher: asyncio.Task[None] | None = None  # once the call is old enough
+
+
+class LeaveWatch:
+    """Per process (held by the routed request path); see the module docstring."""
+
+    def __init__(self, after: float = WATCH_AFTER) -> None:
+        self.after = after
+        self._calls: dict[asyncio.Task[object], _Call] = {}
+        self._sweeps = 0
+        self._scheduled = False
+
+    def enter(self, receive: Receive) -> asyncio.Task[object]:
+        task = asyncio.current_task()
+        assert task is not None
+        self._calls[task] = _Call(receive, self._sweeps)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_later(self.after, self._sweep)
+        return task
+
+    def left(self, task: asyncio.Task[object]) -> bool:
+        """After a CancelledError: True when it was this watch's doing (the client left);
+        the task's cancellation is then withdrawn so the request can end as a 499."""
+        call = self._calls.get(task)
+        if call is not None and call.left:
+            task.uncancel()
+            return True
+        return False
+
+    def exit(self, task: asyncio.Task[object]) -> None:
+        watcher = self._calls.pop(task).watcher
+        if watcher is not None:
+            watcher.cancel()
+
+    def _sweep(self) -> None:
+        self._scheduled = False
+        if not self._calls:
+            return
+        loop = asyncio.get_running_loop()
+        earlier = self._sweeps
+        self._sweeps += 1
+        for task, call in self._calls.items():
+            # Started before the previous sweep: running for at least one full interval.
+            if call.watcher is None and call.sweep < earlier:
+                call.watcher = loop.create_task(_watch(task, call))
+        self._scheduled = True
+        loop.call_later(self.after, self._sweep)
+
+
+async def _watch(task: asyncio.Task[object], call: _Call) -> None:
+    message = await call.receive()
+    # The body was read already, so the next message is the disconnect; anything else
+    # (a server that answers differently) ends the watch without cancelling.
+    if message["type"] == "http.disconnect":
+        call.left = True
+        task.cancel()

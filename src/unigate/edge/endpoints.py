@@ -1,0 +1,112 @@
+"""Endpoint table: (method, path) to handler, with the family, error shape and auth kind
+that the edge needs before the handler runs. Exact paths are one dict lookup; paths with
+`{params}` are matched by regex after that."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from unigate.auth.principal import Principal
+from unigate.edge.asgi import Request
+from unigate.errors import ErrorStyle
+
+Handler = Callable[[Request, Principal | None], Awaitable[None]]
+# "metrics": the admin key or the metrics token (a scraper need not hold the admin key).
+AuthKind = Literal["key", "admin", "metrics", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    method: str
+    path: str
+    handler: Handler
+    family: str = ""  # the permission family; "" for admin/health
+    style: ErrorStyle = "openai"
+    auth: AuthKind = "key"
+    param: str = "[^/]+"  # what a `{param}` of the path matches
+    # The call's family depends on what its body asks for (api/serving/output_family.py): the handler
+    # checks it once the body is parsed, so the edge does not refuse it for `family` alone.
+    family_by_output: bool = False
+
+
+_PARAM = re.compile(r"\{([a-z_]+)\}")
+
+
+class EndpointTable:
+    def __init__(self, endpoints: list[Endpoint]) -> None:
+        self._exact: dict[tuple[str, str], Endpoint] = {}
+        self._patterns: list[tuple[re.Pattern[str], Endpoint]] = []
+        self._paths: set[str] = set()
+        self._routed: dict[tuple[str, str], Endpoint] = {}  # what is served, for the API description
+        for ep in endpoints:
+            key = (ep.method, ep.path)
+            self._routed[key] = ep
+            if "{" in ep.path:
+                regex = (
+                    "^"
+                    + _PARAM.sub(
+                        rf"(?P<\1>{ep.param})", re.escape(ep.path).replace(r"\{", "{").replace(r"\}", "}")
+                    )
+                    + "$"
+                )
+                # A later endpoint for the same method and path replaces the earlier one, as
+                # for exact paths below: `anthropic_models` takes over `GET /v1/models/{model}`
+                # to answer Anthropic and Gemini clients in their shapes, the rest via text.py.
+                same = [i for i, (_, old) in enumerate(self._patterns) if (old.method, old.path) == key]
+                if same:
+                    self._patterns[same[0]] = (re.compile(regex), ep)
+                else:
+                    self._patterns.append((re.compile(regex), ep))
+            else:
+                self._exact[key] = ep
+                self._paths.add(ep.path)
+
+    def endpoints(self) -> list[Endpoint]:
+        """Every endpoint the table routes, once per (method, path), in registration order."""
+        return list(self._routed.values())
+
+    def match(self, method: str, path: str) -> tuple[Endpoint | None, dict[str, str], tuple[str, ...]]:
+        """(endpoint, path params, the methods the path has when none is `method`: a 405's
+        `Allow`, empty when the path is unknown)."""
+        ep = self._exact.get((method, path))
+        if ep is not None:
+            return ep, {}, ()
+        if "\x00" in path:
+            # A NUL (%00) is in no id, name or model, and PostgreSQL cannot even compare text
+            # with one: such a path names nothing (404) instead of reaching a lookup (500).
+            return None, {}, ()
+        for regex, candidate in self._patterns:
+            if candidate.method == method:
+                m = regex.match(path)
+                if m:
+                    return candidate, m.groupdict(), ()
+        return None, {}, self._methods(path)
+
+    def _methods(self, path: str) -> tuple[str, ...]:
+        # Only on the miss path, so the scan over every endpoint costs nothing for a hit.
+        found = {m for m, p in self._exact if p == path} if path in self._paths else set()
+        found.update(ep.method for regex, ep in self._patterns if regex.match(path))
+        return tuple(sorted(found))
+
+    def style_for(self, path: str) -> ErrorStyle:
+        """Error shape for a path no endpoint matched."""
+        if path.startswith("/suno/"):
+            return "music"
+        if path.startswith("/fish/"):
+            return "fish"
+        if path.startswith("/stability/"):
+            return "stability"
+        if path.startswith("/kling/"):
+            return "kling"
+        if path.startswith("/ent/"):
+            return "vidu"
+        if path.startswith("/api/tasks/"):
+            return "picwish"
+        if path.startswith("/v1beta/"):
+            return "gemini"
+        if path.startswith("/media/"):
+            return "plain"
+        return "openai"

@@ -1,0 +1,272 @@
+"""multipart/form-data parsing with hard limits, fed from the request as it arrives.
+
+python-multipart's streaming parser (>= 0.0.18 handles padding-heavy and malformed bodies
+in linear time) gets the body chunk by chunk; file parts go to spooled temporary files (in
+memory up to 1 MiB, then on disk), so a 25 MB upload never sits in memory whole and can be
+streamed on to the upstream. Limits: part count, header bytes per part, text field size, and
+a per-file size whose excess is a 413 as soon as it is seen. Bracketed keys (`image[]`, `x[]`)
+are folded onto `x`, as the OpenAI SDK sends arrays that way; the names as sent are kept for
+re-forwarding.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO
+
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+
+from unigate.edge.asgi import ClientDisconnected, Request
+from unigate.errors import InvalidRequest, PayloadTooLarge
+
+MAX_PARTS = 100
+MAX_FIELD_BYTES = 1024 * 1024
+MAX_HEADER_BYTES = 16 * 1024  # all header lines of one part
+SPOOL_BYTES = 1024 * 1024
+FORM_OVERHEAD = 2 * 1024 * 1024  # text fields and part headers on top of the file limit
+
+
+@dataclass(slots=True)
+class UploadedFile:
+    name: str  # the field name as sent (`image[]`)
+    filename: str
+    content_type: str
+    file: IO[bytes]
+    size: int = 0
+
+    def read(self) -> bytes:
+        """The whole file; only for small files or code that needs it all anyway."""
+        self.file.seek(0)
+        return self.file.read()
+
+    def head(self, n: int = 64) -> bytes:
+        self.file.seek(0)
+        data = self.file.read(n)
+        self.file.seek(0)
+        return data
+
+    def chunks(self, size: int = 64 * 1024) -> Iterator[bytes]:
+        self.file.seek(0)
+        while chunk := self.file.read(size):
+            yield chunk
+
+    @property
+    def data(self) -> bytes:
+        return self.read()
+
+
+@dataclass(slots=True)
+class Form:
+    fields: dict[str, list[str]] = field(default_factory=dict)
+    files: dict[str, list[UploadedFile]] = field(default_factory=dict)
+    # Every part in arrival order with the name as sent: what an upstream form is rebuilt from.
+    parts: list[tuple[str, str | UploadedFile]] = field(default_factory=list)
+
+    def field(self, name: str) -> str | None:
+        values = self.fields.get(name)
+        return values[0] if values else None
+
+    def file(self, name: str) -> UploadedFile | None:
+        values = self.files.get(name)
+        return values[0] if values else None
+
+    def close(self) -> None:
+        for uploads in self.files.values():
+            for upload in uploads:
+                upload.file.close()
+
+
+def is_multipart(content_type: bytes | None) -> bool:
+    return (
+        content_type is not None and content_type.split(b";", 1)[0].strip().lower() == b"multipart/form-data"
+    )
+
+
+def is_json(content_type: bytes | None) -> bool:
+    """A JSON body (`application/json`, with or without parameters), which some form
+    endpoints take as their other spelling."""
+    return content_type is not None and content_type.split(b";", 1)[0].strip().lower() == b"application/json"
+
+
+def _parser(content_type: bytes, builder: _Builder) -> MultipartParser:
+    _, options = parse_options_header(content_type)
+    boundary = options.get(b"boundary")
+    # RFC 2046: at most 70 characters; longer ones only serve to slow the parser down.
+    if not boundary or len(boundary) > 70:
+        raise InvalidRequest("The multipart body has no usable boundary.", code="invalid_multipart")
+    return MultipartParser(boundary, builder.callbacks())  # type: ignore[arg-type]
+
+
+def parse_form(body: bytes, content_type: bytes, max_file: int | None = None) -> Form:
+    """A form from a body already in memory."""
+    builder = _Builder(max_file if max_file is not None else len(body))
+    parser = _parser(content_type, builder)
+    try:
+        parser.write(body)
+        parser.finalize()
+    except MultipartParseError:
+        builder.form.close()
+        raise InvalidRequest("The multipart body is malformed.", code="invalid_multipart") from None
+    except BaseException:
+        builder.form.close()
+        raise
+    return builder.form
+
+
+async def read_form(request: Request, max_file: int) -> Form:
+    """The request's form, parsed while it arrives. 400 if the body is not multipart; 413
+    when a file exceeds `max_file` bytes (the caller owns the returned form: `close()` it)."""
+    content_type = request.header(b"content-type")
+    if not is_multipart(content_type):
+        raise InvalidRequest(
+            "This endpoint takes multipart/form-data (a file upload), not "
+            f"{(content_type or b'no body type').decode('latin-1').split(';')[0]}.",
+            code="invalid_content_type",
+        )
+    assert content_type is not None
+    limit = max_file + FORM_OVERHEAD
+    declared = request.header(b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        await request.drain_body(limit)
+        raise PayloadTooLarge(f"The upload exceeds the limit of {max_file} bytes.")
+    builder = _Builder(max_file)
+    parser = _parser(content_type, builder)
+    seen = 0
+    try:
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnected
+            chunk = message.get("body", b"")
+            more = message.get("more_body", False)
+            seen += len(chunk)
+            if seen > limit:
+                raise PayloadTooLarge(f"The upload exceeds the limit of {max_file} bytes.")
+            if chunk:
+                parser.write(chunk)
+            if not more:
+                break
+        parser.finalize()
+        if not builder.complete:
+            raise InvalidRequest("The multipart body ended early.", code="invalid_multipart")
+    except MultipartParseError:
+        builder.form.close()
+        raise InvalidRequest("The multipart body is malformed.", code="invalid_multipart") from None
+    except PayloadTooLarge:
+        builder.form.close()
+        if more:
+            await request.drain_body(limit)
+        raise
+    except BaseException:
+        builder.form.close()
+        raise
+    return builder.form
+
+
+class _Builder:
+    def __init__(self, max_file: int) -> None:
+        self.form = Form()
+        self.max_file = max_file
+        self.complete = False
+        self._parts = 0
+        self._header_name = b""
+        self._header_value = b""
+        self._header_bytes = 0
+        self._headers: dict[bytes, bytes] = {}
+        self._data: list[bytes] = []
+        self._size = 0
+        self._upload: UploadedFile | None = None
+        self._name = ""
+
+    def callbacks(self) -> dict[str, object]:
+        return {
+            "on_part_begin": self._begin,
+            "on_header_field": lambda d, s, e: self._append_header(d[s:e], value=False),
+            "on_header_value": lambda d, s, e: self._append_header(d[s:e], value=True),
+            "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_done,
+            "on_part_data": lambda d, s, e: self._append_data(d[s:e]),
+            "on_part_end": self._end,
+            "on_end": self._finished,
+        }
+
+    def _finished(self) -> None:
+        self.complete = True
+
+    def _begin(self) -> None:
+        self._parts += 1
+        if self._parts > MAX_PARTS:
+            raise InvalidRequest(f"Too many multipart parts (at most {MAX_PARTS}).", code="invalid_multipart")
+        self._headers, self._data, self._size, self._header_bytes = {}, [], 0, 0
+        self._upload, self._name = None, ""
+
+    def _append_header(self, chunk: bytes, value: bool) -> None:
+        self._header_bytes += len(chunk)
+        if self._header_bytes > MAX_HEADER_BYTES:
+            raise InvalidRequest("A multipart part's headers are too large.", code="invalid_multipart")
+        if value:
+            self._header_value += chunk
+        else:
+            self._header_name += chunk
+
+    def _header_end(self) -> None:
+        self._headers[self._header_name.lower()] = self._header_value
+        self._header_name, self._header_value = b"", b""
+
+    def _headers_done(self) -> None:
+        _, disposition = parse_options_header(self._headers.get(b"content-disposition", b""))
+        raw_name = disposition.get(b"name")
+        self._name = _utf8(raw_name, "name") if raw_name is not None else ""
+        if raw_name is not None and b"filename" in disposition:
+            content_type = self._headers.get(b"content-type", b"application/octet-stream").decode("latin-1")
+            filename = _utf8(disposition[b"filename"], "file name").replace("\\", "/").rsplit("/", 1)[-1]
+            spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - the form owns it
+            self._upload = UploadedFile(self._name, filename, content_type, spool)
+
+    def _append_data(self, chunk: bytes) -> None:
+        self._size += len(chunk)
+        upload = self._upload
+        if upload is not None:
+            if self._size > self.max_file:
+                upload.file.close()
+                raise PayloadTooLarge(
+                    f"The file '{upload.filename}' exceeds the limit of {self.max_file} bytes."
+                )
+            upload.file.write(chunk)
+            return
+        if self._size > MAX_FIELD_BYTES:
+            raise InvalidRequest(f"The form field '{self._name}' is too large.", code="invalid_multipart")
+        self._data.append(chunk)
+
+    def _end(self) -> None:
+        if not self._name:
+            return  # a part without a name carries nothing addressable
+        key = self._name[:-2] if self._name.endswith("[]") else self._name
+        upload = self._upload
+        if upload is not None:
+            upload.size = self._size
+            upload.file.seek(0)
+            self.form.files.setdefault(key, []).append(upload)
+            self.form.parts.append((self._name, upload))
+            self._upload = None
+            return
+        try:
+            value = b"".join(self._data).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidRequest(
+                f"The form field '{self._name}' is not UTF-8 text.", code="invalid_multipart"
+            ) from None
+        self.form.fields.setdefault(key, []).append(value)
+        self.form.parts.append((self._name, value))
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    """A part's name or file name; not UTF-8 is a 400 rather than U+FFFD in what is stored."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        message = f"A multipart part's {what} is not UTF-8 text."
+        raise InvalidRequest(message, code="invalid_multipart") from None

@@ -1,0 +1,1 @@
+"""Anthropic upstreams: the Messages API (messages.py)."""

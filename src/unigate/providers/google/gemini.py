@@ -1,0 +1,138 @@
+"""`gemini` protocol: Google's Gemini API behind the OpenAI-format chat endpoint.
+
+Requests go to `POST {base_url}/v1beta/models/{model}:generateContent` (or
+`:streamGenerateContent?alt=sse`) with `x-goog-api-key`; answers and SSE events come back
+through the translators in `unigate.translate.gemini`. A Gemini client's own request is relayed
+instead (`native`): its body bytes and query string. Token counts: `:countTokens`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from unigate.config import ProviderConfig
+from unigate.providers.base import (
+    ProviderContext,
+    Reply,
+    RouteFailed,
+    SubmitResult,
+    Target,
+    TaskRef,
+    TaskSubmission,
+    TextCall,
+    Timeouts,
+    UpstreamTask,
+)
+from unigate.providers.google.veo import CREATE_ACTIONS, VeoVideos
+from unigate.providers.same_format import ClientRequest, with_query
+from unigate.providers.translated import (
+    StreamTranslator,
+    TranslatingChatProvider,
+    usage_scanner,
+)
+from unigate.translate.gemini import GeminiToOpenAIStream, gemini_to_openai_response, openai_to_gemini_request
+from unigate.video.job import VIDEO_ACTIONS
+
+PROVIDER_TYPE = "gemini"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+STREAM_QUERY = "alt=sse"  # streams as server-sent events (without it Google streams a JSON array)
+
+
+class GeminiProvider(TranslatingChatProvider):
+    protocol = PROVIDER_TYPE
+    default_base_url = DEFAULT_BASE_URL
+    native_formats = frozenset({"gemini"})
+    capabilities = frozenset({"chat", *CREATE_ACTIONS})
+
+    def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
+        super().__init__(config, context)
+        secrets = [config.api_key, *config.headers.values()]
+        self.videos = VeoVideos(self.http, config.base_url or DEFAULT_BASE_URL, secrets)
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self.videos.aclose()
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        # A header, never `?key=`: URLs end up in logs and traces.
+        return {"x-goog-api-key": api_key} if api_key else {}
+
+    def request(self, call: TextCall, target: Target) -> tuple[str, dict[str, Any]]:
+        if call.stream:
+            path = with_query(_path(target, "streamGenerateContent"), STREAM_QUERY)
+        else:
+            path = _path(target, "generateContent")
+        return path, openai_to_gemini_request(call.payload)
+
+    def answer(self, body: dict[str, Any], model: str) -> dict[str, Any]:
+        return gemini_to_openai_response(body, model)
+
+    def stream_translator(self, call: TextCall) -> StreamTranslator:
+        return GeminiToOpenAIStream(call.model, call.include_usage)
+
+    async def native(
+        self, payload: dict[str, Any], target: Target, stream: bool, client: ClientRequest | None = None
+    ) -> Reply:
+        """A Gemini-format call relayed as is: the model lives in the path, so the body the
+        client sent goes upstream unchanged, with its query (`alt=sse` for a stream)."""
+        if client is None:
+            client = ClientRequest(query=STREAM_QUERY if stream else "")
+        body = client.raw if client.raw is not None else orjson.dumps(payload)
+        action = "streamGenerateContent" if stream else "generateContent"
+        return await self.relay_same_format(
+            with_query(_path(target, action), client.query),
+            body,
+            target,
+            stream,
+            "gemini",
+            _take_usage,
+            b'"finishReason"',
+        )
+
+    async def count_native(self, payload: dict[str, Any], target: Target, client: ClientRequest) -> Reply:
+        """`:countTokens` with the client's body; a `generateContentRequest` naming the model
+        is sent with the upstream's model instead (the only change)."""
+        body = client.raw if client.raw is not None else orjson.dumps(payload)
+        inner = payload.get("generateContentRequest")
+        upstream = f"models/{target.upstream_model}"
+        if isinstance(inner, dict) and "model" in inner and inner["model"] != upstream:
+            body = orjson.dumps({**payload, "generateContentRequest": {**inner, "model": upstream}})
+        path = with_query(_path(target, "countTokens"), client.query)
+        return Reply(body=await self.post_json(path, body, target), wire="gemini")
+
+    async def count_canonical(self, payload: dict[str, Any], target: Target) -> int:
+        request = {"model": f"models/{target.upstream_model}", **openai_to_gemini_request(payload)}
+        body = orjson.dumps({"generateContentRequest": request})
+        data = await self.post_json(_path(target, "countTokens"), body, target)
+        try:
+            answer = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise RouteFailed("The upstream's answer is not JSON.") from None
+        count = answer.get("totalTokens", 0) if isinstance(answer, dict) else None
+        if type(count) is not int or count < 0:  # Google leaves out a zero count
+            raise RouteFailed("The upstream's token count has no `totalTokens`.")
+        return count
+
+    # Veo video jobs: the wire protocol lives in veo.py.
+    async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
+        if job.action not in VIDEO_ACTIONS:
+            return await super().submit_task(job, target)
+        return await self.videos.submit(job, target)
+
+    async def poll_tasks(self, refs: list[TaskRef], timeouts: Timeouts) -> dict[str, UpstreamTask]:
+        return await self.videos.poll(refs, timeouts)
+
+    async def task_content(
+        self, ref: TaskRef, output: dict[str, Any], variant: str, timeouts: Timeouts
+    ) -> Reply:
+        return await self.videos.content(ref, output, variant, timeouts)
+
+
+def _path(target: Target, action: str) -> str:
+    return f"/v1beta/models/{quote(target.upstream_model, safe='')}:{action}"
+
+
+_take_usage = usage_scanner(b'"usageMetadata"', "promptTokenCount", "candidatesTokenCount")

@@ -1,0 +1,1 @@
+"""Upstreams whose work is asynchronous jobs: Suno relays, Kling, Vidu and PicWish."""

@@ -1,0 +1,281 @@
+"""The response side of the HTTP/1.1 client (pool.py): status and headers, the body buffered
+as it arrives, read whole or relayed chunk by chunk, with read and total timeouts.
+
+One timer per response covers both timeouts: it fires at the earlier of "`read` seconds
+after the last byte" and the deadline, and re-arms itself when bytes came in meanwhile, so
+a chunk's arrival costs a clock read, never a timer reschedule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import AsyncIterator, Iterator
+from typing import overload
+
+from unigate.transport.errors import ConnectionBroken, UpstreamError, UpstreamTimeout
+from unigate.transport.interfaces import Reading
+
+# Reading pauses while more than this much of a body waits for a slow consumer, and resumes
+# when the consumer next takes what is buffered (all of it, at once).
+HIGH_WATER = 1024 * 1024
+_NO_BODY = frozenset({204, 304})
+# Requests say `Accept-Encoding: identity`; an upstream that compresses anyway is decoded here
+# (gzip and zlib-wrapped deflate), so nothing downstream relays bytes under the wrong label.
+_DECODED = frozenset({"gzip", "x-gzip", "deflate"})
+
+
+class Headers:
+    """Response headers: names case-insensitive, repeated fields joined with ", "."""
+
+    __slots__ = ("_map",)
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        found: dict[str, str] = {}
+        for name, value in raw:
+            key = name.decode("latin-1").lower()
+            text = value.decode("latin-1")
+            found[key] = f"{found[key]}, {text}" if key in found else text
+        self._map = found
+
+    @overload
+    def get(self, name: str) -> str | None: ...
+    @overload
+    def get(self, name: str, default: str) -> str: ...
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self._map.get(name.lower(), default)
+
+    def __getitem__(self, name: str) -> str:
+        return self._map[name.lower()]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._map
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._map)
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._map.items())
+
+
+class Response:
+    _fed = False  # a compressed body arrived (set only on that rare path, hence a class default)
+
+    def __init__(self, conn: Reading, loop: asyncio.AbstractEventLoop, read: float, deadline: float) -> None:
+        self.status = 0
+        self.headers = Headers([])
+        self.received = False  # any byte of an answer arrived
+        self.last = loop.time()  # loop time of the last byte received
+        self.loop = loop
+        self._conn: Reading | None = conn
+        self._read = read
+        self._deadline = deadline
+        self._raw: list[tuple[bytes, bytes]] = []
+        self._head: asyncio.Future[None] = loop.create_future()
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._paused = False
+        self._whole = False  # read() takes the body whole: no flow control
+        self._interim = False
+        self._done = False
+        self._error: UpstreamError | None = None
+        self._decoder: zlib._Decompress | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = loop.call_at(
+            min(deadline, self.last + read), self._on_timer
+        )
+
+    # -- the reader's side --
+
+    async def wait_headers(self) -> None:
+        await self._head
+
+    async def read(self) -> bytes:
+        """The whole body."""
+        # All of it is held in the end anyway; pausing would only stall it until `total`.
+        self._whole = True
+        if self._paused:
+            self._resume()
+        while not self._done:
+            await self._wait()
+        if self._error is not None:
+            raise self._error
+        chunks = self._chunks
+        self._chunks = []
+        self._size = 0
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def iter_any(self) -> AsyncIterator[bytes]:
+        """The body as it arrives: everything buffered so far, each time."""
+        while True:
+            if self._chunks:
+                chunks = self._chunks
+                self._chunks = []
+                self._size = 0
+                if self._paused:
+                    self._resume()
+                yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            elif self._error is not None:
+                raise self._error
+            elif self._done:
+                return
+            else:
+                await self._wait()
+
+    def hold(self, body: bytes, headers: Headers) -> None:
+        """Replace a body already read whole (and the headers) with these, which `read` and
+        `iter_any` then answer: an error answer scrubbed of secrets before any adapter reads
+        it (providers/http.py)."""
+        assert self._done and self._error is None
+        self._chunks = [body] if body else []
+        self._size = len(body)
+        self.headers = headers
+
+    def release(self) -> None:
+        """Done with this response; an unread rest of the body closes the connection."""
+        if not self._done:
+            conn = self._conn
+            self._finish(ConnectionBroken("the response was released before its end"))
+            if conn is not None:
+                conn.abort()
+
+    close = release
+
+    # -- the connection's side --
+
+    def add_header(self, name: bytes, value: bytes) -> None:
+        self._raw.append((name, value))
+
+    def headers_done(self, status: int) -> None:
+        if status < 200:  # 100 Continue, 103 Early Hints: not the answer
+            self._raw = []
+            self._interim = True
+            return
+        self.status = status
+        self.headers = Headers(self._raw)
+        self._raw = []
+        if not self._head.done():
+            self._head.set_result(None)
+        encoding = self.headers.get("content-encoding")
+        if encoding is not None:
+            self._decode_as(encoding.strip().lower())
+
+    def _decode_as(self, encoding: str) -> None:
+        if encoding in ("", "identity"):
+            return
+        if encoding in _DECODED:
+            self._decoder = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib header
+        else:
+            self.fail(ConnectionBroken(f"the upstream sent a {encoding}-encoded body, which is not decoded"))
+
+    def feed(self, body: bytes) -> None:
+        if self._done:
+            return  # failed already (an undecodable body): the rest is dropped
+        if self._decoder is not None:
+            self._fed = True
+            try:
+                body = self._decoder.decompress(body)
+            except zlib.error:
+                self.fail(ConnectionBroken("the upstream's compressed body is corrupt"))
+                return
+            if not body:
+                return
+        self._chunks.append(body)
+        self._size += len(body)
+        if self._size > HIGH_WATER and not self._paused and not self._whole and self._conn is not None:
+            self._paused = True
+            self._conn.pause_reading()
+        self._wake()
+
+    def message_complete(self) -> bool:
+        """False for an interim (1xx) message, which ends nothing."""
+        if self._interim:
+            self._interim = False
+            return False
+        decoder = self._decoder
+        if decoder is not None and not self._done:
+            tail = decoder.flush()
+            if tail:
+                self._chunks.append(tail)
+                self._size += len(tail)
+            if self._fed and not decoder.eof:  # an empty body (204, HEAD) has no stream to end
+                self._finish(ConnectionBroken("the upstream's compressed body is truncated"))
+                return True
+        self._finish(None)
+        return True
+
+    def connection_lost(self) -> None:
+        if self._done:
+            return
+        headers = self.headers
+        if (
+            self.status
+            and self.status not in _NO_BODY
+            and "content-length" not in headers
+            and "transfer-encoding" not in headers
+        ):
+            self._finish(None)  # a body delimited by the end of the connection
+        else:
+            self._finish(ConnectionBroken("the upstream closed the connection mid-response"))
+
+    def fail(self, error: UpstreamError) -> None:
+        self._finish(error)
+
+    def discard(self) -> None:
+        """The request failed before its answer: nothing more will come or be read."""
+        self._finish(ConnectionBroken("request abandoned"))
+        if self._head.done() and not self._head.cancelled():
+            self._head.exception()  # retrieved: no "never retrieved" warning
+
+    # -- internals --
+
+    def _finish(self, error: UpstreamError | None) -> None:
+        if self._done:
+            return
+        self._done = True
+        self._error = error
+        self._conn = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._head.done():
+            if error is None:
+                error = ConnectionBroken("the upstream closed the connection before answering")
+            self._head.set_exception(error)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _wait(self) -> None:
+        self._waiter = self.loop.create_future()
+        await self._waiter
+
+    def _resume(self) -> None:
+        self._paused = False
+        if self._conn is not None:
+            self._conn.resume_reading()
+        self.last = self.loop.time()  # the silence while paused was ours, not the upstream's
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._done:
+            return
+        now = self.loop.time()
+        quiet_since = now if self._paused else self.last
+        due = min(self._deadline, quiet_since + self._read)
+        if now < due:
+            self._timer = self.loop.call_at(due, self._on_timer)
+            return
+        conn = self._conn
+        what = "total time" if due >= self._deadline else "read timeout"
+        self._finish(UpstreamTimeout(f"the upstream exceeded the {what}"))
+        if conn is not None:
+            conn.abort()

@@ -1,0 +1,110 @@
+"""The gateway installed alone, as a production image in front of real vendors is: a fresh
+virtualenv with the runtime lock and `pip install --no-deps .`, no sandbox. It serves a
+configured upstream, and says in one line what to do when it has no provider at all, or when a
+config enables the sandbox it does not have."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateway import GatewayProcess
+from tests.support.net import free_port
+
+pytestmark = pytest.mark.process
+
+REPO = Path(__file__).resolve().parents[2]
+INSTALL_SANDBOX = "pip install 'unigate[sandbox]'"
+
+
+@pytest.fixture(scope="module")
+def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtualenv's interpreter with the gateway alone installed in it."""
+    root = tmp_path_factory.mktemp("core-alone")
+    source = root / "source"  # a copy: building in the repository would leave build/ there
+    (source / "src").mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(
+        REPO / "src" / "unigate", source / "src" / "unigate", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    interpreter = venv / "bin" / "python"
+    pip = [str(interpreter), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    lock = REPO / "requirements" / "runtime.txt"
+    subprocess.run([*pip, "--require-hashes", "-r", str(lock)], check=True, timeout=900)
+    subprocess.run([*pip, "--no-deps", str(source)], check=True, timeout=300)
+    return interpreter
+
+
+def _serve(python: Path, workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    return subprocess.run(
+        [str(python), "-m", "unigate", "serve", *args],
+        env={**env, "UNIGATE_DATA_DIR": str(workdir / "data")},
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_sandbox_is_not_installed(python: Path) -> None:
+    found = subprocess.run(
+        [str(python), "-c", "import importlib.util as u; print(u.find_spec('unigate_sandbox'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert found.stdout.strip() == "None"
+
+
+def test_it_serves_a_configured_upstream(python: Path, tmp_path: Path) -> None:
+    # The server runs under the fresh venv's interpreter in place of this one.
+    under_venv = ["sh", "-c", f'shift; exec "{python}" "$@"', "sh"]
+    with FakeOpenAI() as fake:
+        config = {
+            "providers": [{"name": "up", "protocol": "openai", "base_url": fake.base_url}],
+            "models": [{"name": "gpt-4o-mini", "routes": [{"provider": "up"}]}],
+        }
+        with GatewayProcess(tmp_path, config=config, prefix=under_venv) as gw:
+            client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
+            reply = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+            )
+            assert reply.choices[0].message.content == fake.reply_text
+            listed = [m.id for m in client.models.list()]
+            assert listed == ["gpt-4o-mini"]
+        assert fake.received[-1].body["model"] == "gpt-4o-mini"
+
+
+def test_without_a_config_it_says_what_to_install(python: Path, tmp_path: Path) -> None:
+    proc = _serve(python, tmp_path, "--port", str(free_port()))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: no providers"), proc.stderr
+    assert INSTALL_SANDBOX in lines[0] and "--config" in lines[0]
+
+
+def test_sandbox_enabled_without_the_sandbox_is_one_error_line(python: Path, tmp_path: Path) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "providers: [{name: up, protocol: openai, base_url: 'http://127.0.0.1:9'}]\n"
+        "models: [{name: m, routes: [{provider: up}]}]\n"
+        "sandbox: {enabled: true}\n"
+    )
+    proc = _serve(python, tmp_path, "--config", str(config))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"error: config file {config}: sandbox.enabled: the sandbox is not installed")
+    assert INSTALL_SANDBOX in lines[0]
