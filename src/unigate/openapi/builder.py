@@ -33,7 +33,8 @@ from unigate.openapi import (
     video,
     video_vendors,
 )
-from unigate.openapi.schema import Operation, Schema
+from unigate.openapi.schema import Declared, Operation, Schema
+from unigate.shapes.declare import Shape, components
 
 log = logging.getLogger("unigate")
 
@@ -89,8 +90,22 @@ def coverage(endpoints: Iterable[Endpoint]) -> tuple[list[str], list[str]]:
     )
 
 
+def declared_shapes() -> list[Shape[Any]]:
+    """Every declaration a documented request body is generated from."""
+    return [
+        shape
+        for op in operations().values()
+        if isinstance(op.request, Declared)
+        for shape in op.request.content.values()
+    ]
+
+
 def _schemas() -> dict[str, Schema]:
     found = edge.error_schemas()
+    for name, schema in components(declared_shapes()).items():
+        if name in found:
+            raise ValueError(f"schema {name} is defined twice")
+        found[name] = schema
     for family in _FAMILIES:
         for name, schema in family.schemas().items():
             if name in found:
@@ -113,7 +128,7 @@ def _operation(ep: Endpoint, op: Operation) -> dict[str, Any]:
     if parameters:
         out["parameters"] = parameters
     if op.request is not None:
-        out["requestBody"] = op.request
+        out["requestBody"] = op.request.schema() if isinstance(op.request, Declared) else op.request
     out["responses"] = {**errors, **op.responses}
     if op.links:
         success = next(status for status in op.responses if status.startswith("2"))
