@@ -9,16 +9,15 @@ from unigate.openapi.schema import (
     any_of,
     array,
     boolean,
-    const,
-    json_body,
+    declared_json,
     json_response,
     number,
     obj,
     ref,
-    required_text,
     string,
 )
 from unigate.openapi.text import TAG
+from unigate.shapes.text import MODERATION
 
 # OpenAI's moderation categories, in its order: the keys of `categories`, `category_scores`
 # and `category_applied_input_types` (the sandbox scores these too).
@@ -44,34 +43,7 @@ def _per_category(schema: Schema) -> Schema:
 
 
 def schemas() -> dict[str, Schema]:
-    text_part = obj({"type": const("text"), "text": string()}, ["type", "text"])
-    image_part = obj(
-        {
-            "type": const("image_url"),
-            "image_url": obj(
-                {
-                    "url": required_text(
-                        description="A base64 data URL, or an http(s) URL the gateway fetches."
-                    )
-                },
-                ["url"],
-            ),
-        },
-        ["type", "image_url"],
-    )
     return {
-        "ModerationRequest": obj(
-            {
-                "input": any_of(
-                    string(),
-                    array(string(), minItems=1),
-                    array(any_of(text_part, image_part), minItems=1),
-                    description="A text, texts (a result each), or text and image parts (one result).",
-                ),
-                "model": required_text(description="Default omni-moderation-latest."),
-            },
-            ["input"],
-        ),
         "Moderation": obj(
             {
                 "id": string(),
@@ -102,8 +74,6 @@ def operations() -> list[Operation]:
             "Moderation (OpenAI format)",
             TAG,
             {"200": json_response("One result per input.", ref("Moderation"))},
-            json_body(
-                ref("ModerationRequest"), {"model": "omni-moderation-latest", "input": "I want to kill them."}
-            ),
+            declared_json(MODERATION, {"model": "omni-moderation-latest", "input": "I want to kill them."}),
         )
     ]

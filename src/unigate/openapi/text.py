@@ -2,8 +2,8 @@
 embeddings, and the model listing that the OpenAI, Anthropic and Gemini SDKs share at
 `/v1/models` (`api/anthropic/models.py` picks the shape per request).
 
-Request schemas type the fields the gateway itself checks (a wrong one is a 400 before any
-route is tried); every other field of OpenAI's API is relayed to the upstream as sent."""
+The request bodies are generated from their declarations (`shapes/text.py`), which the router
+checks them with."""
 
 from __future__ import annotations
 
@@ -18,23 +18,22 @@ from unigate.openapi.schema import (
     any_of,
     array,
     const,
+    declared_json,
     header,
     integer,
-    json_body,
     json_response,
     json_text,
     number,
     obj,
     query,
     ref,
-    required_text,
     response,
     sse_event,
     string,
 )
+from unigate.shapes.text import CHAT, COMPLETION, EMBEDDING
 
 TAG = "text"
-_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
 def _hello() -> list[dict[str, Any]]:
@@ -45,16 +44,6 @@ def _nullable_string() -> Schema:
     return {"type": ["string", "null"]}
 
 
-def _stream_fields() -> dict[str, Schema]:
-    return {
-        "stream": {"type": ["boolean", "null"], "description": "Answer as server-sent events."},
-        "stream_options": {
-            "type": ["object", "null"],
-            "properties": {"include_usage": {"description": "true: a last chunk carries `usage`."}},
-        },
-    }
-
-
 def _usage() -> Schema:
     return obj(
         {"prompt_tokens": integer(0), "completion_tokens": integer(0), "total_tokens": integer(0)},
@@ -63,18 +52,6 @@ def _usage() -> Schema:
 
 
 def schemas() -> dict[str, Schema]:
-    message = obj(
-        {
-            "role": {"enum": list(_ROLES)},
-            "content": any_of(
-                string(),
-                array(obj({"type": string()}, ["type"])),
-                {"type": "null"},
-                description="Text or parts.",
-            ),
-        },
-        ["role"],
-    )
     tool_call = obj(
         {
             "id": string(),
@@ -84,24 +61,6 @@ def schemas() -> dict[str, Schema]:
         ["id", "type", "function"],
     )
     return {
-        "ChatMessage": message,
-        "ChatCompletionRequest": obj(
-            {
-                "model": required_text(description="A model id the key may use (GET /v1/models)."),
-                "messages": array(ref("ChatMessage"), minItems=1),
-                "tools": {"type": ["array", "null"], "items": {"type": "object"}},
-                "tool_choice": any_of(string(), obj({}), {"type": "null"}),
-                "max_tokens": {"type": ["integer", "null"], "minimum": 1},
-                "max_completion_tokens": {"type": ["integer", "null"], "minimum": 1},
-                "n": {"type": ["integer", "null"], "minimum": 1},
-                "temperature": {"type": ["number", "null"]},
-                "stop": any_of(string(), array(string()), {"type": "null"}),
-                "response_format": {"type": ["object", "null"]},
-                **_stream_fields(),
-            },
-            ["model", "messages"],
-            "OpenAI's chat completion request; fields not listed are relayed to the upstream.",
-        ),
         "ChatCompletion": obj(
             {
                 "id": string(),
@@ -164,15 +123,6 @@ def schemas() -> dict[str, Schema]:
             },
             ["id", "object", "created", "model", "choices"],
         ),
-        "CompletionRequest": obj(
-            {
-                "model": required_text(),
-                "prompt": any_of(string(), array({}), description="Text, or an array of texts or tokens."),
-                **_stream_fields(),
-            },
-            ["model", "prompt"],
-            "OpenAI's (legacy) completion request; fields not listed are relayed to the upstream.",
-        ),
         "Completion": obj(
             {
                 "id": string(),
@@ -188,18 +138,6 @@ def schemas() -> dict[str, Schema]:
                 "usage": _usage(),
             },
             ["id", "object", "created", "model", "choices"],
-        ),
-        "EmbeddingRequest": obj(
-            {
-                "model": required_text(),
-                "input": any_of(string(), array({}), description="Text, or an array of texts or tokens."),
-                "encoding_format": {
-                    "enum": ["float", "base64", None],
-                    "description": "float (default) or base64.",
-                },
-                "dimensions": {"type": ["integer", "null"], "minimum": 1, "description": "Vector length."},
-            },
-            ["model", "input"],
         ),
         "EmbeddingList": obj(
             {
@@ -276,7 +214,7 @@ def operations() -> list[Operation]:
             "Chat completion (OpenAI format)",
             TAG,
             {"200": chat_ok},
-            json_body(ref("ChatCompletionRequest"), {"model": "sandbox-chat", "messages": _hello()}),
+            declared_json(CHAT, {"model": "sandbox-chat", "messages": _hello()}),
         ),
         Operation(
             "POST",
@@ -285,7 +223,7 @@ def operations() -> list[Operation]:
             "Text completion (OpenAI format)",
             TAG,
             {"200": completion_ok},
-            json_body(ref("CompletionRequest"), {"model": "sandbox-chat", "prompt": "Once upon a time"}),
+            declared_json(COMPLETION, {"model": "sandbox-chat", "prompt": "Once upon a time"}),
         ),
         Operation(
             "POST",
@@ -294,7 +232,7 @@ def operations() -> list[Operation]:
             "Embeddings (OpenAI format)",
             TAG,
             {"200": json_response("The vectors.", ref("EmbeddingList"))},
-            json_body(ref("EmbeddingRequest"), {"model": "sandbox-embedding", "input": ["one", "two"]}),
+            declared_json(EMBEDDING, {"model": "sandbox-embedding", "input": ["one", "two"]}),
         ),
         Operation(
             "GET",

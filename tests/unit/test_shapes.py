@@ -1,0 +1,211 @@
+"""Request shapes are declared once (`unigate.shapes`): every routed operation that takes a body
+documents it from the declaration its router checks with, the document's examples pass that
+check, and a refusal names the field in the family's words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.in_process import InProcessGateway
+from tests.support.video import sandbox_config
+from unigate.app import GatewayApp, create_app
+from unigate.errors import InvalidRequest
+from unigate.openapi.builder import build, declared_shapes, operations
+from unigate.openapi.schema import JSON, Declared
+from unigate.settings import Settings
+from unigate.shapes.declare import components
+from unigate.shapes.text import CHAT, COMPLETION, EMBEDDING, MODERATION
+
+TAKES_A_BODY = ("POST", "PUT", "PATCH")
+# Operations whose method could carry a body but whose endpoint reads none.
+BODYLESS = {
+    ("POST", "/v1/responses/{response_id}/cancel"),
+    ("POST", "/admin/reload"),
+}
+# Bodies still described by hand beside their router's own checks: to be declared, family by
+# family. The list may only shrink (an entry that became declared fails the test below).
+PENDING = {
+    ("POST", "/v1/messages"),
+    ("POST", "/v1/messages/count_tokens"),
+    ("POST", "/v1/responses"),
+    ("POST", "/v1beta/models/{model}:embedContent"),
+    ("POST", "/v1beta/models/{model}:batchEmbedContents"),
+    ("POST", "/v1/models/{model}:embedContent"),
+    ("POST", "/v1/models/{model}:batchEmbedContents"),
+    ("POST", "/v1beta/models/{model}:generateContent"),
+    ("POST", "/v1beta/models/{model}:streamGenerateContent"),
+    ("POST", "/v1beta/models/{model}:countTokens"),
+    ("POST", "/v1/models/{model}:generateContent"),
+    ("POST", "/v1/models/{model}:streamGenerateContent"),
+    ("POST", "/v1/models/{model}:countTokens"),
+    ("POST", "/suno/submit/music"),
+    ("POST", "/suno/submit/lyrics"),
+    ("POST", "/suno/upload/audio"),
+    ("POST", "/suno/fetch"),
+    ("POST", "/v1/audio/transcriptions"),
+    ("POST", "/v1/audio/translations"),
+    ("POST", "/v1/audio/speech"),
+    ("POST", "/v1/images/generations"),
+    ("POST", "/v1/images/edits"),
+    ("POST", "/fish/v1/tts"),
+    ("POST", "/fish/v1/asr"),
+    ("POST", "/stability/v2beta/stable-image/generate/{variant}"),
+    ("POST", "/v1/videos"),
+    ("POST", "/v1/videos/{video_id}/remix"),
+    ("POST", "/v1/video/generations"),
+    ("POST", "/kling/v1/videos/text2video"),
+    ("POST", "/kling/v1/videos/image2video"),
+    ("POST", "/v1beta/models/{model}:predictLongRunning"),
+    ("POST", "/v1/models/{model}:predictLongRunning"),
+    ("POST", "/ent/v2/text2audio"),
+    ("POST", "/ent/v2/lip-sync"),
+    ("POST", "/api/tasks/visual/{tool}"),
+    ("POST", "/api/tasks/document/{tool}"),
+    ("POST", "/admin/keys"),
+    ("PATCH", "/admin/keys/{key_id}"),
+}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayApp]:
+    yield create_app(Settings.from_env({"UNIGATE_DATA_DIR": str(tmp_path_factory.mktemp("shapes"))}))
+
+
+def test_every_routed_body_is_declared(app: GatewayApp) -> None:
+    documented = operations()
+    undeclared, stale = [], []
+    for ep in app.table.endpoints():
+        key = (ep.method, ep.path)
+        if ep.method not in TAKES_A_BODY or key in BODYLESS:
+            continue
+        declared = isinstance(documented[key].request, Declared)
+        if not declared and key not in PENDING:
+            undeclared.append(f"{ep.method} {ep.path}")
+        if declared and key in PENDING:
+            stale.append(f"{ep.method} {ep.path}")
+    assert undeclared == [], "declare the body in src/unigate/shapes/, document it with declared_json/_form"
+    assert stale == [], "declared now: remove from PENDING"
+    for key in BODYLESS:
+        assert documented[key].request is None, key
+
+
+def test_document_bodies_are_the_declarations(app: GatewayApp) -> None:
+    document = orjson.loads(orjson.dumps(build(app.table.endpoints())))
+    generated = components(declared_shapes())
+    schemas = document["components"]["schemas"]
+    for name, schema in generated.items():
+        assert schemas[name] == orjson.loads(orjson.dumps(schema)), name
+    for (method, path), op in operations().items():
+        if isinstance(op.request, Declared):
+            body = document["paths"][path][method.lower()]["requestBody"]
+            for media, shape in op.request.content.items():
+                assert body["content"][media]["schema"] == {"$ref": f"#/components/schemas/{shape.name}"}
+
+
+def test_document_examples_pass_the_router_check() -> None:
+    checked = 0
+    for op in operations().values():
+        if isinstance(op.request, Declared):
+            for media, example in op.request.examples.items():
+                shape = op.request.content[media]
+                if media == JSON:
+                    shape.check(example)
+                    checked += 1
+    assert checked >= 4
+
+
+def _refused(shape: Any, body: dict[str, Any]) -> InvalidRequest:
+    with pytest.raises(InvalidRequest) as caught:
+        shape.check(body)
+    return caught.value
+
+
+MSG = [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    ("shape", "body", "param", "code", "words"),
+    [
+        (CHAT, {"messages": MSG}, "model", "missing_required_parameter", "Missing required parameter"),
+        (CHAT, {"model": "", "messages": MSG}, "model", "missing_required_parameter", "'model'"),
+        (CHAT, {"model": 42, "messages": []}, "model", "invalid_type", "expected a non-empty string"),
+        (CHAT, {"model": "m", "messages": []}, "messages", "invalid_value", "a non-empty array"),
+        (CHAT, {"model": "m", "messages": [{"role": "wiz"}]}, "messages[0].role", "invalid_value", "system"),
+        (CHAT, {"model": "m", "messages": [{"role": "user", "content": 5}]}, "messages[0].content",
+         "invalid_type", "a string or an array of content parts"),
+        (CHAT, {"model": "m", "messages": MSG, "max_tokens": 0}, "max_tokens", "invalid_value",
+         "an integer of at least 1"),
+        (CHAT, {"model": "m", "messages": MSG, "tools": ["x"]}, "tools[0]", "invalid_type", "an object"),
+        (CHAT, {"model": "m", "messages": MSG, "stream_options": {"include_usage": "yes"}},
+         "stream_options.include_usage", "invalid_type", "a boolean"),
+        (COMPLETION, {"model": "m", "prompt": None}, "prompt", "missing_required_parameter", "'prompt'"),
+        (EMBEDDING, {"model": "m", "input": "x", "encoding_format": "hex"}, "encoding_format",
+         "invalid_value", "one of base64, float"),
+        (MODERATION, {"input": [{"type": "audio"}]}, "input[0].type", "invalid_value", "image_url, text"),
+        (MODERATION, {"input": ["ok", {"type": "text", "text": "x"}]}, "input[0]", "invalid_type", "part"),
+    ],
+)  # fmt: skip
+def test_refusals_name_the_field(shape: Any, body: dict[str, Any], param: str, code: str, words: str) -> None:
+    error = _refused(shape, body)
+    assert (error.param, error.code) == (param, code)
+    assert words in error.message
+
+
+def test_max_tokens_bound_is_checked_where_documented() -> None:
+    """The document always said `max_tokens` >= 1; the router now refuses 0 itself."""
+    schema = components([CHAT])["ChatCompletionRequest"]["properties"]["max_tokens"]
+    assert {"type": "integer", "minimum": 1} in schema["anyOf"]
+    assert _refused(CHAT, {"model": "m", "messages": MSG, "max_tokens": 0}).param == "max_tokens"
+    assert CHAT.check({"model": "m", "messages": MSG, "max_tokens": 1}).max_tokens == 1
+
+
+def test_unknown_fields_are_relayed_untouched() -> None:
+    payload = {"model": "m", "messages": MSG, "logit_bias": {"1": 2}, "seed": 3}
+    before = orjson.dumps(payload)
+    assert CHAT.check(payload).model == "m"
+    assert orjson.dumps(payload) == before
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory: pytest.TempPathFactory, upstream: FakeOpenAI) -> Iterator[InProcessGateway]:
+    config = sandbox_config(
+        # pragma: allowlist nextline secret
+        providers=[{"name": "up", "protocol": "openai", "base_url": upstream.base_url, "api_key": "sk-up"}],
+        models=[{"name": "relayed-chat", "routes": [{"provider": "up", "model": "gpt-4o-mini"}]}],
+    )
+    with InProcessGateway(tmp_path_factory.mktemp("shapes_relay"), config) as gateway:
+        yield gateway
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"max_tokens": 0}, "max_tokens"),  # documented minimum 1, relayed before
+        ({"tools": ["x"]}, "tools[0]"),  # documented as objects, relayed before
+        ({"stop": {"a": 1}}, "stop"),  # documented string or strings, relayed before
+        ({"response_format": "json"}, "response_format"),  # documented object, relayed before
+    ],
+)
+def test_what_the_document_refuses_never_reaches_the_upstream(
+    relay: InProcessGateway, upstream: FakeOpenAI, extra: dict[str, Any], param: str
+) -> None:
+    key = relay.create_key()
+    before = len(upstream.received)
+    body = {"model": "relayed-chat", "messages": MSG, **extra}
+    res = relay.request("POST", "/v1/chat/completions", key, json=body)
+    assert res.status_code == 400, res.text
+    assert res.json()["error"]["param"] == param
+    assert len(upstream.received) == before
+    ok = relay.request("POST", "/v1/chat/completions", key, json={"model": "relayed-chat", "messages": MSG})
+    assert ok.status_code == 200 and len(upstream.received) == before + 1
