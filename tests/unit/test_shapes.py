@@ -15,7 +15,7 @@ from tests.support.in_process import InProcessGateway
 from tests.support.video import sandbox_config
 from unigate.app import GatewayApp, create_app
 from unigate.errors import InvalidRequest
-from unigate.openapi.builder import build, declared_shapes, operations
+from unigate.openapi.builder import build, declared_components, operations
 from unigate.openapi.schema import JSON, Declared
 from unigate.settings import Settings
 from unigate.shapes.declare import components
@@ -50,8 +50,6 @@ PENDING = {
     ("POST", "/v1/audio/transcriptions"),
     ("POST", "/v1/audio/translations"),
     ("POST", "/v1/audio/speech"),
-    ("POST", "/v1/images/generations"),
-    ("POST", "/v1/images/edits"),
     ("POST", "/fish/v1/tts"),
     ("POST", "/fish/v1/asr"),
     ("POST", "/stability/v2beta/stable-image/generate/{variant}"),
@@ -96,7 +94,7 @@ def test_every_routed_body_is_declared(app: GatewayApp) -> None:
 
 def test_document_bodies_are_the_declarations(app: GatewayApp) -> None:
     document = orjson.loads(orjson.dumps(build(app.table.endpoints())))
-    generated = components(declared_shapes())
+    generated = declared_components()
     schemas = document["components"]["schemas"]
     for name, schema in generated.items():
         assert schemas[name] == orjson.loads(orjson.dumps(schema)), name
@@ -126,6 +124,7 @@ def _refused(shape: Any, body: dict[str, Any]) -> InvalidRequest:
 
 
 MSG = [{"role": "user", "content": "hi"}]
+Json = dict[str, Any]
 
 
 @pytest.mark.parametrize(
@@ -209,3 +208,19 @@ def test_what_the_document_refuses_never_reaches_the_upstream(
     assert len(upstream.received) == before
     ok = relay.request("POST", "/v1/chat/completions", key, json={"model": "relayed-chat", "messages": MSG})
     assert ok.status_code == 200 and len(upstream.received) == before + 1
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"n": "2"}, "n"),  # documented as an integer, read from its text before
+        ({"output_compression": "80"}, "output_compression"),
+        ({"response_format": 5}, "response_format"),
+    ],
+)
+def test_image_json_fields_are_typed_as_documented(relay: InProcessGateway, body: Json, param: str) -> None:
+    key = relay.create_key()
+    full = {"model": "sandbox-image", "prompt": "a lighthouse", "size": "256x256", **body}
+    res = relay.request("POST", "/v1/images/generations", key, json=full)
+    assert res.status_code == 400, res.text
+    assert res.json()["error"]["param"] == param

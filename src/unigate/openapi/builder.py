@@ -33,7 +33,7 @@ from unigate.openapi import (
     video,
     video_vendors,
 )
-from unigate.openapi.schema import Declared, Operation, Schema
+from unigate.openapi.schema import MULTIPART, Declared, Operation, Schema
 from unigate.shapes.declare import Shape, components
 
 log = logging.getLogger("unigate")
@@ -100,9 +100,24 @@ def declared_shapes() -> list[Shape[Any]]:
     ]
 
 
+def _forms() -> list[Shape[Any]]:
+    return [
+        shape
+        for op in operations().values()
+        if isinstance(op.request, Declared)
+        for media, shape in op.request.content.items()
+        if media == MULTIPART
+    ]
+
+
+def declared_components() -> dict[str, Schema]:
+    """The schemas generated from the declarations (request bodies and the Structs in them)."""
+    return components(declared_shapes(), _forms())
+
+
 def _schemas() -> dict[str, Schema]:
     found = edge.error_schemas()
-    for name, schema in components(declared_shapes()).items():
+    for name, schema in declared_components().items():
         if name in found:
             raise ValueError(f"schema {name} is defined twice")
         found[name] = schema

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from base64 import b64encode
 
-from unigate.api.openai.images import MAX_IMAGES, MAX_PROMPT
 from unigate.api.serving.media import AVATAR_PNG
 from unigate.api.vendors.stability import ASPECT_RATIOS, SD3_MODELS, STYLE_PRESETS
 from unigate.edge.media_types import IMAGE_CONTENT_TYPES
@@ -14,14 +13,14 @@ from unigate.openapi.audio import choice
 from unigate.openapi.schema import (
     JSON,
     MULTIPART,
+    Declared,
     Operation,
     Schema,
     array,
     binary,
-    body,
+    declared_json,
     enum,
     integer,
-    json_body,
     json_response,
     multipart_body,
     obj,
@@ -30,70 +29,15 @@ from unigate.openapi.schema import (
     response,
     response_header,
     string,
-    text,
 )
+from unigate.shapes.images import EDIT_FORM, EDIT_JSON, GENERATION
 
 TAG = "image"
-_SIZE = r"^(auto|\d{2,5}x\d{2,5})$"
-
-
-def _common() -> dict[str, Schema]:
-    """The fields generations and edits share, as `images.check_common` checks them."""
-    return {
-        "prompt": required_text(MAX_PROMPT),
-        "model": text(description="`media.default_image_model` when absent."),
-        "n": {"type": ["integer", "null"], "minimum": 1, "maximum": 10},
-        "size": {
-            "anyOf": [string(pattern=_SIZE), {"type": "null"}],
-            "description": "WIDTHxHEIGHT or auto.",
-        },
-        "response_format": choice(
-            ("url", "b64_json"), "url: stored by the gateway (sandbox) or the upstream's link."
-        ),
-        "output_format": choice(tuple(IMAGE_CONTENT_TYPES)),
-        "background": choice(("transparent", "opaque", "auto")),
-        "output_compression": {"type": ["integer", "null"], "minimum": 0, "maximum": 100},
-        "quality": text(),
-        "style": text(),
-    }
 
 
 def schemas() -> dict[str, Schema]:
     image = obj({"url": string(), "b64_json": string(), "revised_prompt": string()})
     return {
-        "ImageGenerationRequest": obj(_common(), ["prompt"]),
-        "ImageEditRequest": obj(
-            {
-                "image": binary("A PNG, JPEG or WebP image."),
-                "image[]": array(binary(), maxItems=MAX_IMAGES, description="Several images."),
-                "mask": binary("A PNG whose transparent pixels mark what to change."),
-                **_common(),
-            },
-            ["prompt"],
-            "One `image`, or several as `image[]` (at most 16).",
-            anyOf=[{"required": ["image"]}, {"required": ["image[]"]}],
-        ),
-        "ImageEditJsonRequest": obj(
-            {
-                "images": array(ref("ImageReference"), minItems=1, maxItems=MAX_IMAGES),
-                "mask": ref("ImageReference"),
-                **_common(),
-            },
-            ["images", "prompt"],
-            "The images as references instead of files; the gateway reads them and relays the edit "
-            "as a multipart one.",
-        ),
-        "ImageReference": obj(
-            {
-                "image_url": required_text(
-                    description="A base64 data URL, or an http(s) URL the gateway fetches."
-                ),
-                "file_id": string("OpenAI's Files API is not served here: refused with a 400."),
-            },
-            description="Exactly one of `image_url` and `file_id`.",
-            closed=True,
-            oneOf=[{"required": ["image_url"]}, {"required": ["file_id"]}],
-        ),
         "ImagesResponse": obj(
             {
                 "created": integer(),
@@ -147,8 +91,8 @@ def operations() -> list[Operation]:
             "Generate images (OpenAI format)",
             TAG,
             images,
-            json_body(
-                ref("ImageGenerationRequest"),
+            declared_json(
+                GENERATION,
                 {
                     "model": "sandbox-image",
                     "prompt": "a lighthouse",
@@ -164,9 +108,9 @@ def operations() -> list[Operation]:
             "Edit images (OpenAI format)",
             TAG,
             images,
-            body(
-                {MULTIPART: ref("ImageEditRequest"), JSON: ref("ImageEditJsonRequest")},
-                examples={
+            Declared(
+                {MULTIPART: EDIT_FORM, JSON: EDIT_JSON},
+                {
                     JSON: {
                         "model": "sandbox-image",
                         "prompt": "make it blue",

@@ -22,8 +22,8 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from unigate.edge.multipart import Form, UploadedFile
-from unigate.shapes.refusal import OPENAI, Wording, is_upload, refusal
+from unigate.edge.multipart import Form
+from unigate.shapes.refusal import OPENAI, Upload, Wording, is_upload, refusal
 
 Schema = dict[str, Any]
 REF = "#/components/schemas/{name}"
@@ -42,7 +42,7 @@ B = TypeVar("B", bound=Body)
 
 
 def _upload_schema(kind: type) -> Schema:
-    if kind is UploadedFile:
+    if kind is Upload:
         return {"type": "string", "format": "binary"}
     raise NotImplementedError(kind)
 
@@ -96,7 +96,9 @@ class Shape(Generic[B]):
                 value = [value]  # one value of an array field sent without `[]`
             values[name] = value
         for name in self._files:
-            uploads = form.files.get(name.removesuffix("[]"))
+            uploads = [Upload(u) for u in form.files.get(name.removesuffix("[]"), ())]
+            if name in values:  # sent as text, where a file is declared
+                raise self.wording.refuse("type", name, "a file part (with a filename), not a text field")
             if uploads:
                 values[name] = uploads if name in self._lists else uploads[0]
         try:
@@ -117,17 +119,29 @@ def _sent_as_array(form: Form, key: str) -> bool:
     return any(name == key + "[]" for name, _ in form.parts)
 
 
-def components(shapes: Iterable[Shape[Any]]) -> dict[str, Schema]:
+def components(shapes: Iterable[Shape[Any]], forms: Iterable[Shape[Any]] = ()) -> dict[str, Schema]:
     """The schemas of these declarations and of the Structs they hold, by Struct name, as
-    `/openapi.json` lists them under `components/schemas`."""
+    `/openapi.json` lists them under `components/schemas`. The ones in `forms` describe a
+    multipart form, whose fields cannot be null (an absent field is the default)."""
     listed = {shape.kind: shape for shape in shapes}
     _, found = msgspec.json.schema_components(list(listed), schema_hook=_upload_schema, ref_template=REF)
     for schema in found.values():
         schema.pop("title", None)  # the component's name says it
+    for shape in forms:
+        for name, prop in found[shape.name]["properties"].items():
+            found[shape.name]["properties"][name] = _not_null(prop)
     for kind, shape in listed.items():
         if shape.patch is not None:
             shape.patch(found[kind.__name__])
     return found
+
+
+def _not_null(prop: Schema) -> Schema:
+    members = [m for m in prop.get("anyOf", ()) if m != {"type": "null"}]
+    if "anyOf" not in prop or len(members) == len(prop["anyOf"]):
+        return prop
+    rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+    return {**rest, **members[0]} if len(members) == 1 else {**rest, "anyOf": members}
 
 
 def _is_list(info: msgspec.inspect.Type) -> bool:

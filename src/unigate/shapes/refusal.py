@@ -17,6 +17,16 @@ from msgspec import inspect as mi
 from unigate.edge.multipart import UploadedFile
 from unigate.errors import InvalidRequest
 
+
+class Upload:
+    """A file part of a multipart form, as a declared field's value (`Shape.check_form`)."""
+
+    __slots__ = ("file",)
+
+    def __init__(self, file: UploadedFile) -> None:
+        self.file = file
+
+
 _AT = re.compile(r"^(?P<what>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.S)
 _STEP = re.compile(r"\.((?:[^.\[]|\[\])+)|\[(\d+|\.\.\.)\]")
 _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]+)`$")
@@ -73,15 +83,19 @@ def refusal(
     if missing or unknown:
         name = (missing or unknown)[1]  # type: ignore[index]
         param = _param([*steps, name])
-        if unknown:
-            return wording.refuse("unknown", param)
+        if unknown:  # named in the words; `param` is the object that holds it
+            error = wording.refuse("unknown", param)
+            error.param = _param(steps) or param
+            return error
         field = _field_type(mi.type_info(kind), [*steps, name])
         return wording.refuse("missing_file" if field is not None and is_upload(field) else "missing", param)
     param = _param(steps)
     field = _field_type(mi.type_info(kind), steps)
     if field is None or not what.startswith(("Expected `", "Invalid enum value", "Invalid value")):
-        # A rule a Struct's __post_init__ states in words of its own.
-        return InvalidRequest(what, param=param or None, code=wording.value_code)
+        # A rule a Struct's __post_init__ states (its ValueError says what was expected).
+        if not param:
+            return InvalidRequest(what, code=wording.value_code)
+        return wording.refuse("value", param, what)
     value = _value_at(payload, steps)
     if value == "" and "of length >=" in what:
         return wording.refuse("missing", param)  # an empty required string is a missing one
@@ -172,7 +186,7 @@ def is_upload(info: mi.Type) -> bool:
         return any(is_upload(t) for t in info.types)
     if isinstance(info, mi.ListType):
         return is_upload(info.item_type)
-    return isinstance(info, mi.CustomType) and info.cls is UploadedFile
+    return isinstance(info, mi.CustomType) and info.cls is Upload
 
 
 def expected(info: mi.Type) -> str:
@@ -196,7 +210,7 @@ def expected(info: mi.Type) -> str:
         return _sized("an array", info, "items")
     if isinstance(info, mi.DictType | mi.StructType | mi.TypedDictType | mi.DataclassType):
         return _sized("an object", info, "keys") if isinstance(info, mi.DictType) else "an object"
-    if isinstance(info, mi.CustomType) and info.cls is UploadedFile:
+    if isinstance(info, mi.CustomType) and info.cls is Upload:
         return "a file part (with a filename), not a text field"
     return "a valid value"
 

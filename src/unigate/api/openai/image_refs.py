@@ -1,8 +1,9 @@
 """`POST /v1/images/edits` with a JSON body, as OpenAI documents it beside the multipart form:
 `images` (1-16) and an optional `mask`, each `{"image_url": ...}` or `{"file_id": ...}`, and the
-same other fields. The images are read here (a base64 data URL decoded, an http(s) URL fetched
-through the gateway's SSRF guard) and the call becomes the form a multipart edit is, so it is
-validated, routed and relayed exactly like one and every upstream gets the shape it takes."""
+same other fields (declared in `shapes/images.py`). The images are read here (a base64 data URL
+decoded, an http(s) URL fetched through the gateway's SSRF guard) and the call becomes the form a
+multipart edit is, so it is validated, routed and relayed exactly like one and every upstream
+gets the shape it takes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from unigate.edge.media_types import sniff_image
 from unigate.edge.multipart import SPOOL_BYTES, Form, UploadedFile
 from unigate.errors import InvalidRequest
 from unigate.providers.base import UrlFetcher
+from unigate.shapes.images import ImageEditJsonRequest, ImageReference
 from unigate.webhooks.fetch import read_input
 
 _FILES_API = (
@@ -21,63 +23,29 @@ _FILES_API = (
 )
 
 
-def _ref_url(ref: Any, param: str) -> str:
-    """The `image_url` of one image reference (exactly one of `image_url` and `file_id`)."""
-    if type(ref) is not dict:
-        raise InvalidRequest(
-            f"Invalid type for '{param}': expected an object with 'image_url' or 'file_id'.",
-            param=param,
-            code="invalid_type",
-        )
-    unknown = sorted(set(ref) - {"image_url", "file_id"})
-    if unknown:
-        raise InvalidRequest(
-            f"Unknown parameter: '{param}.{unknown[0]}'.", param=param, code="unknown_parameter"
-        )
-    if ("image_url" in ref) == ("file_id" in ref):
-        raise InvalidRequest(
-            f"'{param}' must have exactly one of 'image_url' and 'file_id'.",
-            param=param,
-            code="invalid_value",
-        )
-    if "file_id" in ref:
+def _ref_url(ref: ImageReference, param: str) -> str:
+    """The `image_url` of one checked reference: a `file_id` names nothing on this gateway."""
+    if ref.file_id is not None:
         raise InvalidRequest(_FILES_API, param=f"{param}.file_id", code="unsupported_parameter")
-    url = ref["image_url"]
-    if type(url) is not str or not url:
-        raise InvalidRequest(
-            f"Invalid type for '{param}.image_url': expected a URL string.", param=param, code="invalid_type"
-        )
-    return url
+    assert ref.image_url is not None  # the declaration holds exactly one of the two
+    return ref.image_url
 
 
 async def json_edit_form(
-    payload: dict[str, Any], fetch: UrlFetcher | None, max_file: int, max_images: int
+    payload: dict[str, Any], checked: ImageEditJsonRequest, fetch: UrlFetcher | None, max_file: int
 ) -> Form:
     """The form a multipart edit with these images, mask and fields would have been (the
-    caller owns it: `close()` it). 400 for a malformed reference, a `file_id`, a refused or
-    failed fetch; 413 for an image over `max_file` bytes."""
-    images = payload.get("images")
-    if images is None:
-        raise InvalidRequest(
-            "Missing required parameter: 'images'.", param="images", code="missing_required_parameter"
-        )
-    if type(images) is not list or not images:
-        raise InvalidRequest(
-            "Invalid value for 'images': expected an array of 1 or more image references.",
-            param="images",
-            code="invalid_value",
-        )
-    if len(images) > max_images:
-        raise InvalidRequest(f"At most {max_images} images.", param="images", code="invalid_value")
-    refs = [(f"images[{i}]", _ref_url(ref, f"images[{i}]")) for i, ref in enumerate(images)]
-    if payload.get("mask") is not None:
-        refs.append(("mask", _ref_url(payload["mask"], "mask")))
+    caller owns it: `close()` it). 400 for a `file_id`, a refused or failed fetch; 413 for an
+    image over `max_file` bytes. `checked` is `payload` checked against its declaration."""
+    refs = [(f"images[{i}]", _ref_url(ref, f"images[{i}]")) for i, ref in enumerate(checked.images)]
+    if checked.mask is not None:
+        refs.append(("mask", _ref_url(checked.mask, "mask")))
     form = Form()
     try:
         for name, value in payload.items():
             if name not in ("images", "mask") and value is not None:
                 _add_field(form, name, value)
-        several = len(images) > 1
+        several = len(refs) - (checked.mask is not None) > 1
         for param, url in refs:
             data = await read_input(fetch, url, max_file, f"{param}.image_url")
             field = "mask" if param == "mask" else "image[]" if several else "image"
