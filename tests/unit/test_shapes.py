@@ -47,9 +47,6 @@ PENDING = {
     ("POST", "/suno/submit/lyrics"),
     ("POST", "/suno/upload/audio"),
     ("POST", "/suno/fetch"),
-    ("POST", "/v1/audio/transcriptions"),
-    ("POST", "/v1/audio/translations"),
-    ("POST", "/v1/audio/speech"),
     ("POST", "/fish/v1/tts"),
     ("POST", "/fish/v1/asr"),
     ("POST", "/stability/v2beta/stable-image/generate/{variant}"),
@@ -224,3 +221,21 @@ def test_image_json_fields_are_typed_as_documented(relay: InProcessGateway, body
     res = relay.request("POST", "/v1/images/generations", key, json=full)
     assert res.status_code == 400, res.text
     assert res.json()["error"]["param"] == param
+
+
+def test_speech_json_numbers_are_typed_as_documented(relay: InProcessGateway) -> None:
+    key = relay.create_key()
+    body = {"model": "sandbox-tts", "input": "hello", "voice": "alloy", "response_format": "wav"}
+    assert relay.request("POST", "/v1/audio/speech", key, json=body).status_code == 200
+    res = relay.request("POST", "/v1/audio/speech", key, json={**body, "speed": "2"})  # read as 2.0 before
+    assert res.status_code == 400 and res.json()["error"]["param"] == "speed", res.text
+
+
+def test_a_form_field_sent_as_text_where_a_file_is_declared_is_refused(relay: InProcessGateway) -> None:
+    key = relay.create_key()
+    form = {"model": (None, "sandbox-transcribe"), "file": (None, "x")}
+    res = relay.request("POST", "/v1/audio/transcriptions", key, files=form)
+    assert res.status_code == 400, res.text
+    assert res.json()["error"] | {"message": ""} == {
+        "message": "", "type": "invalid_request_error", "param": "file", "code": "invalid_type"
+    }  # fmt: skip

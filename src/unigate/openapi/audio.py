@@ -4,7 +4,6 @@ in multipart bodies are their text spellings; an empty optional field means its 
 
 from __future__ import annotations
 
-from unigate.api.openai.audio import MAX_SPEECH_INPUT, TRANSCRIPT_FORMATS, TRANSLATION_FORMATS
 from unigate.api.vendors.fish import MAX_TEXT, TTS_FORMATS
 from unigate.edge.media_types import SPEECH_CONTENT_TYPES
 from unigate.openapi.schema import (
@@ -15,6 +14,8 @@ from unigate.openapi.schema import (
     any_of,
     array,
     binary,
+    declared_form,
+    declared_json,
     header,
     integer,
     json_body,
@@ -30,6 +31,7 @@ from unigate.openapi.schema import (
     string,
     text,
 )
+from unigate.shapes.audio import SPEECH, TRANSCRIPTION, TRANSLATION
 
 TAG = "audio"
 _TEXT = "text/plain"  # sent as `text/plain; charset=utf-8`
@@ -41,23 +43,6 @@ def choice(values: tuple[str, ...] | frozenset[str], description: str = "") -> S
     if description:
         found["description"] = description
     return found
-
-
-def _speech_to_text(formats: frozenset[str]) -> Schema:
-    return obj(
-        {
-            "file": binary("The audio: flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, wav or webm."),
-            "model": required_text(description="e.g. sandbox-transcribe, whisper-1"),
-            "language": string("ISO-639-1, e.g. en."),
-            "prompt": string(),
-            "response_format": choice(formats, "json (default), text, srt, vtt, verbose_json, …"),
-            "temperature": number(0, 1),
-            "timestamp_granularities[]": array(
-                {"enum": ["word", "segment"]}, description="With response_format verbose_json."
-            ),
-        },
-        ["file", "model"],
-    )
 
 
 def schemas() -> dict[str, Schema]:
@@ -79,22 +64,6 @@ def schemas() -> dict[str, Schema]:
             },
             ["text"],
             "json: `text` (and `usage`); verbose_json adds task, language, duration, segments, words.",
-        ),
-        "SpeechRequest": obj(
-            {
-                "model": required_text(description="e.g. sandbox-tts, tts-1"),
-                "input": required_text(MAX_SPEECH_INPUT),
-                "voice": any_of(
-                    string(minLength=1),
-                    obj({"id": string()}, ["id"]),
-                    description="A voice name, or {id} of a custom voice.",
-                ),
-                "response_format": choice(tuple(SPEECH_CONTENT_TYPES), "mp3 (default)."),
-                "speed": {"type": ["number", "null"], "minimum": 0.25, "maximum": 4.0},
-                "instructions": text(),
-                "stream_format": choice(("audio", "sse"), "sse: base64 audio delta events."),
-            },
-            ["model", "input", "voice"],
         ),
         "FishTTSRequest": obj(
             {
@@ -171,7 +140,7 @@ def operations() -> list[Operation]:
             "Transcribe audio (OpenAI format)",
             TAG,
             transcript,
-            multipart_body(_speech_to_text(TRANSCRIPT_FORMATS)),
+            declared_form(TRANSCRIPTION),
         ),
         Operation(
             "POST",
@@ -180,7 +149,7 @@ def operations() -> list[Operation]:
             "Translate audio to English (OpenAI format)",
             TAG,
             transcript,
-            multipart_body(_speech_to_text(TRANSLATION_FORMATS)),
+            declared_form(TRANSLATION),
         ),
         Operation(
             "POST",
@@ -189,8 +158,8 @@ def operations() -> list[Operation]:
             "Text to speech (OpenAI format)",
             TAG,
             speech,
-            json_body(
-                ref("SpeechRequest"),
+            declared_json(
+                SPEECH,
                 {
                     "model": "sandbox-tts",
                     "input": "Hello from the gateway",

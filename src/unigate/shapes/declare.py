@@ -38,7 +38,7 @@ class ClosedBody(Body, kw_only=True, forbid_unknown_fields=True):
     """A request body whose unknown fields are refused (the admin API)."""
 
 
-B = TypeVar("B", bound=Body)
+B = TypeVar("B", bound=Body, covariant=True)
 
 
 def _upload_schema(kind: type) -> Schema:
@@ -69,6 +69,8 @@ class Shape(Generic[B]):
         assert isinstance(info, msgspec.inspect.StructType)
         self._lists = frozenset(f.encode_name for f in info.fields if _is_list(f.type))
         self._files = frozenset(f.encode_name for f in info.fields if is_upload(f.type))
+        # A form's parser files `name[]` under `name`: the declared name is the one clients send.
+        self._names = {f.encode_name.removesuffix("[]"): f.encode_name for f in info.fields}
 
     @property
     def name(self) -> str:
@@ -89,7 +91,8 @@ class Shape(Generic[B]):
         `stream=true`; an empty field is its default), its declared files as uploads. A text
         field where a file is declared is refused, not ignored."""
         values: dict[str, Any] = {}
-        for name, value in (payload if payload is not None else form_payload(form)).items():
+        for sent, value in (payload if payload is not None else form_payload(form)).items():
+            name = self._names.get(sent, sent)
             if value == "" or value == []:
                 continue  # an empty form field means the default
             if name in self._lists and not isinstance(value, list):
