@@ -20,6 +20,7 @@ from unigate.openapi.schema import JSON, Declared
 from unigate.settings import Settings
 from unigate.shapes.declare import components
 from unigate.shapes.text import CHAT, COMPLETION, EMBEDDING, MODERATION
+from unigate.translate.responses_request import parse_request
 
 TAKES_A_BODY = ("POST", "PUT", "PATCH")
 # Operations whose method could carry a body but whose endpoint reads none.
@@ -32,7 +33,6 @@ BODYLESS = {
 PENDING = {
     ("POST", "/v1/messages"),
     ("POST", "/v1/messages/count_tokens"),
-    ("POST", "/v1/responses"),
     ("POST", "/v1beta/models/{model}:embedContent"),
     ("POST", "/v1beta/models/{model}:batchEmbedContents"),
     ("POST", "/v1/models/{model}:embedContent"),
@@ -239,3 +239,12 @@ def test_a_form_field_sent_as_text_where_a_file_is_declared_is_refused(relay: In
     assert res.json()["error"] | {"message": ""} == {
         "message": "", "type": "invalid_request_error", "param": "file", "code": "invalid_type"
     }  # fmt: skip
+
+
+def test_responses_format_flags_are_typed_before_they_are_relayed() -> None:
+    fmt = {"type": "json_schema", "name": "answer", "schema": {"type": "object"}}
+    ok = parse_request({"model": "m", "input": "x", "text": {"format": {**fmt, "strict": True}}})
+    assert ok.chat["response_format"]["json_schema"]["strict"] is True
+    with pytest.raises(InvalidRequest) as caught:  # copied into the chat request unchecked before
+        parse_request({"model": "m", "input": "x", "text": {"format": {**fmt, "strict": "yes"}}})
+    assert caught.value.param == "text.format.strict"

@@ -1,8 +1,8 @@
 """The OpenAI Responses API (`api/openai/responses.py`): create on any upstream, and the stored
 responses' retrieve (a background one's events replayed), delete, cancel and input items.
 
-The request schema types the fields the gateway itself reads (a wrong one is a 400 before any
-route is tried); every other field of OpenAI's API is relayed to a native upstream or, on a
+The request body is generated from its declaration (`shapes/responses.py`), which the request is
+checked with; every other field of OpenAI's API is relayed to a native upstream or, on a
 translated route, listed in `x-unigate-dropped-fields`."""
 
 from __future__ import annotations
@@ -12,24 +12,23 @@ from unigate.openapi.schema import (
     SSE,
     Operation,
     Schema,
-    any_of,
     array,
     const,
+    declared_json,
     dropped_fields,
     enum,
     integer,
-    json_body,
     json_response,
     json_text,
     number,
     obj,
     query,
     ref,
-    required_text,
     response,
     sse_event,
     string,
 )
+from unigate.shapes.responses import RESPONSE
 
 TAG = "text"
 _EVENTS = (
@@ -64,77 +63,7 @@ def _nullable(kind: str, **keywords: object) -> Schema:
 
 
 def schemas() -> dict[str, Schema]:
-    item = obj(
-        {
-            "type": string(
-                "message (default), function_call, function_call_output, custom_tool_call, "
-                "custom_tool_call_output, item_reference, reasoning, …"
-            ),
-            "role": string(),
-        }
-    )
-    tool = obj(
-        {
-            "type": string(
-                "function, custom, namespace (function and custom tools under one name) and web_search "
-                "work on every route; other hosted tools need a native route (elsewhere dropped and named, "
-                "or refused with `hosted_tools: reject`)"
-            ),
-            "name": string(),
-        },
-        ["type"],
-    )
     return {
-        "ResponseRequest": obj(
-            {
-                "model": required_text(description="A model id the key may use."),
-                "input": any_of(string(), array(item), description="Text, or typed input items."),
-                "instructions": _nullable("string", description="A system message for this turn only."),
-                "previous_response_id": _nullable("string", description="A stored response to continue."),
-                "store": _nullable("boolean", description="Keep the response (default true)."),
-                "stream": _nullable("boolean", description="Answer as typed server-sent events."),
-                "background": _nullable(
-                    "boolean",
-                    description="Answer `queued` at once and run it on the gateway; poll, stream, cancel it.",
-                ),
-                "max_output_tokens": _nullable("integer", minimum=1),
-                "temperature": _nullable("number"),
-                "top_p": _nullable("number"),
-                "parallel_tool_calls": _nullable("boolean"),
-                "tools": _nullable("array", items=tool),
-                "include": _nullable("array", items=string()),
-                "tool_choice": any_of(
-                    enum("auto", "none", "required", None), obj({"type": string()}, ["type"])
-                ),
-                "text": obj({"format": ref("ResponseTextFormat")}, nullable=True),
-                "reasoning": obj(
-                    {
-                        "effort": _nullable(
-                            "string", enum=["none", "minimal", "low", "medium", "high", "xhigh", None]
-                        )
-                    },
-                    nullable=True,
-                ),
-                "metadata": _nullable(
-                    "object",
-                    maxProperties=16,
-                    propertyNames={"maxLength": 64},
-                    additionalProperties={"type": "string", "maxLength": 512},
-                ),
-                "user": _nullable("string"),
-            },
-            ["model"],
-            "OpenAI's Responses request; `input` is required unless `previous_response_id`, `prompt` or "
-            "`conversation` stands for it.",
-        ),
-        "ResponseTextFormat": obj(
-            {
-                "type": enum("text", "json_object", "json_schema", None),
-                "name": _nullable("string", description="json_schema: the format's name (required)."),
-                "schema": _nullable("object", description="json_schema: the JSON Schema (required)."),
-            },
-            nullable=True,
-        ),
         "Response": obj(
             {
                 "id": string(),
@@ -195,7 +124,7 @@ def operations() -> list[Operation]:
             "Response (OpenAI Responses API)",
             TAG,
             {"200": create_ok},
-            json_body(ref("ResponseRequest"), {"model": "sandbox-chat", "input": "Hello there"}),
+            declared_json(RESPONSE, {"model": "sandbox-chat", "input": "Hello there"}),
             description="Any upstream protocol: relayed to an upstream with its own Responses API "
             "(`responses: native`), translated through chat completions for any other.",
         ),

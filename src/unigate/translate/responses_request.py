@@ -1,7 +1,8 @@
 """A Responses API request (`POST /v1/responses`) checked and turned into the canonical chat
 completions request every upstream protocol can be reached with.
 
-`parse_request` validates the fields the gateway reads and sorts every field into one of:
+`parse_request` checks the body against its declaration (`shapes/responses.py`) and sorts every
+field into one of:
 handled by the gateway itself (`store`, `metadata`, `previous_response_id`, `background`,
 `stream`), mapped onto the chat request (tools: `responses_tools`), honoured only by some
 upstream protocols (listed in `x-unigate-dropped-fields` for the others), needing an upstream
@@ -17,13 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unigate.errors import InvalidRequest
-from unigate.translate.checks import (
-    optional_number,
-    optional_object,
-    optional_string,
-    string_list,
-    wrong_type,
-)
+from unigate.shapes.responses import RESPONSE, ResponseReasoning, ResponseRequest, ResponseText
 from unigate.translate.responses_items import Untranslatable, chat_messages, normalize_input
 from unigate.translate.responses_tools import ToolNames, map_tools
 from unigate.translate.translation import Dropped
@@ -46,7 +41,6 @@ _BY_PROTOCOL = frozenset(
 )  # fmt: skip
 # Fields only an upstream with its own Responses API can serve (state held by OpenAI).
 _NATIVE_ONLY = frozenset({"conversation", "prompt"})
-_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
 
 
 @dataclass(slots=True)
@@ -86,107 +80,53 @@ class ResponsesRequest:
 
 
 def parse_request(payload: Json) -> ResponsesRequest:
-    model = payload.get("model")
-    if model is None:
-        raise _missing("model")
-    if not isinstance(model, str) or not model:
-        raise wrong_type("model", "a non-empty string")
-    flags = {name: _flag(payload, name, default) for name, default in
-             (("stream", False), ("store", True), ("background", False))}  # fmt: skip
-    previous = optional_string(payload.get("previous_response_id"), "previous_response_id") or None
-    instructions = optional_string(payload.get("instructions"), "instructions")
-    value = payload.get("input")
-    blocked: Untranslatable | None = None
-    if value is None:
-        if not any(payload.get(name) is not None for name in _NATIVE_ONLY) and previous is None:
-            raise _missing("input")
-        items: list[Json] = []
-    else:
-        items = normalize_input(value)
+    checked = RESPONSE.check(payload)  # the declared fields' types and bounds (shapes/responses.py)
+    previous = checked.previous_response_id or None
+    items = normalize_input(payload["input"]) if checked.input is not None else []
     chat: Json = {}
-    if flags["stream"]:
+    stream = bool(checked.stream)
+    if stream:
         # The final event carries usage, so the upstream's usage chunk is always asked for.
         chat.update(stream=True, stream_options={"include_usage": True})
     dropped = Dropped()
     names = map_tools(payload, chat, dropped)
-    verbosity = _map_text(optional_object(payload.get("text"), "text"), chat)
-    included = string_list(payload.get("include"), "include")
+    verbosity = _map_text(checked.text, chat)
+    included = checked.include or []
     for value in included:
         if value not in _INCLUDED:
             dropped.drop(f"include.{value}")
     request = ResponsesRequest(
         payload=payload,
-        model=model,
+        model=checked.model,
         input_items=items,
-        instructions=instructions or None,
-        stream=flags["stream"],
-        store=flags["store"],
-        background=flags["background"],
+        instructions=checked.instructions or None,
+        stream=stream,
+        store=checked.store is not False,
+        background=bool(checked.background),
         previous_response_id=previous,
-        metadata=_metadata(payload.get("metadata")),
+        metadata=dict(checked.metadata or {}),
         chat=chat,
         names=names,
         sources=any(value in _INCLUDED for value in included),
-        blocked=blocked,
         dropped=dropped,
     )
-    _map_fields(payload, request)
+    _map_fields(payload, checked, request)
     if verbosity:
         request.dropped.by_protocol["text.verbosity"] = "text.verbosity"
     return request
 
 
-def _missing(param: str) -> InvalidRequest:
-    return InvalidRequest(
-        f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter"
-    )
-
-
-def _flag(payload: Json, name: str, default: bool) -> bool:
-    value = payload.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise wrong_type(name, "a boolean")
-    return value
-
-
-def _metadata(value: Any) -> dict[str, str]:
-    data = optional_object(value, "metadata")
-    if len(data) > 16:
-        raise InvalidRequest("'metadata' holds at most 16 keys.", param="metadata", code="invalid_value")
-    for key, text in data.items():
-        if len(key) > 64 or not isinstance(text, str) or len(text) > 512:
-            raise InvalidRequest(
-                "'metadata' keys are at most 64 characters and values strings of at most 512.",
-                param=f"metadata.{key[:64]}",
-                code="invalid_value",
-            )
-    return dict(data)
-
-
-def _map_fields(payload: Json, request: ResponsesRequest) -> None:
+def _map_fields(payload: Json, checked: ResponseRequest, request: ResponsesRequest) -> None:
     """The scalar fields: mapped, listed per protocol, blocked or dropped."""
     chat = request.chat
-    limit = optional_number(payload.get("max_output_tokens"), "max_output_tokens", integer=True)
-    if limit is not None:
-        if limit < 1:
-            raise InvalidRequest("'max_output_tokens' must be at least 1.", param="max_output_tokens")
-        chat["max_completion_tokens"] = limit
-    for name in ("temperature", "top_p"):
-        if optional_number(payload.get(name), name) is not None:
+    if checked.max_output_tokens is not None:
+        chat["max_completion_tokens"] = checked.max_output_tokens
+    for name in ("temperature", "top_p", "user", "safety_identifier", "prompt_cache_key", "service_tier"):
+        if payload.get(name) is not None:
             chat[name] = payload[name]
-    for name in ("user", "safety_identifier", "prompt_cache_key", "service_tier"):
-        if optional_string(payload.get(name), name) is not None:
-            chat[name] = payload[name]
-    parallel = payload.get("parallel_tool_calls")
-    if parallel is not None:
-        if not isinstance(parallel, bool):
-            raise wrong_type("parallel_tool_calls", "a boolean")
-        if "tools" in chat:  # OpenAI refuses the flag on a request without tools
-            chat["parallel_tool_calls"] = parallel
-    _map_reasoning(optional_object(payload.get("reasoning"), "reasoning"), request)
-    _check_unmapped(payload)
+    if checked.parallel_tool_calls is not None and "tools" in chat:
+        chat["parallel_tool_calls"] = checked.parallel_tool_calls  # OpenAI refuses it without tools
+    _map_reasoning(checked.reasoning, payload.get("reasoning"), request)
     for name, value in payload.items():
         if value is None or name in _GATEWAY or name in _MAPPED or name == "reasoning":
             continue
@@ -202,14 +142,6 @@ def _map_fields(payload: Json, request: ResponsesRequest) -> None:
             request.dropped.drop(name)
 
 
-def _check_unmapped(payload: Json) -> None:
-    """Fields no translation maps (dropped and named, or read by no upstream) but whose type
-    every route would refuse: a 400 here, not a 200 that silently ignored them (`include` is
-    checked where its values are read)."""
-    optional_object(payload.get("stream_options"), "stream_options")
-    optional_string(payload.get("truncation"), "truncation")
-
-
 def _meaningful(name: str, value: Any) -> bool:
     """Whether a field the translation cannot honour asks for anything (a default does not)."""
     if name == "truncation":
@@ -217,49 +149,28 @@ def _meaningful(name: str, value: Any) -> bool:
     return True
 
 
-def _map_reasoning(reasoning: Json, request: ResponsesRequest) -> None:
-    effort = reasoning.get("effort")
-    if effort is not None:
-        if not isinstance(effort, str) or effort not in _EFFORTS:
-            raise InvalidRequest(
-                f"Invalid value for 'reasoning.effort': expected one of {', '.join(sorted(_EFFORTS))}.",
-                param="reasoning.effort",
-                code="invalid_value",
-            )
-        request.chat["reasoning_effort"] = effort
+def _map_reasoning(reasoning: ResponseReasoning | None, given: Any, request: ResponsesRequest) -> None:
+    if reasoning is not None and reasoning.effort is not None:
+        request.chat["reasoning_effort"] = reasoning.effort
         request.dropped.by_protocol["reasoning"] = "reasoning"
-    if reasoning.get("summary") is not None or reasoning.get("generate_summary") is not None:
+    if isinstance(given, dict) and (
+        given.get("summary") is not None or given.get("generate_summary") is not None
+    ):
         request.dropped.drop("reasoning.summary")  # a chat completion has no reasoning summary
 
 
-def _map_text(text: Json, chat: Json) -> bool:
+def _map_text(text: ResponseText | None, chat: Json) -> bool:
     """Map `text.format`; True when `text.verbosity` was set (honoured per protocol)."""
-    fmt = optional_object(text.get("format"), "text.format")
-    kind = fmt.get("type")
-    # Typed whatever the format: a wrong `schema` beside `type: text` is a mistake too.
-    name = optional_string(fmt.get("name"), "text.format.name")
-    schema = fmt.get("schema")
-    if schema is not None and not isinstance(schema, dict):
-        raise wrong_type("text.format.schema", "a JSON Schema object")
-    if kind == "json_object":
+    fmt = text.format if text is not None else None
+    if fmt is not None and fmt.type == "json_object":
         chat["response_format"] = {"type": "json_object"}
-    elif kind == "json_schema":
-        if not name:
-            raise InvalidRequest("'text.format.name' is required for json_schema.", param="text.format.name")
-        if schema is None:
-            raise wrong_type("text.format.schema", "a JSON Schema object")
-        spec: Json = {"name": name, "schema": schema}
-        for key in ("strict", "description"):
-            if fmt.get(key) is not None:
-                spec[key] = fmt[key]
+    elif fmt is not None and fmt.type == "json_schema":
+        spec: Json = {"name": fmt.name, "schema": fmt.schema}
+        if fmt.strict is not None:
+            spec["strict"] = fmt.strict
+        if fmt.description is not None:
+            spec["description"] = fmt.description
         chat["response_format"] = {"type": "json_schema", "json_schema": spec}
-    elif kind not in (None, "text"):
-        raise InvalidRequest(
-            "Invalid value for 'text.format.type': expected text, json_object or json_schema.",
-            param="text.format.type",
-            code="invalid_value",
-        )
-    verbosity = optional_string(text.get("verbosity"), "text.verbosity")
-    if verbosity is not None:
-        chat["verbosity"] = verbosity
-    return verbosity is not None
+    if text is not None and text.verbosity is not None:
+        chat["verbosity"] = text.verbosity
+    return text is not None and text.verbosity is not None
