@@ -43,10 +43,6 @@ PENDING = {
     ("POST", "/v1/models/{model}:generateContent"),
     ("POST", "/v1/models/{model}:streamGenerateContent"),
     ("POST", "/v1/models/{model}:countTokens"),
-    ("POST", "/suno/submit/music"),
-    ("POST", "/suno/submit/lyrics"),
-    ("POST", "/suno/upload/audio"),
-    ("POST", "/suno/fetch"),
     ("POST", "/fish/v1/tts"),
     ("POST", "/fish/v1/asr"),
     ("POST", "/stability/v2beta/stable-image/generate/{variant}"),
@@ -248,3 +244,11 @@ def test_responses_format_flags_are_typed_before_they_are_relayed() -> None:
     with pytest.raises(InvalidRequest) as caught:  # copied into the chat request unchecked before
         parse_request({"model": "m", "input": "x", "text": {"format": {**fmt, "strict": "yes"}}})
     assert caught.value.param == "text.format.strict"
+
+
+def test_music_upload_fields_are_typed_not_ignored(relay: InProcessGateway) -> None:
+    key = relay.create_key()
+    body = {"url": "https://example.com/take.wav", "title": 5}  # ignored before, the audio fetched
+    res = relay.request("POST", "/suno/upload/audio", key, json=body)
+    assert res.status_code == 400, res.text
+    assert res.json()["code"] == "invalid_request" and "'title'" in res.json()["message"]

@@ -1,80 +1,32 @@
-"""The music family (`/suno/*`, `api/vendors/suno.py`): submits as `music/validate.py` checks them
+"""The music family (`/suno/*`, `api/vendors/suno.py`): submits as declared in `shapes/music.py`
 and task records as `music/record.py` renders them, every field present, inside the music
 envelope `{"code": "success", "message": "", "data"}`."""
 
 from __future__ import annotations
 
-from unigate.music.validate import MAX_CONTINUE_AT, MAX_LENGTHS
 from unigate.openapi.schema import (
     JSON,
     MULTIPART,
+    Declared,
     Operation,
     Schema,
     any_of,
     array,
-    binary,
-    body,
     boolean,
     const,
+    declared_json,
     enum,
     integer,
-    json_body,
     json_response,
     link,
     obj,
     ref,
-    required_text,
     string,
-    text,
 )
+from unigate.shapes.music import FETCH, LYRICS, SUBMIT, UPLOAD_FORM, UPLOAD_URL
 
 TAG = "music"
 STATUSES = ("SUBMITTED", "QUEUED", "IN_PROGRESS", "SUCCESS", "FAILURE")
-_NO_NUL = " No NUL characters."
-
-
-def _field(name: str, description: str) -> Schema:
-    return text(MAX_LENGTHS[name], description + _NO_NUL)
-
-
-def _hook() -> Schema:
-    return _field(
-        "notify_hook",
-        "A URL that receives the task envelope, signed (Standard Webhooks), on every change. Loopback, "
-        "private and metadata addresses are refused (400) unless private webhooks are allowed.",
-    )
-
-
-def _submit_request() -> Schema:
-    fields = {
-        "prompt": _field("prompt", "The lyrics, with [Verse]/[Chorus] markers."),
-        "gpt_description_prompt": _field(
-            "gpt_description_prompt", "Description mode: what the song is about."
-        ),
-        "make_instrumental": {"type": ["boolean", "null"], "description": "Description mode: no vocals."},
-        "mv": _field("mv", "The model version (e.g. chirp-v4); `music.default_model` when absent."),
-        "title": _field("title", "The song's title."),
-        "tags": _field("tags", "Style tags, comma-separated."),
-        "task": _field("task", '"extend" continues `continue_clip_id`.'),
-        "continue_clip_id": any_of(
-            string(format="uuid"),
-            enum("", None),
-            description="A clip id (UUID) from any of the key's tasks, uploads included; with `continue_at`.",
-        ),
-        "continue_at": {
-            "type": ["integer", "null"],
-            "minimum": 0,
-            "maximum": MAX_CONTINUE_AT,
-            "description": "Seconds into the clip where the continuation starts; with `continue_clip_id`.",
-        },
-        "notify_hook": _hook(),
-    }
-    return obj(
-        fields,
-        description="Either `prompt` (lyrics) or `gpt_description_prompt` (description mode) must be given. "
-        '`continue_clip_id` and `continue_at` go together; `task: "extend"` needs a clip.',
-        anyOf=[{"required": ["prompt"]}, {"required": ["gpt_description_prompt"]}],
-    )
 
 
 def _clip() -> Schema:
@@ -199,7 +151,6 @@ def _envelope(data: Schema) -> Schema:
 
 def schemas() -> dict[str, Schema]:
     return {
-        "MusicSubmitRequest": _submit_request(),
         "MusicClip": _clip(),
         "MusicTask": _task(),
         "MusicTaskEnvelope": _envelope(ref("MusicTask")),
@@ -218,37 +169,6 @@ def _task_links() -> dict[str, Schema]:
 
 def operations() -> list[Operation]:
     task = {"200": json_response("The whole task record.", ref("MusicTaskEnvelope"))}
-    short = {name: _field(name, d) for name, d in (("mv", "The model version."), ("title", "The title."))}
-    upload = body(
-        {
-            MULTIPART: obj({"file": binary("WAV or MP3 audio."), **short, "notify_hook": _hook()}, ["file"]),
-            JSON: obj(
-                {
-                    "url": required_text(description="Where to fetch the audio (SSRF-guarded)."),
-                    **short,
-                    "notify_hook": _hook(),
-                },
-                ["url"],
-            ),
-        }
-    )
-    lyrics = obj(
-        {
-            "prompt": _field("prompt", "What the song is about (required, not blank)."),
-            "mv": short["mv"],
-            "notify_hook": _hook(),
-        },
-        ["prompt"],
-    )
-    fetch = obj(
-        {
-            "ids": array(
-                string(), maxItems=200, description="Task ids; unknown and other keys' ids are left out."
-            ),
-            "action": {"type": ["string", "null"], "description": "MUSIC (uploads included) or LYRICS."},
-        },
-        ["ids"],
-    )
     return [
         Operation(
             "POST",
@@ -257,8 +177,8 @@ def operations() -> list[Operation]:
             "Submit a music task",
             TAG,
             task,
-            json_body(
-                ref("MusicSubmitRequest"),
+            declared_json(
+                SUBMIT,
                 {
                     "prompt": "[Verse]\nCity lights\n[Chorus]\nWe run",
                     "mv": "chirp-v4",
@@ -279,7 +199,7 @@ def operations() -> list[Operation]:
             "Submit a lyrics task",
             TAG,
             task,
-            json_body(lyrics, {"prompt": "a song about the sea"}),
+            declared_json(LYRICS, {"prompt": "a song about the sea"}),
             description="Uses the model `suno-lyrics` when configured, else `mv` or the default. Its record "
             "has action LYRICS, no clips, and `data` `{text, title, status}`.",
             links=_task_links(),
@@ -291,7 +211,7 @@ def operations() -> list[Operation]:
             "Upload audio to continue",
             TAG,
             task,
-            upload,
+            Declared({MULTIPART: UPLOAD_FORM, JSON: UPLOAD_URL}),
             description="A clip (WAV or MP3) that `continue_clip_id` can continue; free.",
             links=_task_links(),
         ),
@@ -310,6 +230,6 @@ def operations() -> list[Operation]:
             "Fetch several tasks",
             TAG,
             {"200": json_response("The key's tasks among `ids`.", _envelope(array(ref("MusicTask"))))},
-            json_body(fetch, {"ids": ["2f1c5a8e-0000-4000-8000-000000000000"], "action": "MUSIC"}),
+            declared_json(FETCH, {"ids": ["2f1c5a8e-0000-4000-8000-000000000000"], "action": "MUSIC"}),
         ),
     ]

@@ -16,11 +16,11 @@ from unigate.gateway import Gateway
 from unigate.music import validate
 from unigate.providers.base import TaskSubmission
 from unigate.routing.catalog import ModelEntry
+from unigate.shapes.music import FETCH, LYRICS, SUBMIT, UPLOAD_FORM, UPLOAD_URL
 from unigate.tasks.model import Task
 from unigate.tasks.service import Pinned
 from unigate.webhooks.fetch import fetch_url
 
-MAX_FETCH_IDS = 200
 _ENVELOPE_HEAD = b'{"code":"success","message":"","data":'  # + data + "}": no re-serialisation
 LYRICS_MODEL = "suno-lyrics"
 
@@ -59,8 +59,9 @@ class MusicAPI:
     async def submit_music(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
-        fields = validate.music_fields(payload)
-        hook = validate.notify_hook(payload, self.allow_private)
+        checked = SUBMIT.check(payload)
+        fields = validate.music_fields(checked)
+        hook = validate.notify_hook(checked.notify_hook, self.allow_private)
         model, entry = self._model(principal, fields.pop("mv"))
         route: ModelEntry | Pinned = entry
         upstream_fields = fields
@@ -102,8 +103,9 @@ class MusicAPI:
     async def submit_lyrics(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
-        fields = validate.lyrics_fields(payload)
-        hook = validate.notify_hook(payload, self.allow_private)
+        checked_lyrics = LYRICS.check(payload)
+        fields = validate.lyrics_fields(checked_lyrics)
+        hook = validate.notify_hook(checked_lyrics.notify_hook, self.allow_private)
         mv = fields.pop("mv")
         lyrics_entry = self.gw.catalog.resolve(LYRICS_MODEL)
         model, entry = (LYRICS_MODEL, lyrics_entry) if lyrics_entry and not mv else self._model(principal, mv)
@@ -124,35 +126,22 @@ class MusicAPI:
         assert principal is not None
         limit = self.gw.config.limits.max_audio_upload
         content_type = request.header(b"content-type")
-        hook, mv, title = "", "", ""
         if is_multipart(content_type):
             form = await read_form(request, limit)
             try:
-                upload = form.file("file")
-                if upload is None:
-                    raise InvalidRequest(
-                        "The multipart field 'file' is required.", param="file", code="invalid_request"
-                    )
-                data, name = upload.read(), upload.filename
+                sent = UPLOAD_FORM.check_form(form)
+                data, name = sent.file.file.read(), sent.file.file.filename
             finally:
                 form.close()
-            hook = validate.notify_hook({"notify_hook": form.field("notify_hook")}, self.allow_private)
-            mv = form.field("mv") or ""
-            title = form.field("title") or ""
+            hook = validate.notify_hook(sent.notify_hook, self.allow_private)
+            mv, title = sent.mv or "", sent.title or ""
         else:
             _, payload = await request.json_object(self.gw.config.limits.max_json_body)
-            url = payload.get("url")
-            if not isinstance(url, str) or not url:
-                raise InvalidRequest(
-                    "Send the audio as multipart field 'file' or a JSON body {\"url\": ...}.",
-                    param="url",
-                    code="invalid_request",
-                )
-            hook = validate.notify_hook(payload, self.allow_private)
-            mv = str(payload["mv"]) if isinstance(payload.get("mv"), str) else ""
-            title = str(payload["title"]) if isinstance(payload.get("title"), str) else ""
-            data, _ = await fetch_url(self.gw.webhook_sender, url, limit)
-            name = PurePosixPath(url.split("?", 1)[0]).name
+            by_url = UPLOAD_URL.check(payload)
+            hook = validate.notify_hook(by_url.notify_hook, self.allow_private)
+            mv, title = by_url.mv or "", by_url.title or ""
+            data, _ = await fetch_url(self.gw.webhook_sender, by_url.url, limit)
+            name = PurePosixPath(by_url.url.split("?", 1)[0]).name
         suffix = sniff_audio(data)
         if suffix is None:
             raise InvalidRequest(
@@ -183,16 +172,8 @@ class MusicAPI:
     async def fetch_many(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
-        ids = payload.get("ids")
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise InvalidRequest("'ids' must be an array of task ids.", param="ids", code="invalid_request")
-        if len(ids) > MAX_FETCH_IDS:
-            raise InvalidRequest(
-                f"At most {MAX_FETCH_IDS} ids per fetch.", param="ids", code="invalid_request"
-            )
-        action = payload.get("action")
-        if action is not None and not isinstance(action, str):
-            raise InvalidRequest("'action' must be a string.", param="action", code="invalid_request")
+        wanted_tasks = FETCH.check(payload)
+        ids, action = wanted_tasks.ids, wanted_tasks.action
         found: list[Task] = await self.tasks.fetch_many(principal, ids)
         if action:
             wanted = {action.upper()} | ({"UPLOAD"} if action.upper() == "MUSIC" else set())
