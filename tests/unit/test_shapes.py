@@ -21,6 +21,7 @@ from unigate.settings import Settings
 from unigate.shapes.declare import components
 from unigate.shapes.text import CHAT, COMPLETION, EMBEDDING, MODERATION
 from unigate.translate.responses_request import parse_request
+from unigate.video.validate import from_kling, from_unified
 
 TAKES_A_BODY = ("POST", "PUT", "PATCH")
 # Operations whose method could carry a body but whose endpoint reads none.
@@ -46,13 +47,6 @@ PENDING = {
     ("POST", "/fish/v1/tts"),
     ("POST", "/fish/v1/asr"),
     ("POST", "/stability/v2beta/stable-image/generate/{variant}"),
-    ("POST", "/v1/videos"),
-    ("POST", "/v1/videos/{video_id}/remix"),
-    ("POST", "/v1/video/generations"),
-    ("POST", "/kling/v1/videos/text2video"),
-    ("POST", "/kling/v1/videos/image2video"),
-    ("POST", "/v1beta/models/{model}:predictLongRunning"),
-    ("POST", "/v1/models/{model}:predictLongRunning"),
     ("POST", "/ent/v2/text2audio"),
     ("POST", "/ent/v2/lip-sync"),
     ("POST", "/api/tasks/visual/{tool}"),
@@ -252,3 +246,17 @@ def test_music_upload_fields_are_typed_not_ignored(relay: InProcessGateway) -> N
     res = relay.request("POST", "/suno/upload/audio", key, json=body)
     assert res.status_code == 400, res.text
     assert res.json()["code"] == "invalid_request" and "'title'" in res.json()["message"]
+
+
+def test_video_numbers_are_typed_as_documented() -> None:
+    assert from_unified({"model": "m", "prompt": "p", "duration": 3}).fields["seconds"] == 3
+    for body, param in (
+        ({"model": "m", "prompt": "p", "duration": "3"}, "duration"),  # read from its text before
+        ({"model": "m", "prompt": "p", "width": "640", "height": 360}, "width"),
+    ):
+        with pytest.raises(InvalidRequest) as caught:
+            from_unified(body)
+        assert caught.value.param == param
+    with pytest.raises(InvalidRequest) as caught:
+        from_kling({"prompt": "p", "cfg_scale": "0.5"}, "text2video")
+    assert caught.value.param == "cfg_scale"

@@ -1,6 +1,6 @@
 """The video family's OpenAI-style paths (`api/openai/videos.py`, the `openai` SDK's `videos`
 client) and the unified `/v1/video/generations` (`api/unigate/video_generations.py`). Requests are
-checked by `video/validate.py`; records are `records/video.py`'s."""
+declared in `shapes/video.py`; records are `records/video.py`'s."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ from unigate.openapi.audio import choice
 from unigate.openapi.schema import (
     JSON,
     MULTIPART,
+    Declared,
     Operation,
     Schema,
     any_of,
     array,
     binary,
-    body,
     boolean,
     const,
+    declared_json,
     enum,
     integer,
-    json_body,
     json_response,
     link,
     number,
@@ -26,41 +26,17 @@ from unigate.openapi.schema import (
     query,
     redirect,
     ref,
-    required_text,
     response,
     response_header,
     string,
-    text,
 )
-from unigate.video.validate import MAX_PROMPT
+from unigate.shapes.video import REMIX, UNIFIED, VIDEO_FORM, VIDEO_JSON
 
 TAG = "video"
-# 1 to 60, as a number or its text (the SDK sends `seconds` as a string).
-_SECONDS_TEXT = "^([1-9]|[1-5][0-9]|60)$"
 
 
 def _nullable_int() -> Schema:
     return {"type": ["integer", "null"]}
-
-
-def _create(multipart: bool) -> Schema:
-    reference = (
-        binary("A PNG, JPEG or WebP image to start from.")
-        if multipart
-        else obj({"image_url": text(description="An http(s) or data: URL, or base64.")}, nullable=True)
-    )
-    return obj(
-        {
-            "prompt": required_text(MAX_PROMPT),
-            "model": text(description="`media.default_video_model` when absent."),
-            "seconds": any_of(
-                integer(1, 60), string(pattern=_SECONDS_TEXT), enum("", None), description="Default 4."
-            ),
-            "size": text(description="WIDTHxHEIGHT, each side 64 to 3840, e.g. 720x1280."),
-            "input_reference": reference,
-        },
-        ["prompt"],
-    )
 
 
 def _video() -> Schema:
@@ -106,8 +82,6 @@ def _unified() -> Schema:
 
 def schemas() -> dict[str, Schema]:
     return {
-        "VideoCreateRequest": _create(False),
-        "VideoCreateForm": _create(True),
         "Video": _video(),
         "VideoList": obj(
             {
@@ -118,21 +92,6 @@ def schemas() -> dict[str, Schema]:
                 "has_more": boolean(),
             },
             ["object", "data", "first_id", "last_id", "has_more"],
-        ),
-        "VideoGenerationRequest": obj(
-            {
-                "model": required_text(200),
-                "prompt": text(MAX_PROMPT, "Required unless `image` is given."),
-                "image": text(description="A start image: http(s) or data: URL, or base64."),
-                "duration": {"type": ["number", "null"], "minimum": 0.5, "maximum": 60},
-                "width": {"type": ["integer", "null"], "minimum": 64, "maximum": 3840},
-                "height": {"type": ["integer", "null"], "minimum": 64, "maximum": 3840},
-                "fps": {"type": ["integer", "null"], "minimum": 1, "maximum": 60},
-                "seed": {"type": ["integer", "null"], "minimum": 0, "maximum": 2**32 - 1},
-                "metadata": {"type": ["object", "null"], "description": "Passed through to the upstream."},
-            },
-            ["model"],
-            "new-api's unified body; `width` and `height` go together.",
         ),
         "VideoGeneration": _unified(),
     }
@@ -165,9 +124,9 @@ def operations() -> list[Operation]:
             "Create a video (OpenAI format)",
             TAG,
             video,
-            body(
-                {JSON: ref("VideoCreateRequest"), MULTIPART: ref("VideoCreateForm")},
-                examples={
+            Declared(
+                {JSON: VIDEO_JSON, MULTIPART: VIDEO_FORM},
+                {
                     JSON: {
                         "model": "sora-2",
                         "prompt": "a lighthouse at dusk",
@@ -237,7 +196,7 @@ def operations() -> list[Operation]:
             "Remix a completed video",
             TAG,
             video,
-            json_body(obj({"prompt": required_text(MAX_PROMPT)}, ["prompt"])),
+            declared_json(REMIX),
             description="Made by the provider that made the original.",
             links=_video_links(),
         ),
@@ -248,8 +207,8 @@ def operations() -> list[Operation]:
             "Create a video (unified format)",
             TAG,
             {"200": json_response("The task.", ref("VideoGeneration"))},
-            json_body(
-                ref("VideoGenerationRequest"),
+            declared_json(
+                UNIFIED,
                 {
                     "model": "sandbox-video",
                     "prompt": "a red kite",

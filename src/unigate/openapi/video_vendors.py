@@ -5,7 +5,6 @@ paths (`api/gemini/veo.py`), under `/v1beta/` and `/v1/` like the rest of the Ge
 from __future__ import annotations
 
 from unigate.api.serving.task_family import MAX_CALLBACK
-from unigate.openapi.audio import choice
 from unigate.openapi.schema import (
     Operation,
     Schema,
@@ -13,9 +12,9 @@ from unigate.openapi.schema import (
     binary,
     boolean,
     const,
+    declared_json,
     enum,
     integer,
-    json_body,
     json_response,
     link,
     obj,
@@ -27,7 +26,8 @@ from unigate.openapi.schema import (
     text,
 )
 from unigate.records.veo import METADATA_TYPE, RESPONSE_TYPE
-from unigate.video.validate import KLING_ASPECTS, VEO_ASPECTS
+from unigate.shapes.video import KLING_IMAGE, KLING_TEXT
+from unigate.shapes.video import VEO as VEO_BODY
 
 KLING, VEO = "kling", "veo"
 
@@ -36,26 +36,6 @@ def callback(description: str = "") -> Schema:
     """A callback URL as `TaskFamily.callback` checks it (SSRF policy applied at submit and again
     at delivery)."""
     return text(MAX_CALLBACK, description or "Receives the task's record, signed, on every change.")
-
-
-def _kling_request(image_required: bool) -> Schema:
-    image = text(description="An http(s) URL or base64 image" + (" (required)." if image_required else "."))
-    return obj(
-        {
-            "model_name": text(description="The model id; kling-v1 when absent."),
-            "prompt": text(2500, "Required for text2video."),
-            "negative_prompt": text(),
-            "cfg_scale": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
-            "mode": choice(("std", "pro")),
-            "aspect_ratio": choice(KLING_ASPECTS),
-            "duration": {"enum": ["5", "10", 5, 10, None], "description": '"5" (default) or "10" seconds.'},
-            "image": image,
-            "image_tail": text(),
-            "external_task_id": text(200, "Your own id; the task can be queried by it (unique per key)."),
-            "callback_url": callback(),
-        },
-        ["image"] if image_required else [],
-    )
 
 
 def _kling_task() -> Schema:
@@ -107,40 +87,10 @@ def _operation() -> Schema:
 
 def schemas() -> dict[str, Schema]:
     return {
-        "KlingText2VideoRequest": _kling_request(False),
-        "KlingImage2VideoRequest": _kling_request(True),
         "KlingTask": _kling_task(),
         "KlingEnvelope": obj(
             {"code": const(0), "message": string(), "request_id": string(), "data": ref("KlingTask")},
             ["code", "message", "request_id", "data"],
-        ),
-        "VeoRequest": obj(
-            {
-                "instances": array(
-                    obj(
-                        {
-                            "prompt": text(description="Required unless `image` is given."),
-                            "image": obj(
-                                {"bytesBase64Encoded": string(), "mimeType": string()},
-                                ["bytesBase64Encoded"],
-                                nullable=True,
-                            ),
-                        }
-                    ),
-                    minItems=1,
-                ),
-                "parameters": {
-                    "type": ["object", "null"],
-                    "properties": {
-                        "aspectRatio": choice(VEO_ASPECTS),
-                        "resolution": choice(("720p", "1080p")),
-                        "durationSeconds": {"type": ["integer", "null"], "minimum": 1, "maximum": 60},
-                        "negativePrompt": text(),
-                        "seed": {"type": ["integer", "null"], "minimum": 0, "maximum": 2**32 - 1},
-                    },
-                },
-            },
-            ["instances"],
         ),
         "VeoOperation": _operation(),
     }
@@ -157,8 +107,8 @@ def _veo(version: str) -> list[Operation]:
             f"Generate a video (Veo, {version})",
             VEO,
             {"200": json_response("The operation's name.", obj({"name": string()}, ["name"]))},
-            json_body(
-                ref("VeoRequest"),
+            declared_json(
+                VEO_BODY,
                 {
                     "instances": [{"prompt": "a paper boat"}],
                     "parameters": {"aspectRatio": "16:9", "durationSeconds": 2},
@@ -206,8 +156,8 @@ def operations() -> list[Operation]:
             "Text to video (Kling format)",
             KLING,
             envelope,
-            json_body(
-                ref("KlingText2VideoRequest"),
+            declared_json(
+                KLING_TEXT,
                 {"model_name": "kling-v1", "prompt": "a fox in the snow", "duration": "5"},
             ),
             links=_kling_links("text2video"),
@@ -219,7 +169,7 @@ def operations() -> list[Operation]:
             "Image to video (Kling format)",
             KLING,
             envelope,
-            json_body(ref("KlingImage2VideoRequest")),
+            declared_json(KLING_IMAGE),
             links=_kling_links("image2video"),
         ),
         Operation(

@@ -15,6 +15,8 @@ from unigate.edge.multipart import is_multipart, read_form
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
 from unigate.providers.base import TaskRef, TaskSubmission
+from unigate.shapes.declare import form_payload
+from unigate.shapes.video import REMIX
 from unigate.tasks.model import SUCCESS, TERMINAL
 from unigate.tasks.service import Pinned
 from unigate.video.validate import VideoRequest, from_openai
@@ -39,7 +41,7 @@ class VideosAPI:
         if is_multipart(request.header(b"content-type")):
             form = await read_form(request, self.gw.config.limits.max_image_upload)
             try:
-                parsed = from_openai(fields.form_payload(form), form, self.default_model)
+                parsed = from_openai(form_payload(form), form, self.default_model)
             finally:
                 form.close()
         else:
@@ -108,7 +110,7 @@ class VideosAPI:
         the original (it alone knows the source)."""
         assert principal is not None
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
-        prompt = fields.required_text(payload, "prompt", 32_000)
+        prompt = REMIX.check(payload).prompt
         source = await self.family.get(principal, request.params["video_id"], NOT_FOUND)
         if source.status != SUCCESS:
             raise InvalidRequest("Only a completed video can be remixed.", code="video_not_completed")
