@@ -47,8 +47,6 @@ PENDING = {
     ("POST", "/fish/v1/tts"),
     ("POST", "/fish/v1/asr"),
     ("POST", "/stability/v2beta/stable-image/generate/{variant}"),
-    ("POST", "/ent/v2/text2audio"),
-    ("POST", "/ent/v2/lip-sync"),
     ("POST", "/api/tasks/visual/{tool}"),
     ("POST", "/api/tasks/document/{tool}"),
     ("POST", "/admin/keys"),
@@ -260,3 +258,11 @@ def test_video_numbers_are_typed_as_documented() -> None:
     with pytest.raises(InvalidRequest) as caught:
         from_kling({"prompt": "p", "cfg_scale": "0.5"}, "text2video")
     assert caught.value.param == "cfg_scale"
+
+
+def test_vidu_numbers_are_typed_as_documented(relay: InProcessGateway) -> None:
+    key = relay.create_key()
+    body = {"model": "audio1.0", "prompt": "rain on a tin roof", "duration": "5"}  # read as 5.0 before
+    res = relay.request("POST", "/ent/v2/text2audio", key, json=body)
+    assert res.status_code == 400 and "'duration'" in res.json()["message"], res.text
+    assert res.json()["reason"] == "BadRequest"

@@ -4,7 +4,7 @@ tools under `/api/tasks/*` (`api/vendors/picwish.py`, records in `records/picwis
 
 from __future__ import annotations
 
-from unigate.api.vendors import picwish, vidu
+from unigate.api.vendors import picwish
 from unigate.openapi.schema import (
     FORM,
     JSON,
@@ -17,30 +17,25 @@ from unigate.openapi.schema import (
     body,
     boolean,
     const,
+    declared_json,
     enum,
     integer,
-    json_body,
     json_response,
     link,
     number,
     obj,
     ref,
-    required_text,
     string,
     text,
 )
 from unigate.openapi.video_vendors import callback
+from unigate.shapes.vidu import LIP_SYNC, TEXT2AUDIO
 
 VIDU, PICWISH = "vidu", "picwish"
 _STATES = ("created", "queueing", "processing", "success", "failed")
 
 
-def _url(description: str) -> Schema:
-    return text(description=description + " An http(s) URL (at most 4096 characters) or a base64 data: URL.")
-
-
 def _vidu_schemas() -> dict[str, Schema]:
-    payload = text(vidu.MAX_PAYLOAD, "Your own data, echoed in the task.")
     echo = {
         "video_url": string(),
         "audio_url": string(),
@@ -51,46 +46,6 @@ def _vidu_schemas() -> dict[str, Schema]:
         "ref_photo_url": string(),
     }
     return {
-        "ViduText2AudioRequest": obj(
-            {
-                "model": required_text(vidu.MAX_MODEL, "e.g. audio1.0"),
-                "prompt": required_text(vidu.MAX_PROMPT),
-                "duration": {
-                    "type": ["number", "null"],
-                    "minimum": 2,
-                    "maximum": 10,
-                    "description": "Seconds (default 10).",
-                },
-                "seed": {
-                    "type": ["integer", "null"],
-                    "minimum": 0,
-                    "maximum": vidu.SEED_MAX,
-                    "description": "0 or absent: random.",
-                },
-                "payload": payload,
-                "callback_url": callback(),
-            },
-            ["model", "prompt"],
-        ),
-        "ViduLipSyncRequest": obj(
-            {
-                "video_url": required_text(description="The video (http(s) or data: URL)."),
-                "audio_url": _url("The speech; wins over `text`."),
-                "text": any_of(
-                    string(minLength=vidu.MIN_TEXT, maxLength=vidu.MAX_TEXT),
-                    enum("", None),
-                    description="Spoken by `voice_id`.",
-                ),
-                "voice_id": text(vidu.MAX_VOICE_ID, "Required with `text`."),
-                "speed": {"type": ["number", "null"], "minimum": 0.5, "maximum": 2},
-                "volume": {"type": ["number", "null"], "minimum": 0, "maximum": 10},
-                "ref_photo_url": _url("A face to follow."),
-                "payload": payload,
-                "callback_url": callback(),
-            },
-            ["video_url"],
-            "Routes `media.lip_sync_model`; give `audio_url`, or `text` with `voice_id`.",
-        ),
         "ViduCreation": obj(
             {
                 "task_id": string(),
@@ -259,10 +214,7 @@ def operations() -> list[Operation]:
             "Sound effect from text (Vidu format)",
             VIDU,
             creation,
-            json_body(
-                ref("ViduText2AudioRequest"),
-                {"model": "audio1.0", "prompt": "rain on a tin roof", "duration": 5},
-            ),
+            declared_json(TEXT2AUDIO, {"model": "audio1.0", "prompt": "rain on a tin roof", "duration": 5}),
             links=_vidu_links(),
         ),
         Operation(
@@ -272,7 +224,7 @@ def operations() -> list[Operation]:
             "Lip sync (Vidu format)",
             VIDU,
             creation,
-            json_body(ref("ViduLipSyncRequest")),
+            declared_json(LIP_SYNC),
             links=_vidu_links(),
         ),
         Operation(

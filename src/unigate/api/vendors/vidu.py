@@ -4,7 +4,8 @@
 JSON in, JSON out; clients authenticate with `Authorization: Token <key>` (or Bearer) and
 read errors as `{"code", "reason", "message", "metadata"}`. text2audio routes the body's
 `model`; lip sync names no model, so it routes `media.lip_sync_model`. A `callback_url`
-receives the task query's body, signed, on every change.
+receives the task query's body, signed, on every change. Bodies are declared in
+`shapes/vidu.py`.
 """
 
 from __future__ import annotations
@@ -14,110 +15,43 @@ from typing import Any
 
 import orjson
 
-from unigate.api.serving import fields
 from unigate.api.serving.task_family import TaskFamily, send_raw
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.endpoints import Endpoint
-from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
 from unigate.providers.base import TaskSubmission
 from unigate.records.vidu import vidu_creation
+from unigate.shapes.vidu import LIP_SYNC, SEED_MAX, TEXT2AUDIO, ViduLipSyncRequest, ViduText2AudioRequest
 
 FAMILY = "vidu"
-MAX_PROMPT = 1500
-MAX_MODEL = 200
-MAX_PAYLOAD = 1_048_576
-MAX_URL = 4096  # http(s) links; data: URLs are bounded by the JSON body limit instead
-MIN_TEXT, MAX_TEXT = 4, 2000
-MAX_VOICE_ID = 200
-SEED_MAX = 2**31 - 1
 
 
-def _text(payload: dict[str, Any], name: str, max_len: int) -> str:
-    """An optional string field, "" when absent, refused when too long."""
-    value = fields.optional_text(payload, name) or ""
-    if len(value) > max_len:
-        raise InvalidRequest(
-            f"'{name}' is too long: {len(value)} characters, at most {max_len}.",
-            param=name,
-            code="invalid_value",
-        )
-    return value
-
-
-def _url(payload: dict[str, Any], name: str, required: bool = False) -> str:
-    """An input file's URL: http(s), or a base64 data URL; "" when optional and absent."""
-    value = (fields.required_text(payload, name) if required else fields.optional_text(payload, name)) or ""
-    value = value.strip()
-    if not value:
-        return ""
-    if value.startswith("data:"):
-        return value
-    if not value.startswith(("http://", "https://")) or len(value) > MAX_URL:
-        raise InvalidRequest(
-            f"'{name}' must be an http(s) URL of at most {MAX_URL} characters, or a base64 data URL.",
-            param=name,
-            code="invalid_value",
-        )
-    return value
-
-
-def text2audio_fields(payload: dict[str, Any]) -> dict[str, Any]:
-    """The validated text2audio body (without `callback_url`). A seed of 0 or none means a
-    random one: it is picked here and stored, so the task shows the seed that was used."""
-    model = fields.required_text(payload, "model", MAX_MODEL)
-    prompt = fields.required_text(payload, "prompt", MAX_PROMPT)
-    if not prompt.strip():
-        raise InvalidRequest("'prompt' must not be blank.", param="prompt", code="invalid_value")
-    duration = fields.number(payload, "duration", 2, 10)
-    seed = fields.integer(payload, "seed", 0, SEED_MAX) or secrets.randbelow(SEED_MAX) + 1
+def text2audio_fields(sent: ViduText2AudioRequest) -> dict[str, Any]:
+    """The checked text2audio body (without `callback_url`). A seed of 0 or none means a random
+    one: it is picked here and stored, so the task shows the seed that was used."""
     return {
-        "model": model,
-        "prompt": prompt,
-        "duration": 10.0 if duration is None else duration,
-        "seed": seed,
-        "payload": _text(payload, "payload", MAX_PAYLOAD),
+        "model": sent.model,
+        "prompt": sent.prompt,
+        "duration": 10.0 if sent.duration is None else sent.duration,
+        "seed": sent.seed or secrets.randbelow(SEED_MAX) + 1,
+        "payload": sent.payload or "",
     }
 
 
-def lip_sync_fields(payload: dict[str, Any]) -> dict[str, Any]:
-    """The validated lip-sync body (without `callback_url`): the video, and one driving input,
+def lip_sync_fields(sent: ViduLipSyncRequest) -> dict[str, Any]:
+    """The checked lip-sync body (without `callback_url`): the video, and one driving input,
     `audio_url` or `text` spoken by `voice_id`; like Vidu, the audio wins when both are set.
     Optional inputs that were not given are left out."""
-    video_url = _url(payload, "video_url", required=True)
-    audio_url = _url(payload, "audio_url")
-    text = fields.optional_text(payload, "text") or ""
-    if text and not MIN_TEXT <= len(text) <= MAX_TEXT:
-        raise InvalidRequest(
-            f"'text' must be {MIN_TEXT} to {MAX_TEXT} characters long, not {len(text)}.",
-            param="text",
-            code="invalid_value",
-        )
-    voice_id = _text(payload, "voice_id", MAX_VOICE_ID)
-    if not audio_url and not text:
-        raise InvalidRequest(
-            "Give the speech to lip-sync: 'audio_url', or 'text' with a 'voice_id'.",
-            param="audio_url",
-            code="missing_required_parameter",
-        )
-    if not audio_url and not voice_id:
-        raise InvalidRequest(
-            "'voice_id' is required when 'text' drives the lip sync.",
-            param="voice_id",
-            code="missing_required_parameter",
-        )
-    speed = fields.number(payload, "speed", 0.5, 2)
-    volume = fields.number(payload, "volume", 0, 10)
     found: dict[str, Any] = {
-        "video_url": video_url,
-        "audio_url": audio_url,
-        "text": text,
-        "voice_id": voice_id,
-        "speed": 1.0 if speed is None else speed,
-        "volume": 0.0 if volume is None else volume,
-        "ref_photo_url": _url(payload, "ref_photo_url"),
-        "payload": _text(payload, "payload", MAX_PAYLOAD),
+        "video_url": sent.video_url.strip(),
+        "audio_url": (sent.audio_url or "").strip(),
+        "text": sent.text or "",
+        "voice_id": sent.voice_id or "",
+        "speed": 1.0 if sent.speed is None else sent.speed,
+        "volume": 0.0 if sent.volume is None else sent.volume,
+        "ref_photo_url": (sent.ref_photo_url or "").strip(),
+        "payload": sent.payload or "",
     }
     return {name: value for name, value in found.items() if value != "" or name == "payload"}
 
@@ -135,7 +69,7 @@ class ViduAPI:
     async def text2audio(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
         _, payload = await request.json_object(self.max_json)
-        job_fields = text2audio_fields(payload)
+        job_fields = text2audio_fields(TEXT2AUDIO.check(payload))
         # A seed the gateway picked is not part of the request: a retry with the same
         # Idempotency-Key (which gets another random seed here) is the same request.
         picked = ("seed",) if payload.get("seed") in (None, "", 0) else ()
@@ -144,7 +78,7 @@ class ViduAPI:
     async def lip_sync(self, request: Request, principal: Principal | None) -> None:
         assert principal is not None
         _, payload = await request.json_object(self.max_json)
-        job_fields = lip_sync_fields(payload)
+        job_fields = lip_sync_fields(LIP_SYNC.check(payload))
         await self._create(request, principal, payload, "lip-sync", self.lip_sync_model, job_fields)
 
     async def _create(
