@@ -47,8 +47,6 @@ PENDING = {
     ("POST", "/fish/v1/tts"),
     ("POST", "/fish/v1/asr"),
     ("POST", "/stability/v2beta/stable-image/generate/{variant}"),
-    ("POST", "/api/tasks/visual/{tool}"),
-    ("POST", "/api/tasks/document/{tool}"),
     ("POST", "/admin/keys"),
     ("PATCH", "/admin/keys/{key_id}"),
 }

@@ -9,12 +9,11 @@ from unigate.openapi.schema import (
     FORM,
     JSON,
     MULTIPART,
+    Declared,
     Operation,
     Schema,
     any_of,
     array,
-    binary,
-    body,
     boolean,
     const,
     declared_json,
@@ -26,9 +25,9 @@ from unigate.openapi.schema import (
     obj,
     ref,
     string,
-    text,
 )
-from unigate.openapi.video_vendors import callback
+from unigate.shapes.picwish import FORM as PICWISH_FORM
+from unigate.shapes.picwish import PLAIN as PICWISH_PLAIN
 from unigate.shapes.vidu import LIP_SYNC, TEXT2AUDIO
 
 VIDU, PICWISH = "vidu", "picwish"
@@ -80,35 +79,6 @@ def _vidu_schemas() -> dict[str, Schema]:
     }
 
 
-def _picwish_form(files: bool) -> Schema:
-    props: dict[str, Schema] = {
-        "image_url": text(picwish.MAX_URL, "An http(s) URL; exactly one of image_file and image_url."),
-        "sync": any_of(
-            enum(0, 1, "0", "1", "", None), description="1: wait for the task (30 s visual, 120 s OCR)."
-        ),
-        "return_type": any_of(
-            enum(1, "1", "", None), description="1: result URLs (the only form the gateway answers)."
-        ),
-        "callback_url": callback(),
-        "type": text(description="segmentation: person, object or stamp; scale: clean or face."),
-        "output_type": text(description="segmentation: 1, 2 or 3."),
-        "crop": text(description="segmentation: 0 or 1."),
-        "format": text(description="segmentation: png or jpg; ocr: " + ", ".join(picwish.OCR_FORMATS) + "."),
-        "bg_color": text(description="segmentation: hex colour, e.g. FFFFFF."),
-        "mask_url": text(description="inpaint: an http(s) URL."),
-        "rectangles": text(description='inpaint: JSON [{"x", "y", "width", "height"}].'),
-        "scale_factor": text(description="scale: 1, 2 (default) or 4."),
-        "language": text(description="ocr: comma-separated languages."),
-    }
-    if files:
-        props = {
-            "image_file": binary("A PNG, JPEG or WebP image."),
-            "mask_file": binary("inpaint: the mask."),
-            **props,
-        }
-    return obj(props, description="The tool's parameters apply to its own path only; others are ignored.")
-
-
 def _picwish_task() -> Schema:
     time = {"type": ["integer", "null"], "description": "Unix seconds; null until it happens."}
     return obj(
@@ -141,8 +111,6 @@ def _picwish_task() -> Schema:
 def schemas() -> dict[str, Schema]:
     return {
         **_vidu_schemas(),
-        "PicWishForm": _picwish_form(True),
-        "PicWishPlainForm": _picwish_form(False),
         "PicWishTask": _picwish_task(),
         "PicWishEnvelope": obj(
             {"status": const(200), "message": const("success"), "data": ref("PicWishTask")},
@@ -174,9 +142,7 @@ def _picwish(kind: str, tools: tuple[str, ...]) -> list[Operation]:
                     ),
                 )
             },
-            body(
-                {MULTIPART: ref("PicWishForm"), FORM: ref("PicWishPlainForm"), JSON: ref("PicWishPlainForm")}
-            ),
+            Declared({MULTIPART: PICWISH_FORM, FORM: PICWISH_PLAIN, JSON: PICWISH_PLAIN}),
             links={
                 "query": link(
                     f"picwishQuery{title}",

@@ -3,7 +3,8 @@
 `GET /api/tasks/{visual|document}/{tool}/{task_id}`.
 
 A create is a form (multipart, or urlencoded / JSON when the image is a URL) with exactly one
-of `image_file` and `image_url`, the tool's parameters, `sync` and `callback_url`. Each tool
+of `image_file` and `image_url`, the tool's parameters, `sync` and `callback_url`, declared in
+`shapes/picwish.py`; the tool's parameters' values are checked here, per tool. Each tool
 routes the model `picwish/<tool>`. Answers are `{"status": 200, "message": "success",
 "data"}`; `sync=1` waits for the task (30 s for visual tools, 120 s for OCR) and answers its
 task object. Errors are `{"status", "message"}`.
@@ -17,7 +18,6 @@ from typing import Any
 
 import orjson
 
-from unigate.api.serving import fields
 from unigate.api.serving.task_family import TaskFamily, send_raw
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, urlencoded
@@ -28,16 +28,16 @@ from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 from unigate.providers.base import InputFile, TaskSubmission
 from unigate.records.picwish import picwish_envelope
+from unigate.shapes.declare import form_payload
+from unigate.shapes.picwish import FORM, MAX_URL, OCR_FORMATS, PLAIN, PicWishFields, PicWishForm
 from unigate.tasks.model import Task
 
 FAMILY = "picwish"
 TOOLS = {"visual": ("segmentation", "inpaint", "scale"), "document": ("ocr",)}
 SYNC_SECONDS = {"visual": 30.0, "document": 120.0}
 SYNC_POLL = 0.25  # seconds between looks at the task while a sync create waits
-MAX_URL = 4096
 MAX_RECTANGLES = 100
 MAX_LANGUAGES = 10
-OCR_FORMATS = ("txt", "pdf", "docx", "xlsx", "pptx")
 _ENVELOPE_HEAD = b'{"status":200,"message":"success","data":'  # + task object + "}"
 
 
@@ -140,25 +140,19 @@ def _image_file(upload: UploadedFile) -> InputFile:
     return InputFile(upload.read(), upload.filename or f"{upload.name}.{kind}", IMAGE_CONTENT_TYPES[kind])
 
 
-def build_job(kind: str, tool: str, payload: dict[str, Any], form: Form | None) -> TaskSubmission:
-    """The job for one create: exactly one image source, the tool's checked parameters, and
-    for inpaint exactly one of `mask_file`, `mask_url` and `rectangles`."""
-    upload = fields.optional_file(form, "image_file") if form is not None else None
-    image_url = _image_url(payload, "image_url")
-    if (upload is None) == (not image_url):
-        raise InvalidRequest(
-            "Give exactly one of 'image_file' (an uploaded image) and 'image_url'.",
-            param="image_file",
-            code="invalid_request",
-        )
+def build_job(kind: str, tool: str, payload: dict[str, Any], sent: PicWishFields) -> TaskSubmission:
+    """The job for one checked create (`shapes/picwish.py`: exactly one image source): the
+    tool's checked parameters, and for inpaint exactly one of `mask_file`, `mask_url` and
+    `rectangles`."""
+    upload = sent.image_file.file if isinstance(sent, PicWishForm) and sent.image_file else None
     job_fields: dict[str, Any] = tool_params(tool, payload)
     files: dict[str, InputFile] = {}
     if upload is not None:
         files["image_file"] = _image_file(upload)
     else:
-        job_fields["image_url"] = image_url
+        job_fields["image_url"] = (sent.image_url or "").strip()
     if tool == "inpaint":
-        mask = fields.optional_file(form, "mask_file") if form is not None else None
+        mask = sent.mask_file.file if isinstance(sent, PicWishForm) and sent.mask_file else None
         if mask is not None:
             files["mask_file"] = _image_file(mask)
         given = [name for name in ("mask_url", "rectangles") if name in job_fields]
@@ -203,15 +197,16 @@ class PicWishAPI:
         tool = self._tool(request, kind)
         form: Form | None = None
         try:
+            sent: PicWishFields
             if is_multipart(request.header(b"content-type")):
                 form = await read_form(request, self.max_upload)
-                payload = fields.form_payload(form)
+                payload = form_payload(form)
+                sent = FORM.check_form(form, payload)
             else:
                 payload = await self._plain_body(request)
-            job = build_job(kind, tool, payload, form)
-            sync = fields.integer(payload, "sync", 0, 1) or 0
-            if _option(payload, "return_type", ("1", "2", "3"), "1") != "1":
-                raise _bad("return_type", "The gateway answers result URLs only (return_type 1).")
+                sent = PLAIN.check(payload)
+            job = build_job(kind, tool, payload, sent)
+            sync = sent.sync in (1, "1")
             callback = self.family.callback(payload)
             entry = self.family.model(principal, job.model)
             task = await self.family.submit(request, principal, job, entry, callback=callback)
