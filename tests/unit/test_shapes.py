@@ -44,9 +44,6 @@ PENDING = {
     ("POST", "/v1/models/{model}:generateContent"),
     ("POST", "/v1/models/{model}:streamGenerateContent"),
     ("POST", "/v1/models/{model}:countTokens"),
-    ("POST", "/fish/v1/tts"),
-    ("POST", "/fish/v1/asr"),
-    ("POST", "/stability/v2beta/stable-image/generate/{variant}"),
     ("POST", "/admin/keys"),
     ("PATCH", "/admin/keys/{key_id}"),
 }
@@ -264,3 +261,13 @@ def test_vidu_numbers_are_typed_as_documented(relay: InProcessGateway) -> None:
     res = relay.request("POST", "/ent/v2/text2audio", key, json=body)
     assert res.status_code == 400 and "'duration'" in res.json()["message"], res.text
     assert res.json()["reason"] == "BadRequest"
+
+
+def test_fish_tts_fields_are_typed_as_documented(relay: InProcessGateway) -> None:
+    key = relay.create_key()
+    body = {"text": "hello", "format": "wav"}
+    assert relay.request("POST", "/fish/v1/tts", key, json=body).status_code == 200
+    for extra in ({"normalize": "true"}, {"sample_rate": "16000"}):  # both read from their text before
+        res = relay.request("POST", "/fish/v1/tts", key, json={**body, **extra})
+        assert res.status_code == 400 and res.json()["status"] == 400, res.text
+        assert f"'{next(iter(extra))}'" in res.json()["message"]

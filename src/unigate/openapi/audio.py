@@ -4,7 +4,6 @@ in multipart bodies are their text spellings; an empty optional field means its 
 
 from __future__ import annotations
 
-from unigate.api.vendors.fish import MAX_TEXT, TTS_FORMATS
 from unigate.edge.media_types import SPEECH_CONTENT_TYPES
 from unigate.openapi.schema import (
     JSON,
@@ -18,20 +17,18 @@ from unigate.openapi.schema import (
     declared_json,
     header,
     integer,
-    json_body,
     json_response,
     json_text,
-    multipart_body,
     number,
     obj,
     ref,
-    required_text,
     response,
     sse_event,
     string,
-    text,
 )
 from unigate.shapes.audio import SPEECH, TRANSCRIPTION, TRANSLATION
+from unigate.shapes.fish import ASR as FISH_ASR
+from unigate.shapes.fish import TTS as FISH_TTS
 
 TAG = "audio"
 _TEXT = "text/plain"  # sent as `text/plain; charset=utf-8`
@@ -64,23 +61,6 @@ def schemas() -> dict[str, Schema]:
             },
             ["text"],
             "json: `text` (and `usage`); verbose_json adds task, language, duration, segments, words.",
-        ),
-        "FishTTSRequest": obj(
-            {
-                "text": required_text(MAX_TEXT),
-                "format": choice(TTS_FORMATS, "mp3 (default)."),
-                "sample_rate": {
-                    "type": ["integer", "null"],
-                    "minimum": 8000,
-                    "maximum": 48000,
-                    "description": "opus: 48000 only.",
-                },
-                "latency": choice(("normal", "balanced", "low")),
-                "mp3_bitrate": {"type": ["integer", "null"], "minimum": 64, "maximum": 192},
-                "normalize": {"type": ["boolean", "null"]},
-                "reference_id": text(description="A voice model id."),
-            },
-            ["text"],
         ),
         "FishTranscription": obj(
             {
@@ -180,7 +160,7 @@ def operations() -> list[Operation]:
                     {mime: binary() for mime in ("audio/mpeg", "audio/wav", "audio/pcm", "audio/ogg")},
                 )
             },
-            json_body(ref("FishTTSRequest"), {"text": "Hello from the gateway", "format": "wav"}),
+            declared_json(FISH_TTS, {"text": "Hello from the gateway", "format": "wav"}),
             parameters=(fish_model,),
         ),
         Operation(
@@ -190,16 +170,7 @@ def operations() -> list[Operation]:
             "Speech to text (Fish Audio format)",
             TAG,
             {"200": json_response("The text with timed segments.", ref("FishTranscription"))},
-            multipart_body(
-                obj(
-                    {
-                        "audio": binary("The audio."),
-                        "language": string(),
-                        "ignore_timestamps": {"type": "boolean"},
-                    },
-                    ["audio"],
-                )
-            ),
+            declared_form(FISH_ASR),
             parameters=(fish_model,),
         ),
     ]

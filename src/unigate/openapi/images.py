@@ -7,9 +7,7 @@ from __future__ import annotations
 from base64 import b64encode
 
 from unigate.api.serving.media import AVATAR_PNG
-from unigate.api.vendors.stability import ASPECT_RATIOS, SD3_MODELS, STYLE_PRESETS
 from unigate.edge.media_types import IMAGE_CONTENT_TYPES
-from unigate.openapi.audio import choice
 from unigate.openapi.schema import (
     JSON,
     MULTIPART,
@@ -18,19 +16,19 @@ from unigate.openapi.schema import (
     Schema,
     array,
     binary,
+    declared_form,
     declared_json,
     enum,
     integer,
     json_response,
-    multipart_body,
     obj,
     ref,
-    required_text,
     response,
     response_header,
     string,
 )
 from unigate.shapes.images import EDIT_FORM, EDIT_JSON, GENERATION
+from unigate.shapes.stability import GENERATE as STABILITY
 
 TAG = "image"
 
@@ -47,20 +45,6 @@ def schemas() -> dict[str, Schema]:
                 "usage": obj({}),
             },
             ["created", "data"],
-        ),
-        "StabilityRequest": obj(
-            {
-                "prompt": required_text(10_000),
-                "negative_prompt": string(),
-                "aspect_ratio": choice(ASPECT_RATIOS),
-                "seed": integer(0, 4_294_967_294),
-                "output_format": choice(("png", "jpeg", "webp"), "sd3: png or jpeg."),
-                "style_preset": string("core: " + ", ".join(STYLE_PRESETS) + "."),
-                "image": binary("Image-to-image (ultra, sd3; not core), with `strength`."),
-                "strength": string("0 to 1; required with `image`."),
-                "model": string("sd3 only: " + ", ".join(SD3_MODELS) + " (`media.sd3_model` when absent)."),
-            },
-            ["prompt"],
         ),
         "StabilityImage": obj(
             {"image": string("base64"), "finish_reason": string(), "seed": integer(0)},
@@ -126,7 +110,7 @@ def operations() -> list[Operation]:
             "Generate an image (Stability format)",
             TAG,
             {"200": stability},
-            multipart_body(ref("StabilityRequest"), {"prompt": "a fox in the snow", "aspect_ratio": "1:1"}),
+            declared_form(STABILITY, {"prompt": "a fox in the snow", "aspect_ratio": "1:1"}),
             path_schemas={"variant": enum("ultra", "core", "sd3")},
             description="ultra and core route stable-image-ultra / stable-image-core; sd3 routes `model`.",
         ),

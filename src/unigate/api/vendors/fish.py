@@ -4,7 +4,6 @@ text with timestamped segments out). Errors use Fish's `{"status", "message"}` b
 
 from __future__ import annotations
 
-from unigate.api.serving import fields
 from unigate.api.serving.relay import BINARY_FRAMING
 from unigate.api.serving.serve import Serving, media_attempt
 from unigate.auth.principal import Principal
@@ -16,9 +15,8 @@ from unigate.edge.multipart import is_multipart, read_form
 from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
 from unigate.providers.base import MediaCall
-
-TTS_FORMATS = ("mp3", "wav", "pcm", "opus")
-MAX_TEXT = 15_000
+from unigate.shapes.declare import form_payload
+from unigate.shapes.fish import ASR, TTS
 
 
 class FishAPI:
@@ -36,15 +34,7 @@ class FishAPI:
         if is_multipart(request.header(b"content-type")):
             raise InvalidRequest("This endpoint takes a JSON body.", code="invalid_content_type")
         raw, payload = await request.json_object(self.max_json)
-        fields.required_text(payload, "text", MAX_TEXT)
-        fmt = fields.choice(payload, "format", TTS_FORMATS, "mp3")
-        rate = fields.integer(payload, "sample_rate", 8000, 48000)
-        if fmt == "opus" and rate not in (None, 48000):
-            raise InvalidRequest("opus is 48000 Hz only.", param="sample_rate", code="invalid_value")
-        fields.choice(payload, "latency", ("normal", "balanced", "low"))
-        fields.integer(payload, "mp3_bitrate", 64, 192)
-        fields.boolean(payload, "normalize")
-        fields.optional_text(payload, "reference_id")
+        TTS.check(payload)
         header = request.header(b"model")
         model = header.decode("latin-1").strip() if header else self.media.fish_tts_model
         call = MediaCall("fish.tts", model, payload, raw=raw)
@@ -55,12 +45,10 @@ class FishAPI:
     async def asr(self, request: Request, principal: Principal | None) -> None:
         form = await read_form(request, self.max_upload)
         try:
-            payload = fields.form_payload(form)
-            upload = fields.one_file(form, "audio", "the audio to transcribe")
-            if sniff_audio(upload.head()) is None:
+            payload = form_payload(form)
+            upload = ASR.check_form(form, payload).audio.file
+            if upload.size == 0 or sniff_audio(upload.head()) is None:  # its content is no field's type
                 raise InvalidRequest("The file is not audio in a supported format.", param="audio")
-            fields.optional_text(payload, "language")
-            fields.boolean(payload, "ignore_timestamps")
             header = request.header(b"model")
             model = header.decode("latin-1").strip() if header else self.media.fish_asr_model
             call = MediaCall("fish.asr", model, payload, form)
