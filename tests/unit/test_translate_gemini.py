@@ -930,3 +930,12 @@ def test_tool_choice_without_tools_sends_no_tool_config() -> None:
         {"messages": [{"role": "user", "content": "hi"}], "tool_choice": "none"}
     )
     assert gemini == {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+
+
+@pytest.mark.parametrize("declaration", [{}, {"name": ""}, {"name": 5}, "f"])
+def test_a_function_declaration_needs_a_name(declaration: Any) -> None:
+    """Google's API and the document require `name`; it became a tool named None before."""
+    body = {"contents": [{"parts": [{"text": "x"}]}], "tools": [{"functionDeclarations": [declaration]}]}
+    with pytest.raises(InvalidRequest) as caught:
+        gemini_to_openai_request(body, "m")
+    assert caught.value.param in ("tools[0].functionDeclarations[0].name", "tools[0].functionDeclarations[0]")

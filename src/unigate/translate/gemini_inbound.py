@@ -207,8 +207,12 @@ def _openai_tools(tools: Any, body: Json, dropped: Dropped | None) -> list[Json]
             if any(_camel(name) == "functionDeclarations" for name in tool):
                 raise wrong_type(f"tools[{j}].functionDeclarations", "an array")
             continue
-        for declaration in map(as_object, declarations):
-            fn: Json = {"name": declaration.get("name")}
+        for k, given in enumerate(declarations):
+            where = f"tools[{j}].functionDeclarations[{k}]"
+            declaration = _object(given, where)
+            if not isinstance(declaration.get("name"), str) or not declaration["name"]:
+                raise wrong_type(f"{where}.name", "a non-empty string")  # the call's name: required
+            fn: Json = {"name": declaration["name"]}
             if isinstance(declaration.get("description"), str):
                 fn["description"] = declaration["description"]
             json_schema = field(declaration, "parametersJsonSchema")
