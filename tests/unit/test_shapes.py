@@ -14,11 +14,13 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.in_process import InProcessGateway
 from tests.support.video import sandbox_config
 from unigate.app import GatewayApp, create_app
+from unigate.edge.multipart import Form
 from unigate.errors import InvalidRequest
 from unigate.openapi.builder import build, declared_components, operations
 from unigate.openapi.schema import JSON, Declared
 from unigate.settings import Settings
 from unigate.shapes.declare import components
+from unigate.shapes.stability import GENERATE as STABILITY
 from unigate.shapes.text import CHAT, COMPLETION, EMBEDDING, MODERATION
 from unigate.translate.responses_request import parse_request
 from unigate.video.validate import from_kling, from_unified
@@ -271,3 +273,30 @@ def test_fish_tts_fields_are_typed_as_documented(relay: InProcessGateway) -> Non
         res = relay.request("POST", "/fish/v1/tts", key, json={**body, **extra})
         assert res.status_code == 400 and res.json()["status"] == 400, res.text
         assert f"'{next(iter(extra))}'" in res.json()["message"]
+
+
+def _form(**fields: str) -> Form:
+    return Form(fields={k: [v] for k, v in fields.items()}, parts=list(fields.items()))
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"strength": "null"}, "strength"),  # no null spelling in a form
+        ({"seed": "2.0"}, "seed"),
+        ({"seed": "\u00b2"}, "seed"),  # a digit to str.isdigit(), not ASCII
+        ({"strength": "nan"}, "strength"),
+    ],
+)
+def test_form_text_is_read_only_in_its_spellings(fields: dict[str, str], param: str) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        STABILITY.check_form(_form(prompt="a fox", **fields))
+    assert caught.value.param == param
+    sent = STABILITY.check_form(_form(prompt="a fox", seed="7", strength="0.5", aspect_ratio=""))
+    assert (sent.seed, sent.strength, sent.aspect_ratio) == (7, 0.5, None)
+
+
+def test_an_empty_optional_form_field_is_documented_as_the_default() -> None:
+    schema = declared_components()["StabilityRequest"]
+    assert schema["properties"]["strength"]["anyOf"][1] == {"const": ""}
+    assert "prompt" in schema["required"] and "anyOf" not in schema["properties"]["prompt"]

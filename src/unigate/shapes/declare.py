@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from unigate.edge.multipart import Form
+from unigate.shapes.form_text import from_text
 from unigate.shapes.refusal import OPENAI, Upload, Wording, is_upload, refusal
 
 Schema = dict[str, Any]
@@ -71,6 +72,7 @@ class Shape(Generic[B]):
         self._files = frozenset(f.encode_name for f in info.fields if is_upload(f.type))
         # A form's parser files `name[]` under `name`: the declared name is the one clients send.
         self._names = {f.encode_name.removesuffix("[]"): f.encode_name for f in info.fields}
+        self._types = {f.encode_name: f.type for f in info.fields}
 
     @property
     def name(self) -> str:
@@ -81,10 +83,16 @@ class Shape(Generic[B]):
 
     def check(self, payload: Mapping[str, Any]) -> B:
         """The JSON body, checked: the typed value, or `InvalidRequest` naming the field."""
+        if self.lax:
+            payload = self._from_text(payload)
         try:
-            return msgspec.convert(payload, self.kind, strict=not self.lax)
+            return msgspec.convert(payload, self.kind)
         except msgspec.ValidationError as exc:
             raise refusal(exc, self.kind, payload, self.wording) from None
+
+    def _from_text(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        types = self._types
+        return {k: from_text(v, types[k]) if k in types else v for k, v in payload.items()}
 
     def check_form(self, form: Form, payload: Mapping[str, Any] | None = None) -> B:
         """A multipart form, checked: its text fields read from their text spellings (`n=2`,
@@ -104,8 +112,9 @@ class Shape(Generic[B]):
                 raise self.wording.refuse("type", name, "a file part (with a filename), not a text field")
             if uploads:
                 values[name] = uploads if name in self._lists else uploads[0]
+        values = self._from_text(values)
         try:
-            return msgspec.convert(values, self.kind, strict=False)
+            return msgspec.convert(values, self.kind)
         except msgspec.ValidationError as exc:
             raise refusal(exc, self.kind, values, self.wording) from None
 
@@ -131,8 +140,11 @@ def components(shapes: Iterable[Shape[Any]], forms: Iterable[Shape[Any]] = ()) -
     for schema in found.values():
         schema.pop("title", None)  # the component's name says it
     for shape in forms:
-        for name, prop in found[shape.name]["properties"].items():
-            found[shape.name]["properties"][name] = _not_null(prop)
+        schema = found[shape.name]
+        required = set(schema.get("required", ()))
+        for name, prop in schema["properties"].items():
+            prop = _not_null(prop)
+            schema["properties"][name] = prop if name in required else _blank_allowed(prop)
     for kind, shape in listed.items():
         if shape.patch is not None:
             shape.patch(found[kind.__name__])
@@ -145,6 +157,15 @@ def _not_null(prop: Schema) -> Schema:
         return prop
     rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
     return {**rest, **members[0]} if len(members) == 1 else {**rest, "anyOf": members}
+
+
+def _blank_allowed(prop: Schema) -> Schema:
+    """An optional form field may be sent empty, meaning its default."""
+    if "" in prop.get("enum", ()) or prop.get("format") == "binary" or prop.get("type") == "array":
+        return prop
+    rest = {k: v for k, v in prop.items() if k != "description"}
+    described = {"description": prop["description"]} if "description" in prop else {}
+    return {**described, "anyOf": [rest, {"const": ""}]}
 
 
 def _is_list(info: msgspec.inspect.Type) -> bool:

@@ -20,7 +20,7 @@ from unigate.shapes.video import Callback
 
 MAX_URL = 4096
 OCR_FORMATS = ("txt", "pdf", "docx", "xlsx", "pptx")
-_HTTP = r"^\s*https?://"
+_HTTP = r"^$|^\s*https?://"  # "" is absent
 
 ImageURL = Annotated[
     Annotated[str, Meta(max_length=MAX_URL, pattern=_HTTP)] | None,
