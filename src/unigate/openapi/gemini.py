@@ -63,7 +63,8 @@ def schemas() -> dict[str, Schema]:
     content = obj(
         {
             "role": {"type": ["string", "null"], "description": "user (default), model, function or tool."},
-            "parts": array(part),
+            # null is the default (none), as Google's JSON mapping reads it and the translator does.
+            "parts": {"type": ["array", "null"], "items": part},
         },
     )
     text_content = obj({"parts": array(obj({"text": string()}, ["text"]), minItems=1)}, ["parts"])
