@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.in_process import InProcessGateway
 from tests.support.video import sandbox_config
@@ -34,8 +35,6 @@ BODYLESS = {
 # Bodies still described by hand beside their router's own checks: to be declared, family by
 # family. The list may only shrink (an entry that became declared fails the test below).
 PENDING = {
-    ("POST", "/v1/messages"),
-    ("POST", "/v1/messages/count_tokens"),
     ("POST", "/v1beta/models/{model}:embedContent"),
     ("POST", "/v1beta/models/{model}:batchEmbedContents"),
     ("POST", "/v1/models/{model}:embedContent"),
@@ -300,3 +299,31 @@ def test_an_empty_optional_form_field_is_documented_as_the_default() -> None:
     schema = declared_components()["StabilityRequest"]
     assert schema["properties"]["strength"]["anyOf"][1] == {"const": ""}
     assert "prompt" in schema["required"] and "anyOf" not in schema["properties"]["prompt"]
+
+
+@pytest.fixture(scope="module")
+def claude() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+def test_anthropic_max_tokens_bound_is_checked_where_documented(
+    tmp_path_factory: pytest.TempPathFactory, claude: FakeAnthropic
+) -> None:
+    """The document always said max_tokens >= 1; a same-format relay forwarded 0 anyway."""
+    config = sandbox_config(
+        # pragma: allowlist nextline secret
+        providers=[
+            {"name": "claude", "protocol": "anthropic", "base_url": claude.base_url, "api_key": "sk-a"}
+        ],
+        models=[{"name": "relayed-claude", "routes": [{"provider": "claude", "model": "claude-x"}]}],
+    )
+    with InProcessGateway(tmp_path_factory.mktemp("shapes_claude"), config) as gw:
+        key = gw.create_key()
+        body = {"model": "relayed-claude", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+        assert gw.request("POST", "/v1/messages", key, json=body).status_code == 200
+        before = len(claude.received)
+        res = gw.request("POST", "/v1/messages", key, json={**body, "max_tokens": 0})
+        assert res.status_code == 400, res.text
+        assert res.json()["error"]["type"] == "invalid_request_error"
+        assert "max_tokens" in res.json()["error"]["message"] and len(claude.received) == before

@@ -12,22 +12,21 @@ from unigate.openapi.schema import (
     SSE,
     Operation,
     Schema,
-    any_of,
     array,
     const,
+    declared_json,
     dropped_fields,
     integer,
-    json_body,
     json_response,
     json_text,
     obj,
     ref,
-    required_text,
     response,
     response_header,
     sse_event,
     string,
 )
+from unigate.shapes.anthropic import COUNT_TOKENS, MESSAGES
 
 TAG = "text"
 
@@ -38,32 +37,7 @@ def _messages() -> list[dict[str, Any]]:
 
 def schemas() -> dict[str, Schema]:
     block = obj({"type": string("text, image, document, tool_use, tool_result, …")}, ["type"])
-    message = obj(
-        {
-            "role": {"enum": ["user", "assistant", "system"]},
-            "content": any_of(string(), array(block)),
-        },
-        ["role", "content"],
-    )
-    conversation = {
-        "model": required_text(description="A model id the key may use."),
-        "messages": array(ref("AnthropicMessageParam"), minItems=1),
-        "system": any_of(string(), array(block), {"type": "null"}),
-        "tools": {"type": ["array", "null"], "items": {"type": "object"}},
-    }
     return {
-        "AnthropicMessageParam": message,
-        "AnthropicMessageRequest": obj(
-            {
-                **conversation,
-                "max_tokens": integer(1, description="The most tokens to generate."),
-                "stream": {"type": ["boolean", "null"]},
-            },
-            ["model", "max_tokens", "messages"],
-            "Anthropic's Messages request; fields not listed are relayed or translated as the upstream "
-            "takes them.",
-        ),
-        "AnthropicCountTokensRequest": obj(conversation, ["model", "messages"]),
         "AnthropicModel": obj(
             {
                 "type": const("model"),
@@ -144,10 +118,7 @@ def operations() -> list[Operation]:
                     dropped_fields(),
                 )
             },
-            json_body(
-                ref("AnthropicMessageRequest"),
-                {"model": "sandbox-chat", "max_tokens": 200, "messages": _messages()},
-            ),
+            declared_json(MESSAGES, {"model": "sandbox-chat", "max_tokens": 200, "messages": _messages()}),
             description="Any upstream protocol: an `anthropic` upstream gets the client's body bytes (only "
             "the model id mapped), query and `anthropic-beta` / `anthropic-version` headers, and"
             " its answer is relayed as is; any other route gets the request translated through "
@@ -166,7 +137,7 @@ def operations() -> list[Operation]:
                     {"x-unigate-token-count": token_count_header()},
                 )
             },
-            json_body(ref("AnthropicCountTokensRequest"), {"model": "sandbox-chat", "messages": _messages()}),
+            declared_json(COUNT_TOKENS, {"model": "sandbox-chat", "messages": _messages()}),
             description="Asked of the model's upstream when it counts (an `anthropic` upstream's "
             "`count_tokens`, a `gemini` upstream's `countTokens`), else the gateway's local "
             "count: exact for the sandbox (it equals the call's `usage.input_tokens`), an "

@@ -139,6 +139,8 @@ def components(shapes: Iterable[Shape[Any]], forms: Iterable[Shape[Any]] = ()) -
     _, found = msgspec.json.schema_components(list(listed), schema_hook=_upload_schema, ref_template=REF)
     for schema in found.values():
         schema.pop("title", None)  # the component's name says it
+        if "description" in schema:  # a docstring, indented as source
+            schema["description"] = " ".join(schema["description"].split())
     for shape in forms:
         schema = found[shape.name]
         required = set(schema.get("required", ()))

@@ -15,8 +15,6 @@ count (`api/serving/token_count.py`). `GET /v1/models[/{id}]` in Anthropic's sha
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
 from unigate.api.anthropic import models as anthropic_models
@@ -29,10 +27,10 @@ from unigate.api.serving.token_count import TokenCounter
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.endpoints import Endpoint
-from unigate.errors import InvalidRequest
 from unigate.gateway import Gateway
 from unigate.providers.anthropic.messages import RELAYED_HEADERS
 from unigate.providers.same_format import ClientRequest, relayed_query
+from unigate.shapes.anthropic import COUNT_TOKENS, MESSAGES
 from unigate.translate.anthropic import (
     OpenAIToAnthropicStream,
     anthropic_to_openai_request,
@@ -72,12 +70,8 @@ class MessagesAPI:
 
     async def messages(self, request: Request, principal: Principal | None) -> None:
         raw, payload = await request.json_object(self.limit)
-        model = _model(payload)
-        if not isinstance(payload.get("max_tokens"), int) or isinstance(payload.get("max_tokens"), bool):
-            raise InvalidRequest("`max_tokens` is required and must be an integer.", param="max_tokens")
-        stream = payload.get("stream")
-        if stream is not None and not isinstance(stream, bool):
-            raise InvalidRequest("`stream` must be a boolean.", param="stream")
+        checked = MESSAGES.check(payload)  # what routing reads; the conversation is the translator's
+        model, stream = checked.model, checked.stream
         client = client_request(request, raw)
         call = DialectCall(
             FORMAT,
@@ -101,7 +95,7 @@ class MessagesAPI:
 
     async def count_tokens(self, request: Request, principal: Principal | None) -> None:
         raw, payload = await request.json_object(self.limit)
-        model = _model(payload)
+        model = COUNT_TOKENS.check(payload).model
         await self.counter.count(
             request,
             principal,
@@ -112,13 +106,6 @@ class MessagesAPI:
             lambda: anthropic_to_openai_request(payload),
             lambda count: {"input_tokens": count},
         )
-
-
-def _model(payload: dict[str, Any]) -> str:
-    model = payload.get("model")
-    if not isinstance(model, str) or not model:
-        raise InvalidRequest("`model` is required and must be a string.", param="model")
-    return model
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
