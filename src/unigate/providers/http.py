@@ -6,12 +6,14 @@ nothing has reached the client, `StreamBroken` after.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from typing import NoReturn
 
 from unigate.config import ProviderConfig
 from unigate.errors import GatewayOverloaded
 from unigate.providers.base import RouteFailed, StreamBroken, Timeouts
 from unigate.providers.form_body import FormBody
 from unigate.providers.redact import Redactor, request_secrets
+from unigate.providers.upstream_status import Reader, upstream_error
 from unigate.transport.dial import Dialer, proxy_for, tls_context
 from unigate.transport.errors import LocalExhausted, PoolExhausted, UpstreamError, UpstreamTimeout
 from unigate.transport.pool import MAX_CONNECTIONS, Origin, Pool
@@ -114,9 +116,8 @@ class UpstreamHTTP:
             raise RouteFailed(f"Could not reach the upstream: {exc}.") from None
         if 300 <= resp.status < 400 and not redirects:
             resp.release()
-            raise RouteFailed(
-                f"The upstream answered HTTP {resp.status}, a redirect (not followed; check the "
-                "provider's base_url)."
+            raise upstream_error(
+                resp.status, detail="a redirect, not followed: check the provider's base_url"
             )
         if resp.status >= 400 and self._redactor is not None:
             await self._scrub(resp, headers)
@@ -147,6 +148,16 @@ async def read_all(resp: Response, what: str = "response") -> bytes:
         raise RouteFailed(f"The upstream {what} timed out.", status=504) from None
     except UpstreamError as exc:
         raise RouteFailed(f"The upstream {what} failed: {exc}.") from None
+
+
+async def raise_for_answer(resp: Response, read: Reader, vendor: str = "") -> NoReturn:
+    """A failed answer, read whole and raised as the status table maps it (upstream_status.py):
+    `read` is the vendor's reading of its error body."""
+    try:
+        data = await read_all(resp, "error response")
+    finally:
+        resp.release()
+    raise upstream_error(resp.status, read(data), vendor=vendor, retry_after=resp.headers.get("Retry-After"))
 
 
 def stream_error(exc: UpstreamError) -> StreamBroken:
