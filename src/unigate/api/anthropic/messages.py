@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from unigate.api.anthropic import models as anthropic_models
 from unigate.api.openai.text import TextAPI
 from unigate.api.serving.dialect_call import DialectCall
@@ -39,18 +37,18 @@ from unigate.translate.anthropic import (
     openai_to_anthropic_response,
     translate_messages,
 )
+from unigate.translate.sse import json_event
 
 FORMAT = "anthropic"
 
 
 def anthropic_error_event(message: str) -> bytes:
     """The Anthropic SDK raises on an `error` event; no `message_stop` follows."""
-    body = orjson.dumps({"type": "error", "error": {"type": "api_error", "message": message}})
-    return b"event: error\ndata: " + body + b"\n\n"
+    return json_event({"type": "error", "error": {"type": "api_error", "message": message}}, "error")
 
 
 # Anthropic's own keep-alive is a `ping` event, which its SDKs expect and skip.
-ANTHROPIC_FRAMING = Framing(anthropic_error_event, b'event: ping\ndata: {"type": "ping"}\n\n')
+ANTHROPIC_FRAMING = Framing(anthropic_error_event, json_event({"type": "ping"}, "ping"))
 
 
 def client_request(request: Request, raw: bytes) -> ClientRequest:

@@ -8,8 +8,6 @@ the whole Gemini surface is one entry in the app's table."""
 
 from __future__ import annotations
 
-import orjson
-
 from unigate.api.gemini import embed as gemini_embed
 from unigate.api.gemini import models as gemini_models
 from unigate.api.openai.text import TextAPI
@@ -26,6 +24,7 @@ from unigate.gateway import Gateway
 from unigate.providers.same_format import ClientRequest, relayed_query
 from unigate.providers.translated import StreamTranslator
 from unigate.translate.gemini import OpenAIToGeminiStream, gemini_to_openai_request, openai_to_gemini_response
+from unigate.translate.sse import BLANK_LINE, json_event
 from unigate.translate.translation import Translation
 from unigate.usage.recorder import Usage
 
@@ -34,13 +33,12 @@ FORMAT = "gemini"
 
 def gemini_error_event(message: str) -> bytes:
     """google-genai raises on a stream chunk whose JSON starts with `{"error":`."""
-    body = orjson.dumps({"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}})
-    return b"data: " + body + b"\n\n"
+    return json_event({"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}})
 
 
 # google-genai parses any non-`data:` line as JSON, so a comment would break it; a lone
 # blank line is a valid SSE no-op that its line reader skips.
-GEMINI_FRAMING = Framing(gemini_error_event, b"\r\n")
+GEMINI_FRAMING = Framing(gemini_error_event, BLANK_LINE)
 
 
 class GeminiAPI:

@@ -33,11 +33,9 @@ from unigate.providers.form_body import FormBody
 from unigate.providers.headers import upstream_headers
 from unigate.providers.http import (
     UpstreamHTTP,
-    event_data,
     raise_for_answer,
     read_all,
     relay_bytes,
-    split_events,
     sse_events,
 )
 from unigate.providers.openai import errors as openai_errors
@@ -45,6 +43,7 @@ from unigate.providers.openai.responses import RESPONSES_FORMAT, Query, Response
 from unigate.providers.openai.videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
 from unigate.providers.same_format import ClientRequest, request_body
+from unigate.translate.sse import data_lines, event_data, split_events
 from unigate.translate.translation import with_dropped
 from unigate.translate.web_search import OPTIONS as SEARCH_OPTIONS
 from unigate.transport.response import Response
@@ -275,7 +274,7 @@ async def _relay_events(
                 if not run:
                     continue
             if not reported:
-                events += run.count(b"data:")
+                events += data_lines(run)
                 usage.completion_tokens = max(0, events - 1)
             if STREAM_ERROR_MARK in run:  # an in-band error: the upstream's words, scrubbed
                 run = redactor.data(run)

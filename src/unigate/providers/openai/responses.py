@@ -25,17 +25,11 @@ import orjson
 
 from unigate.errors import UpstreamRejected
 from unigate.providers.base import Reply, RouteFailed, StreamBroken, Timeouts, scrubbed
-from unigate.providers.http import (
-    UpstreamHTTP,
-    event_data,
-    raise_for_answer,
-    read_all,
-    split_events,
-    sse_events,
-)
+from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all, sse_events
 from unigate.providers.openai import errors as openai_errors
 from unigate.providers.redact import Redactor
 from unigate.providers.upstream_status import client_error
+from unigate.translate.sse import event_data, split_events
 from unigate.transport.response import Response
 from unigate.usage.recorder import Usage
 
