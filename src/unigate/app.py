@@ -39,18 +39,17 @@ from unigate.edge.access_log import (
 )
 from unigate.edge.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.edge.endpoints import Endpoint, EndpointTable
+from unigate.edge.error_styles import error_status, render_error, style_for_path
 from unigate.errors import (
     AuthenticationFailed,
     BudgetExceeded,
     DatabaseUnavailable,
-    ErrorStyle,
     GatewayError,
     InvalidRequest,
     NotFound,
     PermissionDenied,
     RateLimited,
     StorageUnavailable,
-    render_error,
 )
 from unigate.gateway import Gateway
 from unigate.observability.logs import InfoLines
@@ -119,7 +118,7 @@ class GatewayApp:
         sent = StatusCapture(send)
         request = Request(scope, receive, sent, self._request_id(scope))
         endpoint, params, allowed = self.table.match(request.method, request.path)
-        style: ErrorStyle = endpoint.style if endpoint else self.table.style_for(request.path)
+        style = endpoint.style if endpoint else style_for_path(request.path)
         principal = None
         try:
             if endpoint is None:
@@ -192,12 +191,12 @@ class GatewayApp:
         else:
             self._metrics.rate_limited.inc((family, err.code or ""))
 
-    async def _send_error(self, request: Request, err: GatewayError, style: ErrorStyle) -> None:
+    async def _send_error(self, request: Request, err: GatewayError, style: str) -> None:
         body = render_error(err, style, request.request_id)
         extra = [(b"x-request-id", request.request_id.encode())]
         extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())
         try:
-            await send_body(request.send, err.status_for(style), body, extra=extra)
+            await send_body(request.send, error_status(err, style), body, extra=extra)
         except RuntimeError:
             # The response had already started (a handler bug); nothing more can be sent.
             log.error("error after response start on request %s: %s", request.request_id, err.message)

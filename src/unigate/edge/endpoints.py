@@ -11,7 +11,7 @@ from typing import Literal
 
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
-from unigate.errors import ErrorStyle
+from unigate.edge.error_styles import STYLES
 
 Handler = Callable[[Request, Principal | None], Awaitable[None]]
 # "metrics": the admin key or the metrics token (a scraper need not hold the admin key).
@@ -24,7 +24,7 @@ class Endpoint:
     path: str
     handler: Handler
     family: str = ""  # the permission family; "" for admin/health
-    style: ErrorStyle = "openai"
+    style: str = "openai"  # its error shape: a name in `edge/error_styles.py`'s STYLES
     auth: AuthKind = "key"
     param: str = "[^/]+"  # what a `{param}` of the path matches
     # The call's family depends on what its body asks for (api/serving/output_family.py): the handler
@@ -42,6 +42,10 @@ class EndpointTable:
         self._paths: set[str] = set()
         self._routed: dict[tuple[str, str], Endpoint] = {}  # what is served, for the API description
         for ep in endpoints:
+            if ep.style not in STYLES:
+                raise ValueError(
+                    f"{ep.method} {ep.path}: unknown error style {ep.style!r} (known: {', '.join(STYLES)})"
+                )
             key = (ep.method, ep.path)
             self._routed[key] = ep
             if "{" in ep.path:
@@ -90,23 +94,3 @@ class EndpointTable:
         found = {m for m, p in self._exact if p == path} if path in self._paths else set()
         found.update(ep.method for regex, ep in self._patterns if regex.match(path))
         return tuple(sorted(found))
-
-    def style_for(self, path: str) -> ErrorStyle:
-        """Error shape for a path no endpoint matched."""
-        if path.startswith("/suno/"):
-            return "music"
-        if path.startswith("/fish/"):
-            return "fish"
-        if path.startswith("/stability/"):
-            return "stability"
-        if path.startswith("/kling/"):
-            return "kling"
-        if path.startswith("/ent/"):
-            return "vidu"
-        if path.startswith("/api/tasks/"):
-            return "picwish"
-        if path.startswith("/v1beta/"):
-            return "gemini"
-        if path.startswith("/media/"):
-            return "plain"
-        return "openai"

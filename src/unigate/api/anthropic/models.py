@@ -18,7 +18,8 @@ from unigate.api.openai.text import MODEL_PARAM, TextAPI
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_body, send_json
 from unigate.edge.endpoints import Endpoint
-from unigate.errors import ErrorStyle, GatewayError, InvalidRequest, NotFound, render_error
+from unigate.edge.error_styles import render_error
+from unigate.errors import GatewayError, InvalidRequest, NotFound
 from unigate.gateway import Gateway
 
 DEFAULT_LIMIT = 20  # Anthropic's defaults and bounds for models.list
@@ -27,7 +28,7 @@ MAX_LIMIT = 1000
 UNKNOWN_DATE = "1970-01-01T00:00:00Z"
 
 
-def _client_format(request: Request) -> ErrorStyle:
+def _client_format(request: Request) -> str:
     if request.header(b"anthropic-version") is not None:
         return "anthropic"
     if request.header(b"x-goog-api-key") is not None or "key" in request.query:
@@ -116,7 +117,7 @@ def _index(names: list[str], cursor: str, param: str) -> int:
         raise InvalidRequest(f"{param}: no model with the id {cursor!r}.", param=param) from None
 
 
-async def _send_error(request: Request, err: GatewayError, style: ErrorStyle) -> None:
+async def _send_error(request: Request, err: GatewayError, style: str) -> None:
     # The endpoint's error style is OpenAI's (the paths are shared), so the errors raised here
     # are rendered in the client's own shape; the edge's own errors (401) stay OpenAI-shaped,
     # which both SDKs still map by status.
