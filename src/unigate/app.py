@@ -88,7 +88,7 @@ class GatewayApp:
             *admin.endpoints(gateway),
             *admin_keys.endpoints(gateway),
             *admin_reload.endpoints(self.reloader),
-            *admin_usage.endpoints(gateway),  # after admin: its GET /admin/usage replaces that one
+            *admin_usage.endpoints(gateway),
             *dashboard.endpoints(),
             *metrics.endpoints(gateway),
             # The API description walks this same table when first asked for.

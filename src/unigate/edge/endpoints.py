@@ -47,6 +47,10 @@ class EndpointTable:
                     f"{ep.method} {ep.path}: unknown error style {ep.style!r} (known: {', '.join(STYLES)})"
                 )
             key = (ep.method, ep.path)
+            if key in self._routed:
+                # Two handlers for one path: only one could ever answer, so say so at start-up.
+                first, second = _name(self._routed[key].handler), _name(ep.handler)
+                raise ValueError(f"{ep.method} {ep.path} is registered twice: by {first} and by {second}")
             self._routed[key] = ep
             if "{" in ep.path:
                 regex = (
@@ -56,14 +60,7 @@ class EndpointTable:
                     )
                     + "$"
                 )
-                # A later endpoint for the same method and path replaces the earlier one, as
-                # for exact paths below: `anthropic_models` takes over `GET /v1/models/{model}`
-                # to answer Anthropic and Gemini clients in their shapes, the rest via text.py.
-                same = [i for i, (_, old) in enumerate(self._patterns) if (old.method, old.path) == key]
-                if same:
-                    self._patterns[same[0]] = (re.compile(regex), ep)
-                else:
-                    self._patterns.append((re.compile(regex), ep))
+                self._patterns.append((re.compile(regex), ep))
             else:
                 self._exact[key] = ep
                 self._paths.add(ep.path)
@@ -94,3 +91,7 @@ class EndpointTable:
         found = {m for m, p in self._exact if p == path} if path in self._paths else set()
         found.update(ep.method for regex, ep in self._patterns if regex.match(path))
         return tuple(sorted(found))
+
+
+def _name(handler: Handler) -> str:
+    return f"{getattr(handler, '__module__', '?')}.{getattr(handler, '__qualname__', repr(handler))}"

@@ -126,8 +126,8 @@ async def _send_error(request: Request, err: GatewayError, style: str) -> None:
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    """These replace text.py's two model endpoints (registered after them, same paths) and
-    hand OpenAI-format calls back to it."""
+    """The model endpoints of all three formats (text.py registers none): OpenAI-format calls
+    are handed to text.py's `TextAPI`."""
     api = AnthropicModelsAPI(gw)
     return [
         Endpoint("GET", "/v1/models", api.list_models),

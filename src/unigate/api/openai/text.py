@@ -236,6 +236,6 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         Endpoint("POST", "/v1/completions", api.completions, family="text"),
         Endpoint("POST", "/v1/embeddings", api.embeddings, family="text"),
         Endpoint("POST", "/v1/moderations", api.moderations, family="text"),
-        Endpoint("GET", "/v1/models", api.list_models),
-        Endpoint("GET", "/v1/models/{model}", api.get_model, param=MODEL_PARAM),
+        # GET /v1/models and /v1/models/{model} are api/anthropic/models.py's: the paths are
+        # shared by three SDKs, and it hands OpenAI clients' calls to `list_models`/`get_model`.
     ]
