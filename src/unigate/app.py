@@ -118,7 +118,6 @@ class GatewayApp:
         sent = StatusCapture(send)
         request = Request(scope, receive, sent, self._request_id(scope))
         endpoint, params, allowed = self.table.match(request.method, request.path)
-        style = endpoint.style if endpoint else style_for_path(request.path)
         principal = None
         try:
             if endpoint is None:
@@ -151,11 +150,11 @@ class GatewayApp:
         except GatewayError as err:
             if isinstance(err, RateLimited | BudgetExceeded):
                 self._count_refusal(err, endpoint)
-            await self._send_error(request, err, style)
+            await self._send_error(request, err, endpoint)
         except ClientDisconnected:
             pass  # still logged below, as 499 when nothing was sent
         except Exception as exc:
-            await self._send_error(request, _unexpected(request, exc), style)
+            await self._send_error(request, _unexpected(request, exc), endpoint)
         key_id = principal.key_id if principal else None
         if self._access.enabled():
             if self._json_access:
@@ -191,7 +190,13 @@ class GatewayApp:
         else:
             self._metrics.rate_limited.inc((family, err.code or ""))
 
-    async def _send_error(self, request: Request, err: GatewayError, style: str) -> None:
+    async def _send_error(self, request: Request, err: GatewayError, endpoint: Endpoint | None) -> None:
+        """The one place an error becomes a response: in the endpoint's error style (for paths
+        several formats share, the request's client's), the unmatched path's otherwise."""
+        if endpoint is None:
+            style = style_for_path(request.path)
+        else:
+            style = endpoint.style if endpoint.style_of is None else endpoint.style_of(request)
         body = render_error(err, style, request.request_id)
         extra = [(b"x-request-id", request.request_id.encode())]
         extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())

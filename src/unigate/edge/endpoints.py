@@ -30,6 +30,9 @@ class Endpoint:
     # The call's family depends on what its body asks for (api/serving/output_family.py): the handler
     # checks it once the body is parsed, so the edge does not refuse it for `family` alone.
     family_by_output: bool = False
+    # A path several client formats share: the error style of each request, by what its client
+    # sends (read only when an error is rendered); `style` is the documented default.
+    style_of: Callable[[Request], str] | None = None
 
 
 _PARAM = re.compile(r"\{([a-z_]+)\}")
