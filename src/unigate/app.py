@@ -132,7 +132,7 @@ class GatewayApp:
                     f"No endpoint at {request.method} {shown_path(request.path)}.", code="unknown_url"
                 )
             request.params = params
-            if endpoint.auth == "key":
+            if endpoint.auth == "key":  # the only kind whose handler takes a principal
                 principal = await authenticate(request, self.gateway.key_cache)
                 if principal.rpm or principal.tpm:
                     sent.more_headers = self.gateway.limits.headers_for(principal)
@@ -144,9 +144,11 @@ class GatewayApp:
                     raise PermissionDenied(
                         f"This API key may not use the {endpoint.family} family.", code="family_not_allowed"
                     )
-            elif endpoint.auth != "none":
-                self._check_admin(request, endpoint.auth)
-            await endpoint.handler(request, principal)
+                await endpoint.key_handler(request, principal)
+            else:
+                if endpoint.auth != "none":
+                    self._check_admin(request, endpoint.auth)
+                await endpoint.open_handler(request)
         except GatewayError as err:
             if isinstance(err, RateLimited | BudgetExceeded):
                 self._count_refusal(err, endpoint)

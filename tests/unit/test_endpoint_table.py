@@ -4,6 +4,8 @@ the first (a shadowed endpoint is code that can never answer)."""
 
 from __future__ import annotations
 
+import asyncio
+import typing
 from pathlib import Path
 
 import pytest
@@ -46,3 +48,38 @@ def test_the_gateways_own_table_registers_each_endpoint_once(tmp_path: Path) -> 
     app = create_app(Settings.from_env({"UNIGATE_DATA_DIR": str(tmp_path)}))
     models = app.table.match("GET", "/v1/models")[0]
     assert models is not None and "AnthropicModelsAPI" in models.handler.__qualname__
+
+
+def test_key_handlers_get_a_principal_and_the_others_the_request_alone(tmp_path: Path) -> None:
+    """The edge calls an API-key endpoint's handler with the request's Principal (never None:
+    authentication ran first) and every other endpoint's handler with the request alone."""
+    app = create_app(Settings.from_env({"UNIGATE_DATA_DIR": str(tmp_path)}))
+    for ep in app.table.endpoints():
+        hints = typing.get_type_hints(ep.handler)
+        hints.pop("return", None)
+        where = f"{ep.method} {ep.path}"
+        if ep.auth == "key":
+            assert list(hints.values()) == [Request, Principal], (where, hints)
+        else:
+            assert list(hints.values()) == [Request], (where, hints)
+
+
+def test_an_endpoints_auth_kind_decides_what_its_handler_is_given() -> None:
+    seen: list[tuple[object, ...]] = []
+
+    async def open_handler(request: Request) -> None:
+        seen.append((request,))
+
+    async def key_handler(request: Request, principal: Principal) -> None:
+        seen.append((request, principal))
+
+    admin = Endpoint("GET", "/admin/things", open_handler, auth="admin")
+    keyed = Endpoint("GET", "/v1/things", key_handler)
+    request, principal = object(), object()
+    asyncio.run(admin.open_handler(request))  # type: ignore[arg-type]
+    asyncio.run(keyed.key_handler(request, principal))  # type: ignore[arg-type]
+    assert seen == [(request,), (request, principal)]
+    with pytest.raises(TypeError):
+        asyncio.run(admin.key_handler(request, principal))  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        asyncio.run(keyed.open_handler(request))  # type: ignore[arg-type]

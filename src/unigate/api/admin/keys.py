@@ -4,7 +4,6 @@ Keys are made and changed by the service `unigate keys` uses too (api/admin/key_
 from __future__ import annotations
 
 from unigate.api.admin.key_service import KeyInputError, KeyService, key_changes, new_key
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
@@ -16,7 +15,7 @@ MAX_BODY = 1024 * 1024
 def endpoints(gw: Gateway) -> list[Endpoint]:
     service = KeyService(gw.keys, gw.key_cache)
 
-    async def create_key(request: Request, _: Principal | None) -> None:
+    async def create_key(request: Request) -> None:
         _raw, payload = await request.json_object(MAX_BODY)
         try:
             spec = new_key(payload)
@@ -27,17 +26,17 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         body = {"key": created.plain, **record.public_view(), "webhook_secret": record.webhook_secret}
         await send_json(request.send, 201, body)
 
-    async def list_keys(request: Request, _: Principal | None) -> None:
+    async def list_keys(request: Request) -> None:
         records = await gw.keys.list_all()
         await send_json(request.send, 200, {"object": "list", "data": [r.public_view() for r in records]})
 
-    async def get_key(request: Request, _: Principal | None) -> None:
+    async def get_key(request: Request) -> None:
         record = await gw.keys.get(request.params["key_id"])
         if record is None:
             raise NotFound("No such key.", code="key_not_found")
         await send_json(request.send, 200, {**record.public_view(), "webhook_secret": record.webhook_secret})
 
-    async def update_key(request: Request, _: Principal | None) -> None:
+    async def update_key(request: Request) -> None:
         _raw, payload = await request.json_object(MAX_BODY)
         try:
             changes = key_changes(payload)
@@ -48,7 +47,7 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
             raise NotFound("No such key.", code="key_not_found")
         await send_json(request.send, 200, record.public_view())
 
-    async def revoke_key(request: Request, _: Principal | None) -> None:
+    async def revoke_key(request: Request) -> None:
         record = await service.revoke(request.params["key_id"])
         if record is None:
             raise NotFound("No such key.", code="key_not_found")

@@ -68,7 +68,7 @@ class MessagesAPI:
         self.limit = gw.config.limits.max_json_body
         self.hosted = HostedTools(gw)
 
-    async def messages(self, request: Request, principal: Principal | None) -> None:
+    async def messages(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = _model(payload)
         if not isinstance(payload.get("max_tokens"), int) or isinstance(payload.get("max_tokens"), bool):
@@ -97,7 +97,7 @@ class MessagesAPI:
             call.finish,
         )
 
-    async def count_tokens(self, request: Request, principal: Principal | None) -> None:
+    async def count_tokens(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = _model(payload)
         await self.counter.count(

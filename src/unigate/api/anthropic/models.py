@@ -43,11 +43,10 @@ class AnthropicModelsAPI:
         self.openai = TextAPI(gw)
         self.gemini = GeminiModelsAPI(gw)
 
-    def _allowed(self, principal: Principal | None) -> list[str]:
-        assert principal is not None
+    def _allowed(self, principal: Principal) -> list[str]:
         return self.gw.catalog.listed_for(principal)  # per call: a config reload replaces it
 
-    async def list_models(self, request: Request, principal: Principal | None) -> None:
+    async def list_models(self, request: Request, principal: Principal) -> None:
         fmt = client_style(request)
         if fmt == "openai":
             await self.openai.list_models(request, principal)
@@ -56,7 +55,7 @@ class AnthropicModelsAPI:
         else:
             await send_json(request.send, 200, _page(self._allowed(principal), request.query))
 
-    async def get_model(self, request: Request, principal: Principal | None) -> None:
+    async def get_model(self, request: Request, principal: Principal) -> None:
         fmt = client_style(request)
         name = request.params["model"]
         if fmt == "openai":

@@ -48,13 +48,13 @@ class GeminiAPI:
         self.limit = gw.config.limits.max_json_body
         self.hosted = HostedTools(gw)
 
-    async def generate(self, request: Request, principal: Principal | None) -> None:
+    async def generate(self, request: Request, principal: Principal) -> None:
         await self._serve(request, principal, stream=False)
 
-    async def stream(self, request: Request, principal: Principal | None) -> None:
+    async def stream(self, request: Request, principal: Principal) -> None:
         await self._serve(request, principal, stream=True)
 
-    async def _serve(self, request: Request, principal: Principal | None, stream: bool) -> None:
+    async def _serve(self, request: Request, principal: Principal, stream: bool) -> None:
         raw, payload = await request.json_object(self.limit)
         model = request.params["model"]
         outputs = gemini_outputs(payload)
@@ -83,7 +83,7 @@ class GeminiAPI:
             request, principal, call.text_call(), show, GEMINI_FRAMING, call.route, call.finish
         )
 
-    async def count_tokens(self, request: Request, principal: Principal | None) -> None:
+    async def count_tokens(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = request.params["model"]
         # `generateContentRequest` (contents with system instruction and tools) or bare `contents`.

@@ -30,14 +30,14 @@ class AudioAPI:
         self.max_upload = gw.config.limits.max_audio_upload
         self.max_json = gw.config.limits.max_json_body
 
-    async def transcriptions(self, request: Request, principal: Principal | None) -> None:
+    async def transcriptions(self, request: Request, principal: Principal) -> None:
         await self._speech_to_text(request, principal, "audio.transcriptions", TRANSCRIPT_FORMATS)
 
-    async def translations(self, request: Request, principal: Principal | None) -> None:
+    async def translations(self, request: Request, principal: Principal) -> None:
         await self._speech_to_text(request, principal, "audio.translations", TRANSLATION_FORMATS)
 
     async def _speech_to_text(
-        self, request: Request, principal: Principal | None, op: str, formats: frozenset[str]
+        self, request: Request, principal: Principal, op: str, formats: frozenset[str]
     ) -> None:
         form = await read_form(request, self.max_upload)
         try:
@@ -74,7 +74,7 @@ class AudioAPI:
         finally:
             form.close()
 
-    async def speech(self, request: Request, principal: Principal | None) -> None:
+    async def speech(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.max_json)
         model = fields.required_text(payload, "model")
         fields.required_text(payload, "input", MAX_SPEECH_INPUT)

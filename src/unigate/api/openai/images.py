@@ -55,7 +55,7 @@ class ImagesAPI:
     def default_model(self) -> str:
         return self.gw.config.media.default_image_model  # read per call: a config reload may change it
 
-    async def generations(self, request: Request, principal: Principal | None) -> None:
+    async def generations(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.max_json)
         check_common(payload)
         model = fields.optional_text(payload, "model") or self.default_model
@@ -64,7 +64,7 @@ class ImagesAPI:
         )
         await self.serving.run(request, principal, model, call.op, media_attempt(call))
 
-    async def edits(self, request: Request, principal: Principal | None) -> None:
+    async def edits(self, request: Request, principal: Principal) -> None:
         if is_json(request.header(b"content-type")):
             _, payload = await request.json_object(self.max_upload)  # the images may be data URLs
             check_common(payload)  # typed as JSON, before any image is read

@@ -146,16 +146,16 @@ class TextAPI:
         self.limit = gw.config.limits.max_json_body
         self.serving = Serving(gw)
 
-    async def chat(self, request: Request, principal: Principal | None) -> None:
+    async def chat(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = _model(payload)
         _check_messages(payload)
-        if principal is not None and principal.families:  # a limited key: audio output needs `audio`
+        if principal.families:  # a limited key: audio output needs `audio`
             require(principal, chat_outputs(payload))
         stream, usage = _stream_flags(payload)
         await self.serve(request, principal, TextCall("chat", raw, payload, model, stream, usage))
 
-    async def completions(self, request: Request, principal: Principal | None) -> None:
+    async def completions(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = _model(payload)
         prompt = payload.get("prompt")
@@ -166,7 +166,7 @@ class TextAPI:
         stream, usage = _stream_flags(payload)
         await self.serve(request, principal, TextCall("completions", raw, payload, model, stream, usage))
 
-    async def embeddings(self, request: Request, principal: Principal | None) -> None:
+    async def embeddings(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = _model(payload)
         value = payload.get("input")
@@ -176,7 +176,7 @@ class TextAPI:
             raise _wrong_type("input", "a string or an array")
         await self.serve(request, principal, TextCall("embeddings", raw, payload, model))
 
-    async def moderations(self, request: Request, principal: Principal | None) -> None:
+    async def moderations(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = _model(payload) if "model" in payload else MODERATION_MODEL
         _check_moderation_input(payload)
@@ -185,7 +185,7 @@ class TextAPI:
     def serve(
         self,
         request: Request,
-        principal: Principal | None,
+        principal: Principal,
         call: TextCall,
         present: Callable[[Reply], Reply] | None = None,
         framing: Framing = OPENAI_FRAMING,
@@ -208,8 +208,7 @@ class TextAPI:
             request, principal, call.model, call.op, attempt, present, framing, call.payload, finish, admitted
         )
 
-    async def list_models(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def list_models(self, request: Request, principal: Principal) -> None:
         catalog = self.gw.catalog
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": catalog.owner(name)}
@@ -217,8 +216,7 @@ class TextAPI:
         ]
         await send_json(request.send, 200, {"object": "list", "data": data})
 
-    async def get_model(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def get_model(self, request: Request, principal: Principal) -> None:
         name = request.params["model"]
         if name not in self.gw.catalog.listed_for(principal):
             raise NotFound(f"The model '{name}' does not exist.", code="model_not_found", param="model")

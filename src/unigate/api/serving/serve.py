@@ -70,7 +70,7 @@ class Serving:
     async def run(
         self,
         request: Request,
-        principal: Principal | None,
+        principal: Principal,
         model: str,
         endpoint: str,
         attempt: Attempt,
@@ -85,7 +85,6 @@ class Serving:
         text whose tokens count against tokens-per-minute limits and budgets; `finish`, if
         given, is awaited with the presented reply and the route before anything is sent;
         `admitted`, a call admitted earlier (`admit`), whose ticket this call settles."""
-        assert principal is not None
         gw = self.gw
         scope = request.scope
         scope[MODEL] = model  # for the access line (unigate.edge.access_log), 404s and 403s included

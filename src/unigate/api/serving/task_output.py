@@ -14,7 +14,6 @@ import re
 
 from unigate.api.serving.media import NOSNIFF, send_stored
 from unigate.api.serving.relay import BINARY_FRAMING, send_reply
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_body
 from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound, UpstreamRejected
@@ -86,7 +85,7 @@ async def send_output(request: Request, gw: Gateway, task: Task, index: int, var
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    async def proxy(request: Request, _: Principal | None) -> None:
+    async def proxy(request: Request) -> None:
         # Unguessable like every /media/ link: the task id is a random UUID only its owner sees.
         # This path takes no key, so whatever keeps a file from being served (an unknown id, a
         # task not finished, no such file, its provider gone) is one and the same 404: the

@@ -32,7 +32,7 @@ class FishAPI:
     def media(self) -> MediaConfig:
         return self.gw.config.media  # read per call: a config reload may change it
 
-    async def tts(self, request: Request, principal: Principal | None) -> None:
+    async def tts(self, request: Request, principal: Principal) -> None:
         if is_multipart(request.header(b"content-type")):
             raise InvalidRequest("This endpoint takes a JSON body.", code="invalid_content_type")
         raw, payload = await request.json_object(self.max_json)
@@ -52,7 +52,7 @@ class FishAPI:
             request, principal, model, call.op, media_attempt(call), framing=BINARY_FRAMING
         )
 
-    async def asr(self, request: Request, principal: Principal | None) -> None:
+    async def asr(self, request: Request, principal: Principal) -> None:
         form = await read_form(request, self.max_upload)
         try:
             payload = fields.form_payload(form)

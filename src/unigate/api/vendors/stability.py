@@ -36,7 +36,7 @@ class StabilityAPI:
     def sd3_default(self) -> str:
         return self.gw.config.media.sd3_model  # read per call: a config reload may change it
 
-    async def generate(self, request: Request, principal: Principal | None) -> None:
+    async def generate(self, request: Request, principal: Principal) -> None:
         variant = request.params["variant"]
         if variant not in ("ultra", "core", "sd3"):
             raise NotFound(f"No stable-image generator '{variant}'.", code="not_found")
