@@ -91,10 +91,10 @@ class MessagesAPI:
             request,
             principal,
             call.text_call(),
-            presenter(FORMAT, model, openai_to_anthropic_response, OpenAIToAnthropicStream),
-            ANTHROPIC_FRAMING,
-            call.route,
-            call.finish,
+            present=presenter(FORMAT, model, openai_to_anthropic_response, OpenAIToAnthropicStream),
+            framing=ANTHROPIC_FRAMING,
+            native=call.route,
+            finish=call.finish,
         )
 
     async def count_tokens(self, request: Request, principal: Principal) -> None:

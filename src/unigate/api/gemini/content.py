@@ -80,7 +80,13 @@ class GeminiAPI:
         call = DialectCall(FORMAT, payload, model, stream, client, translate, also, self.hosted, key_id)
         show = presenter(FORMAT, model, openai_to_gemini_response, _stream_translator)
         await self.text.serve(
-            request, principal, call.text_call(), show, GEMINI_FRAMING, call.route, call.finish
+            request,
+            principal,
+            call.text_call(),
+            present=show,
+            framing=GEMINI_FRAMING,
+            native=call.route,
+            finish=call.finish,
         )
 
     async def count_tokens(self, request: Request, principal: Principal) -> None:

@@ -42,7 +42,7 @@ class GeminiEmbedAPI:
         model = request.params["model"]
         canonical = (batch_embed_request if batch else embed_request)(payload, model)
         call = TextCall("embeddings", orjson.dumps(canonical), canonical, model)
-        await self.text.serve(request, principal, call, _presenter(batch))
+        await self.text.serve(request, principal, call, present=_presenter(batch))
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from unigate.api.serving import fields
 from unigate.api.serving.relay import BINARY_FRAMING, OPENAI_FRAMING
-from unigate.api.serving.serve import Serving, media_attempt
+from unigate.api.serving.serve import Serving
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.endpoints import Endpoint
@@ -70,7 +70,7 @@ class AudioAPI:
                     code="invalid_value",
                 )
             call = MediaCall(op, model, payload, form)
-            await self.serving.run(request, principal, model, op, media_attempt(call))
+            await self.serving.media(request, principal, call)
         finally:
             form.close()
 
@@ -95,7 +95,7 @@ class AudioAPI:
         sse = fields.choice(payload, "stream_format", ("audio", "sse"), "audio") == "sse"
         call = MediaCall("audio.speech", model, payload, raw=raw)
         framing = OPENAI_FRAMING if sse else BINARY_FRAMING
-        await self.serving.run(request, principal, model, call.op, media_attempt(call), framing=framing)
+        await self.serving.media(request, principal, call, framing)
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:

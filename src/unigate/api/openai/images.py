@@ -10,7 +10,7 @@ import re
 from unigate.api.openai.image_refs import json_edit_form
 from unigate.api.serving import fields
 from unigate.api.serving.public_url import configured_base, public_base
-from unigate.api.serving.serve import Serving, media_attempt
+from unigate.api.serving.serve import Serving
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.endpoints import Endpoint
@@ -62,7 +62,7 @@ class ImagesAPI:
         call = MediaCall(
             "images.generations", model, payload, raw=raw, public_base=public_base(request, self.public_url)
         )
-        await self.serving.run(request, principal, model, call.op, media_attempt(call))
+        await self.serving.media(request, principal, call)
 
     async def edits(self, request: Request, principal: Principal) -> None:
         if is_json(request.header(b"content-type")):
@@ -97,7 +97,7 @@ class ImagesAPI:
             call = MediaCall(
                 "images.edits", model, payload, form, public_base=public_base(request, self.public_url)
             )
-            await self.serving.run(request, principal, model, call.op, media_attempt(call))
+            await self.serving.media(request, principal, call)
         finally:
             form.close()
 

@@ -66,7 +66,7 @@ class ResponsesAPI:
             await self._background(request, principal, req, payload, call.text_call())
             return
         await self.text.serve(
-            request, principal, call.text_call(), None, call.framing, call.route, call.finish
+            request, principal, call.text_call(), framing=call.framing, native=call.route, finish=call.finish
         )
 
     async def _background(

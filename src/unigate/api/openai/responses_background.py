@@ -180,11 +180,10 @@ class BackgroundRunner:
                 sink.request(),
                 principal,
                 call.text_call(),
-                None,
-                call.framing,
-                call.route,
-                call.finish,
-                admitted,
+                framing=call.framing,
+                native=call.route,
+                finish=call.finish,
+                admitted=admitted,
             )
             await sink.flush()
             status = await self.runs.status(rid)

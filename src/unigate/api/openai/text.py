@@ -11,7 +11,7 @@ from typing import Any
 
 from unigate.api.serving.output_family import chat_outputs, require
 from unigate.api.serving.relay import OPENAI_FRAMING, Framing
-from unigate.api.serving.serve import Admitted, Finish, Serving
+from unigate.api.serving.serve import Admitted, Finish, Serving, ServingCall
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
@@ -187,15 +187,15 @@ class TextAPI:
         request: Request,
         principal: Principal,
         call: TextCall,
+        *,
         present: Callable[[Reply], Reply] | None = None,
         framing: Framing = OPENAI_FRAMING,
         native: Callable[[Target], Awaitable[Reply] | None] | None = None,
         finish: Finish | None = None,
         admitted: Admitted | None = None,
     ) -> Awaitable[None]:
-        """Route `call`, then send the reply; `present` turns the OpenAI-format reply into
-        another client format (after routing, so fallback still happens before any byte);
-        `finish` is `Serving.run`'s last step before sending."""
+        """Route `call`, then send the reply; `native` may relay a route in the client's own
+        format instead; the rest is `ServingCall`'s."""
         invoke = _INVOKE[call.op]
 
         def attempt(target: Target) -> Awaitable[Reply]:
@@ -203,10 +203,10 @@ class TextAPI:
             direct = native(target) if native is not None else None
             return direct if direct is not None else invoke(target.provider)(call, target)
 
-        serving = self.serving
-        return serving.run(
+        served = ServingCall(
             request, principal, call.model, call.op, attempt, present, framing, call.payload, finish, admitted
         )
+        return self.serving.run(served)
 
     async def list_models(self, request: Request, principal: Principal) -> None:
         catalog = self.gw.catalog

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from unigate.api.serving import fields
 from unigate.api.serving.relay import BINARY_FRAMING
-from unigate.api.serving.serve import Serving, media_attempt
+from unigate.api.serving.serve import Serving
 from unigate.auth.principal import Principal
 from unigate.config import MediaConfig
 from unigate.edge.asgi import Request
@@ -48,9 +48,7 @@ class FishAPI:
         header = request.header(b"model")
         model = header.decode("latin-1").strip() if header else self.media.fish_tts_model
         call = MediaCall("fish.tts", model, payload, raw=raw)
-        await self.serving.run(
-            request, principal, model, call.op, media_attempt(call), framing=BINARY_FRAMING
-        )
+        await self.serving.media(request, principal, call, BINARY_FRAMING)
 
     async def asr(self, request: Request, principal: Principal) -> None:
         form = await read_form(request, self.max_upload)
@@ -64,7 +62,7 @@ class FishAPI:
             header = request.header(b"model")
             model = header.decode("latin-1").strip() if header else self.media.fish_asr_model
             call = MediaCall("fish.asr", model, payload, form)
-            await self.serving.run(request, principal, model, call.op, media_attempt(call))
+            await self.serving.media(request, principal, call)
         finally:
             form.close()
 

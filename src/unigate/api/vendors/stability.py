@@ -6,7 +6,7 @@ Multipart in (plain fields even without a file); `Accept: image/*` gets the imag
 from __future__ import annotations
 
 from unigate.api.serving import fields
-from unigate.api.serving.serve import Serving, media_attempt
+from unigate.api.serving.serve import Serving
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.endpoints import Endpoint
@@ -66,7 +66,7 @@ class StabilityAPI:
                 fields.choice(payload, "model", SD3_MODELS, self.sd3_default) or self.sd3_default
             )
             call = MediaCall("stability.generate", model, payload, form, variant=variant, accept=accept)
-            await self.serving.run(request, principal, model, call.op, media_attempt(call))
+            await self.serving.media(request, principal, call)
         finally:
             form.close()
 
