@@ -52,6 +52,7 @@ from unigate.errors import (
     StorageUnavailable,
 )
 from unigate.gateway import Gateway
+from unigate.lifecycle import Lifecycle, Step
 from unigate.observability.logs import InfoLines
 from unigate.observability.request_ids import RequestIds
 from unigate.reload import ConfigReloader
@@ -95,6 +96,16 @@ class GatewayApp:
             *docs.endpoints(lambda: self.table.endpoints()),
         ]
         self.table = EndpointTable(endpoints)
+        # The worker's lifespan: the gateway's services, then what serves on top of them.
+        runner = self.responses.runner
+        self._lifecycle = Lifecycle(
+            [
+                *gateway.steps(),
+                Step("background responses", start=runner.start, stop=runner.stop),
+                Step("config reloads", start=self.reloader.start, stop=self.reloader.stop),
+            ],
+            log,
+        )
         # Bound once: a per-request call then skips the attribute and method lookups.
         self._request_id = RequestIds().for_request  # the client's x-request-id, or a fresh one
         self._access = InfoLines(ACCESS_LOGGER)
@@ -213,11 +224,8 @@ class GatewayApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 try:
-                    await self.gateway.start()
-                    await self.reloader.start()
-                    await self.responses.runner.start()
+                    await self._lifecycle.start()  # unwound, with its log line, if a step fails
                 except Exception as exc:
-                    log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 # ~100k long-lived objects exist after startup (SQLAlchemy, pydantic, config);
@@ -227,9 +235,7 @@ class GatewayApp:
                 gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self.reloader.stop()
-                await self.responses.runner.stop()
-                await self.gateway.stop()
+                await self._lifecycle.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
