@@ -1,6 +1,7 @@
 """unigate's own per-request cost, measured in process: no sockets, no upstream, no server.
 
-    .venv/bin/python bench/overhead.py [--requests 20000] [--otel] [--responses] [--redis] [--all-limits]
+    .venv/bin/python bench/overhead.py [--requests 20000] [--otel] [--responses] [--stream] [--redis]
+                                       [--all-limits]
 
 Builds the real ASGI app on a fresh SQLite data dir (rate-limited key, usage accounting on),
 replaces the upstream call of the chat route with a canned reply, and drives
@@ -16,6 +17,10 @@ reply and back), unstored and stored (the row written before the answer is sent)
 `--redis` keeps the limits in a throwaway local redis-server (Debian's), as a scaled-out
 gateway does: each limited call then waits one loopback round trip, which this one-coroutine
 loop times in full. `--all-limits` gives the key tpm and a budget too (settlements on the path).
+`--stream` times streamed calls whose canned upstream answer is an OpenAI stream of
+`STREAM_CHUNKS` events: relayed as is (`/v1/chat/completions`), and translated event by event
+into Anthropic's (`/v1/messages`) and the Responses API's (`/v1/responses`) streams: the
+per-chunk path, reported per chunk.
 """
 
 from __future__ import annotations
@@ -51,6 +56,48 @@ REPLY = (
 BODY = orjson.dumps({"model": "bench-chat", "messages": [{"role": "user", "content": "hello"}]})
 RESPONSES_BODY = orjson.dumps({"model": "bench-chat", "input": "hello", "store": False})
 STORED_BODY = orjson.dumps({"model": "bench-chat", "input": "hello"})
+STREAM_CHUNKS = 50
+_CHUNK_HEAD = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1700000000}
+STREAM = (
+    b"".join(
+        b"data: "
+        + orjson.dumps(
+            {
+                **_CHUNK_HEAD,
+                "model": "gpt-4o-mini",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+            }
+        )
+        + b"\n\n"
+        for delta in [{"role": "assistant", "content": ""}]
+        + [{"content": f"w{i} "} for i in range(STREAM_CHUNKS - 2)]
+    )
+    + b"data: "
+    + orjson.dumps(
+        {
+            **_CHUNK_HEAD,
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 48, "total_tokens": 57},
+        }
+    )
+    + b"\n\ndata: [DONE]\n\n"
+)
+STREAM_EVENTS = [event + b"\n\n" for event in STREAM.split(b"\n\n") if event]
+STREAM_BODIES = {
+    "/v1/chat/completions": orjson.dumps(
+        {"model": "bench-chat", "messages": [{"role": "user", "content": "hello"}], "stream": True}
+    ),
+    "/v1/messages": orjson.dumps(
+        {
+            "model": "bench-chat",
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": "hello"}],
+            "stream": True,
+        }
+    ),
+    "/v1/responses": orjson.dumps({"model": "bench-chat", "input": "hello", "store": False, "stream": True}),
+}
 
 
 def _scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
@@ -112,7 +159,7 @@ async def _time(app: App, scope: dict[str, Any], count: int, body: bytes = BODY)
     return statistics.median(batches)
 
 
-async def main(count: int, responses: bool = False, all_limits: bool = False) -> None:
+async def main(count: int, responses: bool = False, all_limits: bool = False, stream: bool = False) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="unigate-overhead-"))
     config = {
         "providers": [
@@ -156,7 +203,13 @@ async def main(count: int, responses: bool = False, all_limits: bool = False) ->
     await done
     provider = app.gateway.providers["up"]
 
+    async def events() -> Any:
+        for event in STREAM_EVENTS:  # one upstream read per event: the relay's worst case
+            yield event
+
     async def canned(call: Any, target: Any) -> Reply:
+        if call.stream:
+            return Reply(content_type=b"text/event-stream", stream=events(), usage=Usage(9, 48))
         return Reply(body=REPLY, usage=Usage(9, 9))
 
     provider.chat = canned  # type: ignore[method-assign]
@@ -181,6 +234,14 @@ async def main(count: int, responses: bool = False, all_limits: bool = False) ->
         stored = await _time(app, rscope, max(count // 10, 500), STORED_BODY)
         print(f"POST /v1/responses, unstored: {unstored:.1f} us/request ({unstored - gateway:+.1f} vs chat)")
         print(f"POST /v1/responses, stored: {stored:.1f} us/request ({stored - gateway:+.1f} vs chat)")
+    if stream:
+        for path, body in STREAM_BODIES.items():
+            sscope = _scope("POST", path, headers)
+            await _time(app, sscope, 500, body)  # warm-up
+            took = await _time(app, sscope, max(count // 10, 500), body)
+            per_chunk = (took - gateway) / STREAM_CHUNKS
+            shown = f"{took:.1f} us/request, {per_chunk:.2f} us/chunk"
+            print(f"POST {path}, stream of {STREAM_CHUNKS} chunks: {shown}")
     imported = any(name.startswith("opentelemetry") for name in sys.modules)
     print(f"tracing {'on' if app.gateway.tracing else 'off'}; opentelemetry imported: {imported}")
     print(f"limits: {type(app.gateway.limits.counters).__name__}, key {limits}")
@@ -239,6 +300,7 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--otel", action="store_true", help="tracing on, spans exported to a local sink")
     parser.add_argument("--responses", action="store_true", help="also time POST /v1/responses")
+    parser.add_argument("--stream", action="store_true", help="also time streamed calls, per chunk")
     parser.add_argument("--redis", action="store_true", help="limits in a local redis-server")
     parser.add_argument("--all-limits", action="store_true", help="the key has tpm and a budget too")
     args = parser.parse_args()
@@ -249,7 +311,7 @@ if __name__ == "__main__":
     redis = _redis_server() if args.redis else None
     uvloop.install()
     try:
-        asyncio.run(main(args.requests, args.responses, args.all_limits))
+        asyncio.run(main(args.requests, args.responses, args.all_limits, args.stream))
     finally:
         for child in (sink, redis):
             if child is not None:

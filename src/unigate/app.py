@@ -39,20 +39,20 @@ from unigate.edge.access_log import (
 )
 from unigate.edge.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
 from unigate.edge.endpoints import Endpoint, EndpointTable
+from unigate.edge.error_styles import error_status, render_error, style_for_path
 from unigate.errors import (
     AuthenticationFailed,
     BudgetExceeded,
     DatabaseUnavailable,
-    ErrorStyle,
     GatewayError,
     InvalidRequest,
     NotFound,
     PermissionDenied,
     RateLimited,
     StorageUnavailable,
-    render_error,
 )
 from unigate.gateway import Gateway
+from unigate.lifecycle import Lifecycle, Step
 from unigate.observability.logs import InfoLines
 from unigate.observability.request_ids import RequestIds
 from unigate.reload import ConfigReloader
@@ -89,13 +89,23 @@ class GatewayApp:
             *admin.endpoints(gateway),
             *admin_keys.endpoints(gateway),
             *admin_reload.endpoints(self.reloader),
-            *admin_usage.endpoints(gateway),  # after admin: its GET /admin/usage replaces that one
+            *admin_usage.endpoints(gateway),
             *dashboard.endpoints(),
             *metrics.endpoints(gateway),
             # The API description walks this same table when first asked for.
             *docs.endpoints(lambda: self.table.endpoints()),
         ]
         self.table = EndpointTable(endpoints)
+        # The worker's lifespan: the gateway's services, then what serves on top of them.
+        runner = self.responses.runner
+        self._lifecycle = Lifecycle(
+            [
+                *gateway.steps(),
+                Step("background responses", start=runner.start, stop=runner.stop),
+                Step("config reloads", start=self.reloader.start, stop=self.reloader.stop),
+            ],
+            log,
+        )
         # Bound once: a per-request call then skips the attribute and method lookups.
         self._request_id = RequestIds().for_request  # the client's x-request-id, or a fresh one
         self._access = InfoLines(ACCESS_LOGGER)
@@ -119,7 +129,6 @@ class GatewayApp:
         sent = StatusCapture(send)
         request = Request(scope, receive, sent, self._request_id(scope))
         endpoint, params, allowed = self.table.match(request.method, request.path)
-        style: ErrorStyle = endpoint.style if endpoint else self.table.style_for(request.path)
         principal = None
         try:
             if endpoint is None:
@@ -134,7 +143,7 @@ class GatewayApp:
                     f"No endpoint at {request.method} {shown_path(request.path)}.", code="unknown_url"
                 )
             request.params = params
-            if endpoint.auth == "key":
+            if endpoint.auth == "key":  # the only kind whose handler takes a principal
                 principal = await authenticate(request, self.gateway.key_cache)
                 if principal.rpm or principal.tpm:
                     sent.more_headers = self.gateway.limits.headers_for(principal)
@@ -146,17 +155,19 @@ class GatewayApp:
                     raise PermissionDenied(
                         f"This API key may not use the {endpoint.family} family.", code="family_not_allowed"
                     )
-            elif endpoint.auth != "none":
-                self._check_admin(request, endpoint.auth)
-            await endpoint.handler(request, principal)
+                await endpoint.key_handler(request, principal)
+            else:
+                if endpoint.auth != "none":
+                    self._check_admin(request, endpoint.auth)
+                await endpoint.open_handler(request)
         except GatewayError as err:
             if isinstance(err, RateLimited | BudgetExceeded):
                 self._count_refusal(err, endpoint)
-            await self._send_error(request, err, style)
+            await self._send_error(request, err, endpoint)
         except ClientDisconnected:
             pass  # still logged below, as 499 when nothing was sent
         except Exception as exc:
-            await self._send_error(request, _unexpected(request, exc), style)
+            await self._send_error(request, _unexpected(request, exc), endpoint)
         key_id = principal.key_id if principal else None
         if self._access.enabled():
             if self._json_access:
@@ -192,12 +203,18 @@ class GatewayApp:
         else:
             self._metrics.rate_limited.inc((family, err.code or ""))
 
-    async def _send_error(self, request: Request, err: GatewayError, style: ErrorStyle) -> None:
+    async def _send_error(self, request: Request, err: GatewayError, endpoint: Endpoint | None) -> None:
+        """The one place an error becomes a response: in the endpoint's error style (for paths
+        several formats share, the request's client's), the unmatched path's otherwise."""
+        if endpoint is None:
+            style = style_for_path(request.path)
+        else:
+            style = endpoint.style if endpoint.style_of is None else endpoint.style_of(request)
         body = render_error(err, style, request.request_id)
         extra = [(b"x-request-id", request.request_id.encode())]
         extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())
         try:
-            await send_body(request.send, err.status_for(style), body, extra=extra)
+            await send_body(request.send, error_status(err, style), body, extra=extra)
         except RuntimeError:
             # The response had already started (a handler bug); nothing more can be sent.
             log.error("error after response start on request %s: %s", request.request_id, err.message)
@@ -207,11 +224,8 @@ class GatewayApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 try:
-                    await self.gateway.start()
-                    await self.reloader.start()
-                    await self.responses.runner.start()
+                    await self._lifecycle.start()  # unwound, with its log line, if a step fails
                 except Exception as exc:
-                    log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 # ~100k long-lived objects exist after startup (SQLAlchemy, pydantic, config);
@@ -221,9 +235,7 @@ class GatewayApp:
                 gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self.reloader.stop()
-                await self.responses.runner.stop()
-                await self.gateway.stop()
+                await self._lifecycle.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

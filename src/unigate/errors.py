@@ -1,4 +1,5 @@
-"""One error tree for the whole gateway, rendered once at the edge in each family's shape.
+"""One error tree for the whole gateway, rendered once at the edge in each family's shape
+(the error styles: `edge/error_styles.py`).
 
     GatewayError                       status  OpenAI error.type
     ├── InvalidRequest                 400     invalid_request_error
@@ -11,7 +12,7 @@
     ├── BudgetExceeded                 429     insufficient_quota (402 on music paths)
     ├── StorageQuotaExceeded           429/413 insufficient_quota (the key's stored bytes)
     ├── UpstreamRejected               4xx     (the upstream's own status, relayed)
-    ├── UpstreamFailed                 502/504 upstream_error / timeout
+    ├── UpstreamFailed                 502/503/504 upstream_error / timeout
     └── StorageUnavailable             503     server_error (the file store is unreachable)
 
 Messages never contain key material: callers pass fixed strings, and what comes from an
@@ -20,14 +21,6 @@ credentials before it gets here (providers/redact.py, applied in transport and r
 """
 
 from __future__ import annotations
-
-from typing import Literal
-
-import orjson
-
-ErrorStyle = Literal[
-    "openai", "music", "anthropic", "gemini", "stability", "fish", "kling", "vidu", "picwish", "plain"
-]
 
 
 class GatewayError(Exception):
@@ -52,10 +45,6 @@ class GatewayError(Exception):
             self.status = status
         self.param = param
         self.headers = headers or {}
-
-    def status_for(self, style: ErrorStyle) -> int:
-        """The HTTP status in a family's responses (a few families use their own)."""
-        return self.status
 
 
 class InvalidRequest(GatewayError):
@@ -92,12 +81,9 @@ class RateLimited(GatewayError):
 class BudgetExceeded(GatewayError):
     """The key's money budget for its period does not cover the call: waiting does not help
     (until the period ends or the budget is raised), so no Retry-After. The music family's
-    clients expect 402 for it, as its relays answer."""
+    clients expect 402 for it, as its relays answer (its error style says so)."""
 
     status, type, code = 429, "insufficient_quota", "insufficient_quota"
-
-    def status_for(self, style: ErrorStyle) -> int:
-        return 402 if style == "music" else self.status
 
 
 class StorageQuotaExceeded(GatewayError):
@@ -155,88 +141,3 @@ class GatewayOverloaded(GatewayError):
     the upstream's fault, so no route is failed over or cooled down for it."""
 
     status, type, code = 503, "server_error", "gateway_overloaded"
-
-
-# Anthropic and Gemini name their error kinds by status.
-_ANTHROPIC_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    409: "invalid_request_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    504: "timeout_error",
-}
-_GEMINI_STATUS = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    409: "ABORTED",
-    413: "INVALID_ARGUMENT",
-    429: "RESOURCE_EXHAUSTED",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
-
-
-# Kling's service codes by HTTP status: 1000s auth, 1100s account, 1200s parameters, 1300s
-# policy and rate, 5000s server.
-_KLING_CODES = {
-    400: 1201,
-    401: 1000,
-    402: 1102,
-    403: 1103,
-    404: 1203,
-    409: 1201,
-    413: 1201,
-    429: 1302,
-    504: 5002,
-}
-_KLING_AUTH = {"missing_api_key": 1001, "revoked_api_key": 1004, "expired_api_key": 1004}
-# Vidu's `reason` words (its error-code page) by HTTP status.
-_VIDU_REASONS = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    402: "CreditInsufficient",
-    403: "Forbidden",
-    404: "TaskNotFound",
-    409: "Conflict",
-    413: "BadRequest",
-    429: "TooManyRequests",
-}
-
-
-def render_error(err: GatewayError, style: ErrorStyle, request_id: str = "") -> bytes:
-    """The JSON body for `err` in the shape the family's clients parse."""
-    if style == "openai":
-        if isinstance(err, UpstreamRejected) and err.raw_openai_body is not None:
-            return err.raw_openai_body
-        return orjson.dumps(
-            {"error": {"message": err.message, "type": err.type, "param": err.param, "code": err.code}}
-        )
-    if style == "music":
-        return orjson.dumps({"code": err.code or "error", "message": err.message, "data": None})
-    if style == "anthropic":
-        kind = _ANTHROPIC_TYPES.get(err.status, "api_error")
-        return orjson.dumps(
-            {"type": "error", "error": {"type": kind, "message": err.message}, "request_id": request_id}
-        )
-    if style == "gemini":
-        status = _GEMINI_STATUS.get(err.status, "INTERNAL")
-        return orjson.dumps({"error": {"code": err.status, "message": err.message, "status": status}})
-    if style == "fish":
-        return orjson.dumps({"status": err.status, "message": err.message})
-    if style == "kling":
-        code = _KLING_AUTH.get(err.code or "") or _KLING_CODES.get(err.status, 5000)
-        return orjson.dumps({"code": code, "message": err.message, "request_id": request_id})
-    if style == "vidu":
-        reason = _VIDU_REASONS.get(err.status, "InternalServiceFailure")
-        return orjson.dumps({"code": err.status, "reason": reason, "message": err.message, "metadata": {}})
-    if style == "picwish":
-        return orjson.dumps({"status": err.status, "message": err.message})
-    if style == "stability":
-        return orjson.dumps({"id": request_id, "name": err.code or "error", "errors": [err.message]})
-    return orjson.dumps({"message": err.message, "code": err.code})

@@ -4,12 +4,13 @@ start/stop order. Handlers receive this object; nothing lives in module globals.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from unigate.auth.cache import KeyCache
 from unigate.cluster.fanout import Fanout
 from unigate.config import GatewayConfig, load_config
 from unigate.data_dir.owner_only import private_dir, write_private
+from unigate.lifecycle import Lifecycle, Step
 from unigate.limits.backend import Counters, LocalCounters, counters_path
 from unigate.limits.service import Limits
 from unigate.observability.metrics import Metrics
@@ -81,7 +83,7 @@ class Gateway:
     redis: Redis | None  # UNIGATE_REDIS_URL's client (store/redis.py); None on a single node
     storage: Storage  # the files served under /media/ (storage/: the data dir or a shared bucket)
     fanout: Fanout  # key changes and config reloads, to and from every other worker and replica
-    started: bool = field(default=False)
+    _lifecycle: Lifecycle | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def build(cls, settings: Settings, config: GatewayConfig | None = None) -> Gateway:
@@ -185,41 +187,86 @@ class Gateway:
             token is not None and hmac.compare_digest(digest, token)
         )
 
+    def steps(self) -> list[Step]:
+        """Start-up in order; shutdown is the reverse (`Lifecycle`). What `build` made only
+        needs closing, so it comes first; the usage recorder starts last so that it stops
+        first: its final flush must not wait behind a write lock that a cancelled background
+        transaction is still giving back."""
+        steps = [
+            Step("metrics", stop=_sync(self.metrics.close)),
+            Step("storage", stop=self.storage.aclose),
+            Step("database", stop=self.engine.dispose),
+            Step("migrations", start=self._migrate),
+            Step("providers", start=self._start_providers, stop=self._close_providers),
+            Step("task store", stop=_sync(self.tasks.store.close)),
+            Step("change feed", start=lambda: self.fanout.start(self.redis), stop=self.fanout.stop),
+            Step("task writer", start=self.tasks.writer.start, stop=self.tasks.writer.stop),
+            Step("webhook outbox", start=self.outbox.start, stop=self.outbox.stop),
+            Step("task poller", start=self.poller.start, stop=self.poller.stop),
+            Step(
+                "response retention", start=self.response_retention.start, stop=self.response_retention.stop
+            ),
+            Step("request log", start=self.request_log.start, stop=self.request_log.stop),
+            Step("usage recorder", start=self.usage.start, stop=self.usage.stop),
+        ]
+        if self.redis is not None:
+            steps.insert(1, Step("redis", stop=self._close_redis))
+        if self.tracing is not None:
+            tracing = self.tracing  # exports the spans still queued when it shuts down
+            steps.insert(0, Step("tracing", stop=lambda: asyncio.to_thread(tracing.shutdown)))
+        return steps
+
     async def start(self) -> None:
-        if self.settings.migrate_on_start:
-            await db.migrate(self.engine)
-        for provider in self.providers.values():
-            await provider.start()
-        await self.fanout.start(self.redis)
-        await self.usage.start()
-        await self.request_log.start()
-        await self.tasks.writer.start()
-        await self.outbox.start()
-        await self.poller.start()
-        await self.response_retention.start()
-        self.started = True
+        self._lifecycle = Lifecycle(self.steps(), log)
+        await self._lifecycle.start()
 
     async def stop(self) -> None:
-        # Usage first: its final flush must not wait behind a write lock that a cancelled
-        # background transaction is still giving back.
-        await self.usage.stop()
-        await self.request_log.stop()
-        await self.response_retention.stop()
-        await self.poller.stop()
-        await self.outbox.stop()
-        await self.tasks.writer.stop()
-        await self.fanout.stop()
-        self.tasks.store.close()
+        """Stop what started, in reverse order (all of it when `start` never ran: what `build`
+        made is closed either way)."""
+        lifecycle = self._lifecycle or Lifecycle(self.steps(), log)
+        await lifecycle.stop()
+
+    async def _migrate(self) -> None:
+        if self.settings.migrate_on_start:
+            await db.migrate(self.engine)
+
+    async def _start_providers(self) -> None:
+        started: list[Provider] = []
+        try:
+            for provider in self.providers.values():
+                await provider.start()
+                started.append(provider)
+        except BaseException:
+            for provider in reversed(started):  # this step's own part-way
+                with contextlib.suppress(Exception):
+                    await provider.aclose()
+            raise
+
+    async def _close_providers(self) -> None:
+        """Every provider in use now (a config reload may have replaced those it started
+        with); each is closed whatever the others do."""
+        failed: BaseException | None = None
         for provider in self.providers.values():
-            await provider.aclose()
-        await self.engine.dispose()
-        await self.storage.aclose()
-        if self.redis is not None:
+            try:
+                await provider.aclose()
+            except Exception as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
+
+    async def _close_redis(self) -> None:
+        assert self.redis is not None
+        try:
             await self.limits.counters.flush()  # settlements still queued for Redis
+        finally:
             await self.redis.aclose()
-        self.metrics.close()
-        if self.tracing is not None:
-            await asyncio.to_thread(self.tracing.shutdown)  # exports the spans still queued
+
+
+def _sync(close: Callable[[], object]) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        close()
+
+    return run
 
 
 def _redis(url: str | None) -> Redis | None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from unigate.providers.http import event_data, split_events, sse_events
+from unigate.providers.http import sse_events
 from unigate.providers.openai.compatible import _take_usage
+from unigate.translate.sse import SSEParser, event, event_data, event_fields, json_event, split_events
 from unigate.usage.recorder import Usage
 
 STREAM = (
@@ -62,3 +63,27 @@ def test_usage_chunk_taken_and_stripped() -> None:
 def test_event_data_joins_lines() -> None:
     assert event_data(b'event: x\ndata: {"a":\ndata: 1}\n\n') == b'{"a":\n1}'
     assert event_data(b"data:{}\n\n") == b"{}"
+
+
+def test_what_is_written_reads_back_the_same() -> None:
+    payloads = [b'{"a": 1}', b"[DONE]", b"line one\nline two", b"crlf\r\ninside", b""]
+    for name in (None, "message_start"):
+        for data in payloads:
+            written = event(data, name)
+            assert written.endswith(b"\n\n") and b"\n\n" not in written[:-2], written
+            assert event_fields(written) == (name, data.replace(b"\r\n", b"\n")), written
+            parser = SSEParser()
+            assert parser.feed(written) == [(name, data.replace(b"\r\n", b"\n"))]
+    obj = {"type": "ping", "text": "two\nlines"}
+    assert json_event(obj, "ping") == event(json_event(obj)[6:-2], "ping")
+
+
+def test_relay_runs_and_decoded_events_agree() -> None:
+    """The two readers cut the same stream the same way, whatever the pieces."""
+    stream = b"event: a\r\ndata: 1\r\n\r\n: a comment\n\nevent: b\ndata: 2\ndata: 3\n\ndata:4\n\n"
+    decoded = SSEParser().feed(stream)
+    assert decoded == [("a", b"1"), ("b", b"2\n3"), (None, b"4")]
+    for cut in range(1, len(stream)):
+        runs = _collect([stream[:cut], stream[cut:]])
+        events = [event_fields(e) for r in runs for e in split_events(r) if event_data(e)]
+        assert events == decoded, cut

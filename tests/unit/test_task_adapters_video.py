@@ -287,7 +287,7 @@ def test_openai_remix_posts_the_prompt_to_the_source_video(tmp_path: Path) -> No
         (408, RouteFailed, 504),
         (429, RouteFailed, 429),
         (500, RouteFailed, 502),
-        (503, RouteFailed, 502),
+        (503, RouteFailed, 503),  # unavailable: the client may retry after Retry-After
     ],
 )
 def test_openai_error_classes(tmp_path: Path, status: int, kind: type[Exception], client_status: int) -> None:
@@ -317,8 +317,7 @@ def test_openai_error_classes(tmp_path: Path, status: int, kind: type[Exception]
         assert "bad thing near [redacted]" in exc.message
     else:
         assert isinstance(exc, RouteFailed) and exc.status == client_status
-        if status == 429:
-            assert exc.retry_after == "7"
+        assert exc.retry_after == ("7" if status in (429, 503) else None)
 
 
 def test_openai_unreachable_upstream_is_route_failed(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Turn a request's credentials into a `Principal`. Every accepted header form goes through
-this one function, so scope checks can never differ between `Bearer` and `x-api-key`."""
+this one function, so scope checks can never differ between `Bearer` and `x-api-key`. The forms
+are those the error styles' clients send (`edge/error_styles.py`: `KEY_FORMS`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ from unigate.auth.cache import KeyCache
 from unigate.auth.keys import hash_key, is_well_formed
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
+from unigate.edge.error_styles import KEY_HEADERS, KEY_QUERY, KEY_SCHEMES
 from unigate.errors import AuthenticationFailed, InvalidRequest
-
-# Header forms other vendors' SDKs send.
-_ALT_HEADERS = (b"x-api-key", b"x-goog-api-key")
 
 
 def extract_key(request: Request) -> str | None:
@@ -25,16 +24,17 @@ def extract_key(request: Request) -> str | None:
             if auth is not None:
                 raise InvalidRequest("Duplicate Authorization headers.")
             auth = value
-        elif alt is None and name in _ALT_HEADERS:
+        elif alt is None and name in KEY_HEADERS:
             alt = value
     if auth is not None:
         scheme, _, rest = auth.decode("latin-1").strip().partition(" ")
-        if scheme.lower() in ("bearer", "token") and rest.strip():
+        if scheme.lower() in KEY_SCHEMES and rest.strip():
             return rest.strip()
         return ""
     if alt is not None:
         return alt.decode("latin-1").strip()
-    return request.query.get("key")
+    query = request.query
+    return next((query[name] for name in KEY_QUERY if name in query), None)
 
 
 async def authenticate(request: Request, cache: KeyCache) -> Principal:

@@ -6,19 +6,18 @@ import datetime as dt
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from unigate.api.admin.key_spec import KeyCreate, KeyUpdate
+from unigate.api.admin.key_service import CreatedKey, KeyInputError, KeyService, key_changes, new_key
+from unigate.api.admin.key_spec import KeyCreate
 from unigate.auth.principal import Principal
 from unigate.cli.serve import ConfigOpt, settings_for
 from unigate.cli.startup import StartupError, debug_wanted, report, with_database
-from unigate.config import Family
 from unigate.settings import Settings
 from unigate.store.changes import process_origin
 from unigate.store.keys import KeyStore
@@ -110,31 +109,27 @@ def _spec(
     tpm: int | None = None,
     budget_period: str = "total",
 ) -> KeyCreate:
-    """Validated exactly as the admin API validates its body, so `--expires` means the same
-    instant in both (a bare date is the start of that day, UTC)."""
-    allowed = set(get_args(Family))
-    bad = [f for f in families if f not in allowed]
-    if bad:
-        raise StartupError(f"unknown family {', '.join(bad)} (known: {', '.join(sorted(allowed))})")
+    """The options as the admin API's body, validated by the same service (so `--expires`
+    means the same instant in both: a bare date is the start of that day, UTC)."""
     body = {"name": name, "models": models, "families": families, "rpm": rpm, "budget": budget}
-    body.update(tpm=tpm, budget_period=budget_period)
+    body.update(tpm=tpm, budget_period=budget_period, expires_at=expires)
     try:
-        return KeyCreate.model_validate({**body, "expires_at": expires})
-    except ValidationError as exc:
+        return new_key(body)
+    except KeyInputError as exc:
         raise _option_error(exc, expires) from None
 
 
-def _option_error(exc: ValidationError, expires: str | None) -> StartupError:
-    first = exc.errors()[0]
-    field = str(first["loc"][0])
-    message = str(first["msg"]).removeprefix("Value error, ")
+def _option_error(exc: KeyInputError, expires: str | None) -> StartupError:
+    """The first problem, named by its option."""
+    field = exc.field or ""
     if field == "expires_at":
-        return StartupError(f"--expires {expires!r} {message}")
-    return StartupError(f"{OPTIONS.get(field, field)}: {message}")
+        return StartupError(f"--expires {expires!r} {exc.problem}")
+    return StartupError(f"{OPTIONS.get(field, field)}: {exc.problem}")
 
 
-RpmOpt = Annotated[int | None, typer.Option("--rpm", min=1, help="Requests per minute.")]
-TpmOpt = Annotated[int | None, typer.Option("--tpm", min=1, help="Tokens per minute (text calls).")]
+# Bounds are the key service's (as for the admin API), so a refusal is its one `error:` line.
+RpmOpt = Annotated[int | None, typer.Option("--rpm", help="Requests per minute.")]
+TpmOpt = Annotated[int | None, typer.Option("--tpm", help="Tokens per minute (text calls).")]
 BudgetOpt = Annotated[
     float | None, typer.Option("--budget", help="Money the key may spend per period (model prices), e.g. 25.")
 ]
@@ -169,19 +164,11 @@ def keys_create(
     except StartupError as exc:
         report(exc, debug_wanted())
 
-    async def work(store: KeyStore) -> tuple[str, Principal]:
-        return await store.create(
-            spec.name,
-            spec.models,
-            list(spec.families),
-            spec.rpm,
-            spec.budget,
-            spec.expires_at,
-            tpm=spec.tpm,
-            budget_period=spec.budget_period,
-        )
+    async def work(store: KeyStore) -> CreatedKey:
+        return await KeyService(store).create(spec)
 
-    plain, record = _with_store(config, work)
+    created = _with_store(config, work)
+    plain, record = created.plain, created.record
     print(f"id: {record.key_id}")
     print(f"name: {record.name}")
     if record.budget is not None:
@@ -259,7 +246,7 @@ def keys_revoke(
     same Redis as theirs, to tell them at once)."""
 
     async def work(store: KeyStore) -> Principal | None:
-        return await store.revoke(key_id)
+        return await KeyService(store).revoke(key_id)
 
     record = _with_store(config, work)
     if record is None:
@@ -288,12 +275,12 @@ def keys_update(
             report(StartupError(f"--clear {name!r}: one of rpm, tpm, budget, expires_at"), debug_wanted())
         body[name] = None
     try:
-        changes = KeyUpdate.model_validate(body).changes()
-    except ValidationError as exc:
+        changes = key_changes(body)
+    except KeyInputError as exc:
         report(_option_error(exc, None), debug_wanted())
 
     async def work(store: KeyStore) -> Principal | None:
-        return await store.update(key_id, changes)
+        return await KeyService(store).update(key_id, changes)
 
     record = _with_store(config, work)
     if record is None:

@@ -134,4 +134,3 @@ def access_fields(
         "outcome": scope.get(OUTCOME),
     }
     return f"{request.method} {path} {status}", fields
-

@@ -7,29 +7,121 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast, overload
 
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
-from unigate.errors import ErrorStyle
+from unigate.edge.error_styles import STYLES
 
-Handler = Callable[[Request, Principal | None], Awaitable[None]]
+# A handler for API keys gets the key's Principal; the others (admin key, metrics token, no
+# credentials) get the request alone.
+KeyHandler = Callable[[Request, Principal], Awaitable[None]]
+OpenHandler = Callable[[Request], Awaitable[None]]
+Handler = KeyHandler | OpenHandler
 # "metrics": the admin key or the metrics token (a scraper need not hold the admin key).
 AuthKind = Literal["key", "admin", "metrics", "none"]
+OpenAuth = Literal["admin", "metrics", "none"]
+StyleOf = Callable[[Request], str]
+ANY_SEGMENT = "[^/]+"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Endpoint:
+    """One (method, path) and what the edge needs before its handler runs. The constructor
+    pairs the auth kind with the handler's kind: an API-key endpoint (the default) takes a
+    `KeyHandler`, the others an `OpenHandler`, so the edge can hand a key endpoint's handler
+    the request's `Principal`, never None."""
+
     method: str
     path: str
     handler: Handler
-    family: str = ""  # the permission family; "" for admin/health
-    style: ErrorStyle = "openai"
-    auth: AuthKind = "key"
-    param: str = "[^/]+"  # what a `{param}` of the path matches
+    family: str  # the permission family; "" for admin/health
+    style: str  # its error shape: a name in `edge/error_styles.py`'s STYLES
+    auth: AuthKind
+    param: str  # what a `{param}` of the path matches
     # The call's family depends on what its body asks for (api/serving/output_family.py): the handler
     # checks it once the body is parsed, so the edge does not refuse it for `family` alone.
-    family_by_output: bool = False
+    family_by_output: bool
+    # A path several client formats share: the error style of each request, by what its client
+    # sends (read only when an error is rendered); `style` is the documented default.
+    style_of: StyleOf | None
+    # `handler` by kind, for the edge to call without a check per request: the other one is a
+    # stub that raises (the constructor's overloads pair each auth kind with its handler kind).
+    key_handler: KeyHandler
+    open_handler: OpenHandler
+
+    @overload
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        handler: KeyHandler,
+        *,
+        family: str = "",
+        style: str = "openai",
+        auth: Literal["key"] = "key",
+        param: str = ANY_SEGMENT,
+        family_by_output: bool = False,
+        style_of: StyleOf | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        handler: OpenHandler,
+        *,
+        auth: OpenAuth,
+        style: str = "openai",
+        param: str = ANY_SEGMENT,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        handler: Handler,
+        *,
+        family: str = "",
+        style: str = "openai",
+        auth: AuthKind = "key",
+        param: str = ANY_SEGMENT,
+        family_by_output: bool = False,
+        style_of: StyleOf | None = None,
+    ) -> None:
+        key: KeyHandler = _not_key
+        plain: OpenHandler = _not_open
+        if auth == "key":
+            key = cast(KeyHandler, handler)
+        else:
+            plain = cast(OpenHandler, handler)
+        values = (method, path, handler, family, style, auth, param, family_by_output, style_of, key, plain)
+        for name, value in zip(_FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+
+_FIELDS = (
+    "method",
+    "path",
+    "handler",
+    "family",
+    "style",
+    "auth",
+    "param",
+    "family_by_output",
+    "style_of",
+    "key_handler",
+    "open_handler",
+)
+
+
+async def _not_key(request: Request, principal: Principal) -> None:
+    raise TypeError("an endpoint without API keys was handed a key's principal")
+
+
+async def _not_open(request: Request) -> None:
+    raise TypeError("an API-key endpoint was called without a principal")
 
 
 _PARAM = re.compile(r"\{([a-z_]+)\}")
@@ -42,7 +134,15 @@ class EndpointTable:
         self._paths: set[str] = set()
         self._routed: dict[tuple[str, str], Endpoint] = {}  # what is served, for the API description
         for ep in endpoints:
+            if ep.style not in STYLES:
+                raise ValueError(
+                    f"{ep.method} {ep.path}: unknown error style {ep.style!r} (known: {', '.join(STYLES)})"
+                )
             key = (ep.method, ep.path)
+            if key in self._routed:
+                # Two handlers for one path: only one could ever answer, so say so at start-up.
+                first, second = _name(self._routed[key].handler), _name(ep.handler)
+                raise ValueError(f"{ep.method} {ep.path} is registered twice: by {first} and by {second}")
             self._routed[key] = ep
             if "{" in ep.path:
                 regex = (
@@ -52,14 +152,7 @@ class EndpointTable:
                     )
                     + "$"
                 )
-                # A later endpoint for the same method and path replaces the earlier one, as
-                # for exact paths below: `anthropic_models` takes over `GET /v1/models/{model}`
-                # to answer Anthropic and Gemini clients in their shapes, the rest via text.py.
-                same = [i for i, (_, old) in enumerate(self._patterns) if (old.method, old.path) == key]
-                if same:
-                    self._patterns[same[0]] = (re.compile(regex), ep)
-                else:
-                    self._patterns.append((re.compile(regex), ep))
+                self._patterns.append((re.compile(regex), ep))
             else:
                 self._exact[key] = ep
                 self._paths.add(ep.path)
@@ -91,22 +184,6 @@ class EndpointTable:
         found.update(ep.method for regex, ep in self._patterns if regex.match(path))
         return tuple(sorted(found))
 
-    def style_for(self, path: str) -> ErrorStyle:
-        """Error shape for a path no endpoint matched."""
-        if path.startswith("/suno/"):
-            return "music"
-        if path.startswith("/fish/"):
-            return "fish"
-        if path.startswith("/stability/"):
-            return "stability"
-        if path.startswith("/kling/"):
-            return "kling"
-        if path.startswith("/ent/"):
-            return "vidu"
-        if path.startswith("/api/tasks/"):
-            return "picwish"
-        if path.startswith("/v1beta/"):
-            return "gemini"
-        if path.startswith("/media/"):
-            return "plain"
-        return "openai"
+
+def _name(handler: Handler) -> str:
+    return f"{getattr(handler, '__module__', '?')}.{getattr(handler, '__qualname__', repr(handler))}"

@@ -119,8 +119,7 @@ class Limits:
         await self.counters.adjust([Demand(name, "budget", principal.budget, -amount, period)])
 
     def _demands(
-        self,
-        principal: Principal, entry: ModelEntry | None, tokens: float, cost: float
+        self, principal: Principal, entry: ModelEntry | None, tokens: float, cost: float
     ) -> tuple[list[Demand], bool]:
         rpm, tpm, budget = self._names(principal.key_id)
         out: list[Demand] = []

@@ -1,23 +1,20 @@
 """What the document derives from an `Endpoint` itself: its error responses (the family's
-error shape, rendered once by the edge in app.py through `errors.render_error`), the
-credentials it accepts (`auth/authenticate.py` reads every header form; each family documents
-the forms its clients send) and its path parameters (the table's own regex). Nothing here is
-written per operation, so a new endpoint gets all three right by construction."""
+error style, whose entry in `edge/error_styles.py` renders it at the edge and gives its schema
+here), the credentials it accepts (`auth/authenticate.py` reads every style's key forms; each
+family documents the forms its clients send) and its path parameters (the table's own regex).
+Nothing here is written per operation, so a new endpoint gets all three right by construction."""
 
 from __future__ import annotations
 
 import re
 
 from unigate.edge.endpoints import Endpoint
-from unigate.errors import ErrorStyle
+from unigate.edge.error_styles import BEARER, KEY_FORMS, STYLES
 from unigate.openapi.schema import (
     JSON,
     Schema,
     any_of,
-    array,
-    const,
     integer,
-    obj,
     ref,
     response,
     response_header,
@@ -28,36 +25,10 @@ _PARAM = re.compile(r"\{([a-z_]+)\}")
 
 
 def security_schemes() -> dict[str, Schema]:
+    """The API key forms the error styles' clients send (`edge/error_styles.py`), and the
+    admin key and metrics token."""
     return {
-        "bearer": {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "An API key (`ugk_…`) as `Authorization: Bearer <key>`: every key endpoint.",
-        },
-        "token": {
-            "type": "http",
-            "scheme": "Token",
-            "description": "`Authorization: Token <key>`, the form Vidu's clients send.",
-        },
-        "apiKey": {
-            "type": "apiKey",
-            "in": "header",
-            "name": "x-api-key",
-            "description": "`x-api-key` (the Anthropic SDK) or `X-API-KEY` (PicWish): header names are "
-            "case-insensitive.",
-        },
-        "googApiKey": {
-            "type": "apiKey",
-            "in": "header",
-            "name": "x-goog-api-key",
-            "description": "`x-goog-api-key`, as google-genai sends it.",
-        },
-        "googKey": {
-            "type": "apiKey",
-            "in": "query",
-            "name": "key",
-            "description": "`?key=<key>`, the Gemini API's query form.",
-        },
+        **{name: form.security_scheme() for name, form in KEY_FORMS.items()},
         "adminBearer": {
             "type": "http",
             "scheme": "bearer",
@@ -73,15 +44,6 @@ def security_schemes() -> dict[str, Schema]:
     }
 
 
-# The header forms each family's clients send, besides Bearer (which every key endpoint takes).
-_STYLE_AUTH: dict[str, tuple[str, ...]] = {
-    "anthropic": ("apiKey",),
-    "gemini": ("googApiKey", "googKey"),
-    "vidu": ("token",),
-    "picwish": ("apiKey",),
-}
-
-
 def security(ep: Endpoint, extra: tuple[str, ...] = ()) -> list[dict[str, list[str]]]:
     """Alternatives, any one of which authenticates; [] for the endpoints that need none."""
     if ep.auth == "none":
@@ -90,114 +52,14 @@ def security(ep: Endpoint, extra: tuple[str, ...] = ()) -> list[dict[str, list[s
         return [{"adminBearer": []}]
     if ep.auth == "metrics":
         return [{"adminBearer": []}, {"metricsBearer": []}]
-    names = ("bearer", *_STYLE_AUTH.get(ep.style, ()), *extra)
+    names = (BEARER.scheme, *(form.scheme for form in STYLES[ep.style].key_forms), *extra)
     return [{name: []} for name in dict.fromkeys(names)]
 
 
 def error_schemas() -> dict[str, Schema]:
-    """The error body of each `ErrorStyle`, as `render_error` writes it."""
-    message = string("What went wrong, for people; never contains key material.")
-    return {
-        "OpenAIError": obj(
-            {
-                "error": obj(
-                    {
-                        "message": message,
-                        "type": string("invalid_request_error, authentication_error, permission_error, …"),
-                        "param": {"type": ["string", "null"]},
-                        "code": {"type": ["string", "null"]},
-                    },
-                    ["message", "type"],
-                )
-            },
-            ["error"],
-            "OpenAI's error shape.",
-        ),
-        "MusicError": obj(
-            {
-                "code": string("The error code, e.g. invalid_request."),
-                "message": message,
-                "data": {"type": "null"},
-            },
-            ["code", "message", "data"],
-            "The music envelope with an error code and no data.",
-        ),
-        "AnthropicError": obj(
-            {
-                "type": const("error"),
-                "error": obj(
-                    {"type": string("Anthropic's error type by status."), "message": message},
-                    ["type", "message"],
-                ),
-                "request_id": string(),
-            },
-            ["type", "error"],
-            "Anthropic's error shape.",
-        ),
-        "GeminiError": obj(
-            {
-                "error": obj(
-                    {
-                        "code": integer(description="The HTTP status."),
-                        "message": message,
-                        "status": string("e.g. INVALID_ARGUMENT"),
-                    },
-                    ["code", "message", "status"],
-                )
-            },
-            ["error"],
-            "Google's error shape.",
-        ),
-        "FishError": obj(
-            {"status": integer(), "message": message}, ["status", "message"], "Fish Audio's error shape."
-        ),
-        "KlingError": obj(
-            {
-                "code": integer(description="Kling's service code (1000s auth, 1200s parameters, …)."),
-                "message": message,
-                "request_id": string(),
-            },
-            ["code", "message"],
-            "Kling's error shape.",
-        ),
-        "ViduError": obj(
-            {
-                "code": integer(description="The HTTP status."),
-                "reason": string("e.g. BadRequest"),
-                "message": message,
-                "metadata": obj({}),
-            },
-            ["code", "reason", "message"],
-            "Vidu's error shape.",
-        ),
-        "PicWishError": obj(
-            {"status": integer(), "message": message}, ["status", "message"], "PicWish's error shape."
-        ),
-        "StabilityError": obj(
-            {
-                "id": string("The request id."),
-                "name": string("The error code."),
-                "errors": array(string(), minItems=1),
-            },
-            ["id", "name", "errors"],
-            "Stability's error shape.",
-        ),
-        "PlainError": obj({"message": message, "code": {"type": ["string", "null"]}}, ["message"]),
-    }
+    """The error body of each error style, as it renders it."""
+    return {style.schema_name: style.schema() for style in STYLES.values()}
 
-
-_STYLE_SCHEMA: dict[ErrorStyle, str] = {
-    "openai": "OpenAIError",
-    "music": "MusicError",
-    "anthropic": "AnthropicError",
-    "gemini": "GeminiError",
-    "fish": "FishError",
-    "kling": "KlingError",
-    "vidu": "ViduError",
-    "picwish": "PicWishError",
-    "stability": "StabilityError",
-    "plain": "PlainError",
-}
 
 _STATUS_TEXT = {
     "400": "The request is malformed: wrong types, missing or out-of-range fields.",
@@ -215,7 +77,7 @@ _STATUS_TEXT = {
 
 
 def error_schema(ep: Endpoint) -> Schema:
-    return ref(_STYLE_SCHEMA[ep.style])
+    return ref(STYLES[ep.style].schema_name)
 
 
 def error_responses(ep: Endpoint, schema: Schema, has_body: bool) -> dict[str, Schema]:
@@ -257,6 +119,6 @@ def path_parameters(ep: Endpoint, narrower: dict[str, Schema], examples: dict[st
     return out
 
 
-def styles_schema(*styles: ErrorStyle) -> Schema:
+def styles_schema(*styles: str) -> Schema:
     """Errors of a path several client formats share: any of their shapes."""
-    return any_of(*(ref(_STYLE_SCHEMA[s]) for s in styles))
+    return any_of(*(ref(STYLES[s].schema_name) for s in styles))

@@ -1,4 +1,4 @@
-"""Upstream HTTP: one connection pool per provider (transport/pool.py), SSE event framing, and the
+"""Upstream HTTP: one connection pool per provider (transport/pool.py), SSE event runs, and the
 mapping of transport failures to the adapter contract, written once: `RouteFailed` while
 nothing has reached the client, `StreamBroken` after.
 """
@@ -6,12 +6,15 @@ nothing has reached the client, `StreamBroken` after.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from typing import NoReturn
 
 from unigate.config import ProviderConfig
 from unigate.errors import GatewayOverloaded
 from unigate.providers.base import RouteFailed, StreamBroken, Timeouts
 from unigate.providers.form_body import FormBody
 from unigate.providers.redact import Redactor, request_secrets
+from unigate.providers.upstream_status import Reader, upstream_error
+from unigate.translate.sse import EventRuns
 from unigate.transport.dial import Dialer, proxy_for, tls_context
 from unigate.transport.errors import LocalExhausted, PoolExhausted, UpstreamError, UpstreamTimeout
 from unigate.transport.pool import MAX_CONNECTIONS, Origin, Pool
@@ -114,9 +117,8 @@ class UpstreamHTTP:
             raise RouteFailed(f"Could not reach the upstream: {exc}.") from None
         if 300 <= resp.status < 400 and not redirects:
             resp.release()
-            raise RouteFailed(
-                f"The upstream answered HTTP {resp.status}, a redirect (not followed; check the "
-                "provider's base_url)."
+            raise upstream_error(
+                resp.status, detail="a redirect, not followed: check the provider's base_url"
             )
         if resp.status >= 400 and self._redactor is not None:
             await self._scrub(resp, headers)
@@ -149,6 +151,16 @@ async def read_all(resp: Response, what: str = "response") -> bytes:
         raise RouteFailed(f"The upstream {what} failed: {exc}.") from None
 
 
+async def raise_for_answer(resp: Response, read: Reader, vendor: str = "") -> NoReturn:
+    """A failed answer, read whole and raised as the status table maps it (upstream_status.py):
+    `read` is the vendor's reading of its error body."""
+    try:
+        data = await read_all(resp, "error response")
+    finally:
+        resp.release()
+    raise upstream_error(resp.status, read(data), vendor=vendor, retry_after=resp.headers.get("Retry-After"))
+
+
 def stream_error(exc: UpstreamError) -> StreamBroken:
     """A transport failure after the first byte, as the relay reports it."""
     if isinstance(exc, UpstreamTimeout):
@@ -158,41 +170,19 @@ def stream_error(exc: UpstreamError) -> StreamBroken:
 
 async def sse_events(resp: Response) -> AsyncIterator[bytes]:
     """Yield runs of *complete* SSE events (each run ends with a blank line), exactly as the
-    upstream framed them. Several events that arrive together stay together: one write."""
-    buf = b""
+    upstream framed them (`translate/sse.py`'s `EventRuns`)."""
+    runs = EventRuns()
+    feed = runs.feed
     try:
         async for data in resp.iter_any():
-            buf += data
-            cut = _last_event_end(buf)
-            if cut > 0:
-                out, buf = buf[:cut], buf[cut:]
-                yield out
+            run = feed(data)
+            if run:
+                yield run
     except UpstreamError as exc:
         raise stream_error(exc) from None
-    if buf.strip():
-        yield buf + b"\n\n"
-
-
-def _last_event_end(buf: bytes) -> int:
-    """Index just past the last blank line (LF or CRLF framing), or -1."""
-    lf = buf.rfind(b"\n\n")
-    crlf = buf.rfind(b"\r\n\r\n")
-    return max(lf + 2 if lf >= 0 else -1, crlf + 4 if crlf >= 0 else -1)
-
-
-def split_events(run: bytes) -> list[bytes]:
-    """Split a run of complete events into single events (blank line kept on each)."""
-    sep = b"\r\n\r\n" if b"\r\n\r\n" in run else b"\n\n"
-    return [part + sep for part in run.split(sep) if part]
-
-
-def event_data(event: bytes) -> bytes:
-    """The joined `data:` payload of one SSE event."""
-    lines = []
-    for line in event.splitlines():
-        if line.startswith(b"data:"):
-            lines.append(line[6:] if line[5:6] == b" " else line[5:])
-    return b"\n".join(lines)
+    tail = runs.rest()
+    if tail:
+        yield tail
 
 
 async def relay_bytes(resp: Response) -> AsyncIterator[bytes]:

@@ -6,9 +6,9 @@ PicWish) in, a JSON object out. This module maps what is common to all of them -
 failures, HTTP status classes, unreadable bodies - and each adapter reads its own envelope
 (Kling's `code`, Vidu's `reason`, PicWish's body `status`) on top of an `Answer`.
 
-Error classes, decided once here: 408, 429, 5xx and refused credentials (401, 403) are
-`RouteFailed` (another route may answer); any other 4xx is `UpstreamRejected` with the
-vendor's message, scrubbed of the provider's own secrets. Polling queries each job with
+Error classes are the status table's (`upstream_status.py`); an adapter hands it the status its
+answer means (the HTTP status, or one its body states) with the vendor's message, scrubbed of
+the provider's own secrets here (`answer_error`). Polling queries each job with
 bounded concurrency; a job whose query fails is left out of the batch (the poller retries it,
 and the task's deadline ends it), so one bad job never fails the others.
 """
@@ -35,6 +35,7 @@ from unigate.providers.base import InputFile, RouteFailed, TaskRef, Timeouts, Up
 from unigate.providers.form_body import FormBody
 from unigate.providers.http import UpstreamHTTP, read_all
 from unigate.providers.redact import blank_shapes
+from unigate.providers.upstream_status import Said, upstream_error
 
 log = logging.getLogger("unigate.providers")
 
@@ -51,6 +52,7 @@ class Answer:
     status: int
     body: dict[str, Any]
     is_json: bool
+    retry_after: str | None = None
 
 
 async def exchange(
@@ -71,31 +73,30 @@ async def exchange(
         parsed = orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError:
         parsed = None
-    return Answer(resp.status, parsed if isinstance(parsed, dict) else {}, isinstance(parsed, dict))
+    body = parsed if isinstance(parsed, dict) else {}
+    return Answer(resp.status, body, isinstance(parsed, dict), resp.headers.get("Retry-After"))
 
 
-def status_error(
-    vendor: str, status: int, message: str, secrets: Sequence[str], code: str | None = None
+def answer_error(
+    vendor: str,
+    answer: Answer,
+    message: str,
+    secrets: Sequence[str],
+    code: str | None = None,
+    *,
+    status: int | None = None,
+    detail: str = "",
 ) -> RouteFailed | UpstreamRejected:
-    """The contract's error for a failed HTTP-like `status` (an HTTP status, or a vendor's own
-    status field that mirrors one)."""
-    if status in (401, 403):
-        return RouteFailed(f"The {vendor} upstream refused the provider's credentials (HTTP {status}).")
-    if status == 408 or status == 429 or status >= 500 or status < 400:
-        return route_failed(vendor, status)
-    # 409 would make the OpenAI/Anthropic SDKs retry (and pay twice): a refusal is a 400.
-    return rejected(400 if status == 409 else status, message, secrets, code)
-
-
-def route_failed(vendor: str, status: int, detail: str = "") -> RouteFailed:
-    client_status = 429 if status == 429 else 504 if status == 408 else 502
-    suffix = f" ({detail})" if detail else ""
-    return RouteFailed(f"The {vendor} upstream answered HTTP {status}{suffix}.", client_status)
-
-
-def rejected(status: int, message: str, secrets: Sequence[str], code: str | None = None) -> UpstreamRejected:
-    text = scrub(message, secrets) or "The upstream rejected the request."
-    return UpstreamRejected(status, text, code=code)
+    """The status table's error for a failed answer: for `status` when the vendor's body states
+    one of its own (a service code's class, a body status), else for the HTTP status; the
+    vendor's message scrubbed and bounded."""
+    return upstream_error(
+        answer.status if status is None else status,
+        Said(scrub(message, secrets), code),
+        vendor=vendor,
+        retry_after=answer.retry_after,
+        detail=detail,
+    )
 
 
 def scrub(text: str, secrets: Sequence[str]) -> str:

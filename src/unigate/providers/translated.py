@@ -1,5 +1,5 @@
 """Shared plumbing for adapters whose upstream speaks another format than the client: run a
-stateful stream translator over the upstream body, and map the upstream's error statuses."""
+stateful stream translator over the upstream body, and read the upstream's error bodies."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any, Protocol
 import orjson
 
 from unigate.config import ProviderConfig
-from unigate.errors import UpstreamRejected
 from unigate.providers.base import (
     Provider,
     ProviderContext,
@@ -21,8 +20,9 @@ from unigate.providers.base import (
     TextCall,
 )
 from unigate.providers.headers import upstream_headers
-from unigate.providers.http import UpstreamHTTP, read_all, sse_events, stream_error
+from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all, sse_events, stream_error
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
+from unigate.providers.upstream_status import Said, error_object, message_of
 from unigate.transport.errors import UpstreamError
 from unigate.transport.response import Response
 from unigate.usage.recorder import Usage
@@ -89,7 +89,7 @@ class TranslatingChatProvider(Provider):
         # Text: a repeat is harmless.
         resp = await self.http.post(path, body, target.timeouts, headers=headers, replay=True)
         if resp.status >= 400:
-            await raise_for_status(resp)
+            await raise_for_answer(resp, said)
         if stream:
             reply = Reply(content_type=b"text/event-stream", close=resp.close, wire=wire)
             reply.stream = relay_native(resp, reply.usage, scan, last, self.redactor)
@@ -106,14 +106,14 @@ class TranslatingChatProvider(Provider):
         like a call's."""
         resp = await self.http.post(path, body, target.timeouts, headers=headers, replay=True)
         if resp.status >= 400:
-            await raise_for_status(resp)
+            await raise_for_answer(resp, said)
         return await read_all(resp)
 
     async def chat(self, call: TextCall, target: Target) -> Reply:
         path, body = self.request(call, target)
         resp = await self.http.post(path, orjson.dumps(body), target.timeouts, replay=True)
         if resp.status >= 400:
-            await raise_for_status(resp)
+            await raise_for_answer(resp, said)
         if call.stream:
             reply = Reply(content_type=b"text/event-stream", close=resp.close)
             reply.stream = translate_stream(resp, self.stream_translator(call), reply.usage, self.redactor)
@@ -200,25 +200,6 @@ async def relay_native(
         raise StreamBroken("The upstream stream ended before completion.")
 
 
-async def raise_for_status(resp: Response) -> None:
-    status = resp.status
-    try:
-        data = await read_all(resp, "error response")
-    finally:
-        resp.release()
-    if status == 429 or status >= 500:  # includes Anthropic's 529 "overloaded"
-        raise RouteFailed(
-            f"The upstream answered HTTP {status}.",
-            429 if status == 429 else 502,
-            resp.headers.get("Retry-After"),
-        )
-    if status in (401, 403):
-        raise RouteFailed("The upstream refused the gateway's credentials.")
-    message = "The upstream rejected the request."
-    try:
-        err = orjson.loads(data).get("error")
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            message = err["message"]
-    except (orjson.JSONDecodeError, AttributeError):
-        pass
-    raise UpstreamRejected(status, message)
+def said(data: bytes) -> Said:
+    """Anthropic's and Google's error bodies both carry `error.message`."""
+    return Said(message_of(error_object(data)))

@@ -9,8 +9,9 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from unigate.errors import UpstreamFailed, UpstreamRejected
+from unigate.errors import UpstreamRejected
 from unigate.providers.base import Reply, RouteFailed, StreamBroken, Target, Unsupported, scrubbed
+from unigate.providers.upstream_status import client_error
 from unigate.routing.catalog import ModelEntry, Route
 from unigate.routing.health import RouteHealth
 
@@ -104,15 +105,7 @@ class Router:
         if last is None:
             assert unsupported is not None  # a model always has at least one route
             raise unsupported
-        headers = {"retry-after": last.retry_after} if last.retry_after else None
-        status = last.status if last.status in (429, 504) else 502
-        code = {429: "upstream_rate_limited", 504: "upstream_timeout"}.get(status, "upstream_unavailable")
-        raise UpstreamFailed(
-            f"All upstream routes failed. Last error: {last.message}",
-            status=status,
-            code=code,
-            headers=headers,
-        )
+        raise client_error(last, f"All upstream routes failed. Last error: {last.message}")
 
 
 def _log_failure(targets: list[Target], index: int, failure: RouteFailed) -> None:

@@ -31,14 +31,8 @@ from unigate.translate.anthropic_response import (
     prompt_tokens_of,
     stop_reason,
 )
-from unigate.translate.sse import (
-    CUT_OFF,
-    OpenAIChunkReader,
-    OpenAIChunkWriter,
-    SSEEvent,
-    json_object,
-    openai_error_chunk,
-)
+from unigate.translate.openai_chunks import CUT_OFF, OpenAIChunkReader, OpenAIChunkWriter, openai_error_chunk
+from unigate.translate.sse import SSEEvent, json_event, json_object
 from unigate.usage.recorder import Usage
 
 Json = dict[str, Any]
@@ -374,4 +368,4 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
 
 def _anthropic_event(kind: str, fields: Json) -> bytes:
     """Both the `event:` line and the `type` field: the Anthropic SDK dispatches on the former."""
-    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps({"type": kind, **fields}) + b"\n\n"
+    return json_event({"type": kind, **fields}, kind)

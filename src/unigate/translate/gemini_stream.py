@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from unigate.translate import web_search
 from unigate.translate.gemini_fields import Json, as_list, as_object, field
 from unigate.translate.gemini_inbound import tool_call
@@ -36,14 +34,8 @@ from unigate.translate.gemini_response import (
     usage_metadata,
 )
 from unigate.translate.gemini_search import grounding_out
-from unigate.translate.sse import (
-    CUT_OFF,
-    OpenAIChunkReader,
-    OpenAIChunkWriter,
-    SSEEvent,
-    json_object,
-    openai_error_chunk,
-)
+from unigate.translate.openai_chunks import CUT_OFF, OpenAIChunkReader, OpenAIChunkWriter, openai_error_chunk
+from unigate.translate.sse import SSEEvent, json_event, json_object
 
 _OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
 # OpenAI error type -> (HTTP code, status) of the Gemini error object.
@@ -272,9 +264,9 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
         tail: Json = {"modelVersion": self.model}
         if self._response_id is not None:
             tail["responseId"] = self._response_id
-        return b"data: " + orjson.dumps({**fields, **tail}) + b"\n\n"
+        return json_event({**fields, **tail})
 
 
 def _gemini_error(code: int, message: str, status: str) -> bytes:
     """google-genai raises on an event whose JSON starts with `{"error":`, so `error` is the only key."""
-    return b"data: " + orjson.dumps({"error": {"code": code, "message": message, "status": status}}) + b"\n\n"
+    return json_event({"error": {"code": code, "message": message, "status": status}})

@@ -23,10 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from unigate.translate import web_search
 from unigate.translate.anthropic_response import as_object
+from unigate.translate.openai_chunks import CUT_OFF, OpenAIChunkReader
 from unigate.translate.responses_items import item_id
 from unigate.translate.responses_response import (
     INCOMPLETE,
@@ -37,7 +36,7 @@ from unigate.translate.responses_response import (
     url_annotation,
 )
 from unigate.translate.responses_tools import custom_input
-from unigate.translate.sse import CUT_OFF, OpenAIChunkReader
+from unigate.translate.sse import json_event
 
 Json = dict[str, Any]
 QUEUED_EVENTS = 2  # `response.created` and `response.queued` of a background response
@@ -326,21 +325,14 @@ class ChatToResponsesStream(OpenAIChunkReader):
         return {"item_id": item.id, "output_index": item.index}
 
     def _event(self, kind: str, fields: Json) -> bytes:
-        data = orjson.dumps({"type": kind, "sequence_number": self.seq, **fields})
+        data = {"type": kind, "sequence_number": self.seq, **fields}
         self.seq += 1
-        return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
+        return json_event(data, kind)
 
 
 def queued_events(response: Json) -> list[tuple[int, bytes]]:
     """Events 0 and 1 of a background response, sent when it is accepted."""
     return [
-        (
-            i,
-            b"event: "
-            + kind.encode()
-            + b"\ndata: "
-            + orjson.dumps({"type": kind, "sequence_number": i, "response": response})
-            + b"\n\n",
-        )
+        (i, json_event({"type": kind, "sequence_number": i, "response": response}, kind))
         for i, kind in enumerate(("response.created", "response.queued"))
     ]

@@ -1,28 +1,127 @@
-"""Incremental SSE parsing shared by the stream translators.
+"""Server-sent events, read and written in this one module: every SSE the gateway emits is
+framed by `event` (or `json_event`, `comment`), and every upstream stream it reads is cut and
+parsed here.
 
-Upstream bytes arrive in arbitrary pieces: a piece may end mid-line, between the CR and LF of a
-CRLF pair, or inside a multi-byte UTF-8 character. The parser therefore works on bytes only and
-hands out an event's data once its terminating blank line has arrived; callers decode (or
-`orjson.loads`) complete payloads, never fragments.
+Reading follows the WHATWG framing rules the SDKs rely on: lines end with LF or CRLF, several
+`data:` lines join with LF, one space after the colon is optional, `:` lines are comments, and
+a blank line dispatches the event. Upstream bytes arrive in arbitrary pieces: a piece may end
+mid-line, between the CR and LF of a CRLF pair, or inside a multi-byte UTF-8 character, so
+everything here works on bytes and hands out whole events only. Two readers for two needs:
+- `EventRuns` cuts a stream into runs of complete events exactly as the upstream framed them,
+  for relays that forward the bytes untouched (`split_events` and `event_fields` take a run
+  apart where a relay must look inside: usage, a final event);
+- `SSEParser` decodes each event to `(name, data)`, for translators that rewrite the stream.
+
+Writing: `event(data, name)` is one event, `data` being one payload (a newline inside it
+becomes another `data:` line, so no payload can break the framing).
 """
 
 from __future__ import annotations
 
-import time
+import re
 from typing import Any
 
 import orjson
 
 SSEEvent = tuple[str | None, bytes]
+_EVENT_END = re.compile(rb"\r?\n\r?\n")  # a line's end, then a blank line
+
+
+# -- writing --
+
+
+def event(data: bytes, name: str | None = None) -> bytes:
+    """One event: its `event:` line when named, its data, the blank line that ends it."""
+    if b"\n" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\n", b"\ndata: ")
+    if name is None:
+        return b"data: " + data + b"\n\n"
+    return b"event: " + name.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def json_event(obj: Any, name: str | None = None) -> bytes:
+    """One event whose data is `obj` as JSON (orjson writes no newline)."""
+    data = orjson.dumps(obj)
+    if name is None:
+        return b"data: " + data + b"\n\n"
+    return b"event: " + name.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def comment(text: bytes) -> bytes:
+    """A comment line: every SSE parser skips it (a keep-alive)."""
+    return b": " + text + b"\n\n"
+
+
+DONE = event(b"[DONE]")  # the OpenAI chat stream's last event
+# A lone blank line: dispatches nothing, so every parser skips it (a keep-alive for clients,
+# google-genai's, whose line reader would choke on a comment).
+BLANK_LINE = b"\r\n"
+
+
+# -- reading --
+
+
+class EventRuns:
+    """Cuts a byte stream into runs of complete events (each run ends with a blank line, LF or
+    CRLF), exactly as framed: several events that arrive together stay together (one write)."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> bytes:
+        """The complete events `data` finishes (b"" if none); the rest is kept for later."""
+        buf = self._buf + data if self._buf else data
+        lf = buf.rfind(b"\n\n")
+        crlf = buf.rfind(b"\r\n\r\n")
+        cut = max(lf + 2 if lf >= 0 else -1, crlf + 4 if crlf >= 0 else -1)
+        if cut < 0:
+            self._buf = buf
+            return b""
+        self._buf = buf[cut:]
+        return buf[:cut]
+
+    def rest(self) -> bytes:
+        """At the end of the stream: an unterminated last event, terminated (b"" if none)."""
+        rest, self._buf = self._buf, b""
+        return rest + b"\n\n" if rest.strip() else b""
+
+
+def split_events(run: bytes) -> list[bytes]:
+    """A run of complete events as single events (each with its blank line, however its lines
+    end: LF, CRLF, or a mix of both)."""
+    out = []
+    start = 0
+    for end in _EVENT_END.finditer(run):
+        out.append(run[start : end.end()])
+        start = end.end()
+    if start < len(run):
+        out.append(run[start:])
+    return out
+
+
+def event_fields(event: bytes) -> SSEEvent:
+    """One complete event's name (None if unnamed) and joined data, read by `SSEParser`."""
+    parser = SSEParser()
+    found = parser.feed(event) + parser.flush()
+    return found[0] if found else (None, b"")
+
+
+def event_data(event: bytes) -> bytes:
+    """One complete event's joined `data:` payload."""
+    return event_fields(event)[1]
+
+
+def data_lines(run: bytes) -> int:
+    """How many `data:` lines a run holds: an event count for upstreams that send one data line
+    an event (OpenAI's), without parsing."""
+    return run.count(b"data:")
 
 
 class SSEParser:
-    """Feed raw bytes, get back complete `(event name or None, data)` pairs.
-
-    Follows the WHATWG framing rules the SDKs rely on: lines end with LF or CRLF, several
-    `data:` lines join with LF, one space after the colon is optional, `:` lines are comments,
-    and a blank line dispatches the event. Events without any `data:` line are dropped.
-    """
+    """Feed raw bytes, get back complete `(event name or None, data)` pairs. Events without
+    any `data:` line are dropped."""
 
     def __init__(self) -> None:
         self._buf = b""
@@ -78,105 +177,3 @@ def json_object(data: bytes) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return obj if isinstance(obj, dict) else None
-
-
-class OpenAIChunkReader:
-    """The input side shared by every translator fed an OpenAI chat stream: parses its SSE and
-    hands each chunk, `[DONE]` and in-band error to the subclass until the stream has ended."""
-
-    def __init__(self) -> None:
-        self._parser = SSEParser()
-        self._done = False
-        self._errored = False
-
-    def feed(self, data: bytes) -> bytes:
-        return self._handle(self._parser.feed(data))
-
-    def _rest(self) -> bytes:
-        """What the last, unterminated event still produces (call from `finish`)."""
-        return self._handle(self._parser.flush())
-
-    def _handle(self, events: list[SSEEvent]) -> bytes:
-        out = b""
-        for _name, data in events:
-            if self._done or self._errored:
-                break
-            if data.strip() == b"[DONE]":
-                out += self._on_done()
-                continue
-            obj = json_object(data)
-            if obj is None:
-                continue
-            out += self._on_error(obj["error"]) if obj.get("error") else self._on_chunk(obj)
-        return out
-
-    def _on_chunk(self, chunk: dict[str, Any]) -> bytes:
-        raise NotImplementedError
-
-    def _on_done(self) -> bytes:
-        raise NotImplementedError
-
-    def _on_error(self, error: Any) -> bytes:
-        raise NotImplementedError
-
-
-CUT_OFF = "The upstream stream ended before completion."
-
-
-def openai_error_chunk(message: str, kind: str, code: str | None) -> bytes:
-    """The in-band error an OpenAI SDK raises on (no `[DONE]` follows it)."""
-    error = {"message": message, "type": kind, "param": None, "code": code}
-    return b"data: " + orjson.dumps({"error": error}) + b"\n\n"
-
-
-class OpenAIChunkWriter:
-    """The output side shared by every translator that turns another format's stream into an
-    OpenAI chat stream: parses the upstream's SSE, frames chunks, and ends the stream — with
-    the usage chunk and `[DONE]` when the upstream completed, with an in-band error when it
-    was cut off. Subclasses handle events (`_handle`), say whether the upstream completed
-    (`_completed`) and what closes a completed stream before the usage chunk (`_closing`)."""
-
-    def __init__(self, model: str, include_usage: bool, created: int | None = None) -> None:
-        self.model = model
-        self.include_usage = include_usage
-        self.created = int(time.time()) if created is None else created
-        self.broken = False
-        self._id: str | None = None
-        self._parser = SSEParser()
-        self._errored = False
-
-    def feed(self, data: bytes) -> bytes:
-        return self._handle(self._parser.feed(data))
-
-    def finish(self) -> bytes:
-        out = self._handle(self._parser.flush())
-        if self._errored:
-            return out  # The error event already ended the stream for the client.
-        if not self._completed():
-            self.broken = True
-            return out + openai_error_chunk(CUT_OFF, "upstream_error", "stream_broken")
-        out += self._closing()
-        if self.include_usage:
-            out += self._event({"choices": [], "usage": self._usage()})
-        return out + b"data: [DONE]\n\n"
-
-    def _event(self, fields: dict[str, Any]) -> bytes:
-        head = {
-            "id": self._id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-        }
-        return b"data: " + orjson.dumps({**head, **fields}) + b"\n\n"
-
-    def _handle(self, events: list[SSEEvent]) -> bytes:
-        raise NotImplementedError
-
-    def _completed(self) -> bool:
-        raise NotImplementedError
-
-    def _closing(self) -> bytes:
-        return b""
-
-    def _usage(self) -> dict[str, Any]:
-        raise NotImplementedError

@@ -11,6 +11,7 @@ from typing import Any
 from unigate.limits.estimate import chat_prompt_tokens
 from unigate.providers.base import Reply, TextCall
 from unigate.translate import web_search
+from unigate.translate.sse import DONE, json_event
 from unigate.translate.web_search import Citation, Search
 from unigate.usage.recorder import Usage
 from unigate_sandbox.compose import content_for, parse_response_format
@@ -21,9 +22,7 @@ from unigate_sandbox.tokens import count_tokens, cut_at_stop, pieces, truncate_t
 from unigate_sandbox.tools import ToolCall, choose_tools, make_calls, parse_tool_policy
 from unigate_sandbox.web_search import parse_search, search_answer
 from unigate_sandbox.wire import (
-    DONE,
     FINGERPRINT,
-    event,
     json_reply,
     new_id,
     now,
@@ -144,13 +143,13 @@ async def _events(plan: ChatPlan, model: str, include_usage: bool, usage: Usage)
         for delta, tokens in _deltas(choice):
             # Tool-call fragments may split a token; the running count is capped, then exact.
             usage.completion_tokens = min(final.completion_tokens, usage.completion_tokens + tokens)
-            yield event({**head, "choices": [_delta(choice.index, delta, None)]})
+            yield json_event({**head, "choices": [_delta(choice.index, delta, None)]})
             await pause()
-        yield event({**head, "choices": [_delta(choice.index, {}, choice.finish_reason)]})
+        yield json_event({**head, "choices": [_delta(choice.index, {}, choice.finish_reason)]})
         await pause()
     usage.completion_tokens = final.completion_tokens
     if include_usage:
-        yield event({**head, "choices": [], "usage": usage_block(usage)})
+        yield json_event({**head, "choices": [], "usage": usage_block(usage)})
     yield DONE
 
 

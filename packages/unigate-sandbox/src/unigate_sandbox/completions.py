@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from unigate.providers.base import Reply, TextCall
+from unigate.translate.sse import DONE, json_event
 from unigate.usage.recorder import Usage
 from unigate_sandbox.params import (
     MAX_OUTPUT_TOKENS,
@@ -23,9 +24,7 @@ from unigate_sandbox.params import (
 )
 from unigate_sandbox.tokens import count_tokens, cut_at_stop, keywords, pieces, truncate_tokens
 from unigate_sandbox.wire import (
-    DONE,
     FINGERPRINT,
-    event,
     json_reply,
     new_id,
     now,
@@ -159,12 +158,12 @@ async def _events(
         for i, text in enumerate(parts):
             if not (choice.echoed and i == 0):
                 usage.completion_tokens += count_tokens(text)
-            yield event({**head, "choices": [_choice(choice.index, text, None)]})
+            yield json_event({**head, "choices": [_choice(choice.index, text, None)]})
             await pause()
-        yield event({**head, "choices": [_choice(choice.index, "", choice.finish_reason)]})
+        yield json_event({**head, "choices": [_choice(choice.index, "", choice.finish_reason)]})
         await pause()
     if include_usage:
-        yield event({**head, "choices": [], "usage": usage_block(usage)})
+        yield json_event({**head, "choices": [], "usage": usage_block(usage)})
     yield DONE
 
 

@@ -13,6 +13,7 @@ import orjson
 
 from unigate.errors import InvalidRequest
 from unigate.providers.base import Reply
+from unigate.translate.sse import event
 from unigate.usage.recorder import Usage
 
 
@@ -67,4 +68,4 @@ async def gemini_image_reply(payload: dict[str, Any], model: str, stream: bool) 
 
 
 async def _one_event(data: bytes) -> AsyncIterator[bytes]:
-    yield b"data: " + data + b"\r\n\r\n"
+    yield event(data)

@@ -24,6 +24,7 @@ from unigate.edge.media_types import IMAGE_CONTENT_TYPES, SPEECH_CONTENT_TYPES
 from unigate.errors import InvalidRequest
 from unigate.providers.base import MediaCall, Reply
 from unigate.storage import Storage, media_key
+from unigate.translate.sse import json_event
 from unigate.usage.recorder import Usage
 
 if TYPE_CHECKING:
@@ -369,6 +370,6 @@ async def _speech_events(audio: AsyncIterator[bytes], input_tokens: int) -> Asyn
     async for chunk in audio:
         output += 1
         event = {"type": "speech.audio.delta", "audio": base64.b64encode(chunk).decode()}
-        yield b"data: " + orjson.dumps(event) + b"\n\n"
+        yield json_event(event)
     usage = {"input_tokens": input_tokens, "output_tokens": output, "total_tokens": input_tokens + output}
-    yield b"data: " + orjson.dumps({"type": "speech.audio.done", "usage": usage}) + b"\n\n"
+    yield json_event({"type": "speech.audio.done", "usage": usage})

@@ -1,4 +1,5 @@
-"""Framing shared by the sandbox endpoints: JSON replies, SSE events, ids and usage blocks."""
+"""Framing shared by the sandbox endpoints: JSON replies, stream replies, ids and usage blocks (SSE
+events themselves are written by core's `unigate.translate.sse`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import orjson
 from unigate.providers.base import Reply
 from unigate.usage.recorder import Usage
 
-DONE = b"data: [DONE]\n\n"
 EVENT_STREAM = b"text/event-stream"
 FINGERPRINT = "fp_sandbox"
 
@@ -26,10 +26,6 @@ def new_id(prefix: str) -> str:
 
 def now() -> int:
     return int(time.time())
-
-
-def event(obj: Any) -> bytes:
-    return b"data: " + orjson.dumps(obj) + b"\n\n"
 
 
 def usage_block(usage: Usage) -> dict[str, int]:

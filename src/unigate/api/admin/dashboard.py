@@ -13,7 +13,6 @@ import asyncio
 import hashlib
 from pathlib import Path
 
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_body
 from unigate.edge.endpoints import Endpoint
 from unigate.errors import NotFound
@@ -58,10 +57,10 @@ class Dashboard:
         self._files.update(VENDORED)
         self._loaded: dict[str, tuple[bytes, bytes]] = {}  # name -> (content, etag)
 
-    async def page(self, request: Request, _: Principal | None) -> None:
+    async def page(self, request: Request) -> None:
         await self._send(request, "index.html")
 
-    async def asset(self, request: Request, _: Principal | None) -> None:
+    async def asset(self, request: Request) -> None:
         await self._send(request, request.params["name"])
 
     async def _send(self, request: Request, name: str) -> None:

@@ -1,71 +1,56 @@
 """Admin API for API keys (admin key as Bearer): create, list, read, change and revoke.
-Bodies are validated with the models `unigate keys` uses too (api/admin/key_spec.py)."""
+Keys are made and changed by the service `unigate keys` uses too (api/admin/key_service.py)."""
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
-from unigate.api.admin.key_spec import KeyCreate, KeyUpdate, validation_message
-from unigate.auth.principal import Principal
+from unigate.api.admin.key_service import KeyInputError, KeyService, key_changes, new_key
 from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 
+MAX_BODY = 1024 * 1024
+
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    async def create_key(request: Request, _: Principal | None) -> None:
-        _raw, payload = await request.json_object(1024 * 1024)
-        try:
-            spec = KeyCreate.model_validate(payload)
-        except ValidationError as exc:
-            message, field = validation_message(exc)
-            raise InvalidRequest(message, param=field, code="invalid_value") from None
-        plain, record = await gw.keys.create(
-            spec.name,
-            spec.models,
-            list(spec.families),
-            spec.rpm,
-            spec.budget,
-            spec.expires_at,
-            tpm=spec.tpm,
-            budget_period=spec.budget_period,
-        )
-        gw.key_cache.forget_misses()
-        await send_json(
-            request.send, 201, {"key": plain, **record.public_view(), "webhook_secret": record.webhook_secret}
-        )
+    service = KeyService(gw.keys, gw.key_cache)
 
-    async def list_keys(request: Request, _: Principal | None) -> None:
+    async def create_key(request: Request) -> None:
+        _raw, payload = await request.json_object(MAX_BODY)
+        try:
+            spec = new_key(payload)
+        except KeyInputError as exc:
+            raise InvalidRequest(exc.message, param=exc.field, code="invalid_value") from None
+        created = await service.create(spec)
+        record = created.record
+        body = {"key": created.plain, **record.public_view(), "webhook_secret": record.webhook_secret}
+        await send_json(request.send, 201, body)
+
+    async def list_keys(request: Request) -> None:
         records = await gw.keys.list_all()
         await send_json(request.send, 200, {"object": "list", "data": [r.public_view() for r in records]})
 
-    async def get_key(request: Request, _: Principal | None) -> None:
+    async def get_key(request: Request) -> None:
         record = await gw.keys.get(request.params["key_id"])
         if record is None:
             raise NotFound("No such key.", code="key_not_found")
         await send_json(request.send, 200, {**record.public_view(), "webhook_secret": record.webhook_secret})
 
-    async def update_key(request: Request, _: Principal | None) -> None:
-        _raw, payload = await request.json_object(1024 * 1024)
+    async def update_key(request: Request) -> None:
+        _raw, payload = await request.json_object(MAX_BODY)
         try:
-            changes = KeyUpdate.model_validate(payload).changes()
-        except ValidationError as exc:
-            message, field = validation_message(exc)
-            raise InvalidRequest(message, param=field, code="invalid_value") from None
-        except ValueError as exc:
-            raise InvalidRequest(str(exc), param=str(exc).split(":")[0], code="invalid_value") from None
-        record = await gw.keys.update(request.params["key_id"], changes)
+            changes = key_changes(payload)
+        except KeyInputError as exc:
+            raise InvalidRequest(exc.message, param=exc.field, code="invalid_value") from None
+        record = await service.update(request.params["key_id"], changes)
         if record is None:
             raise NotFound("No such key.", code="key_not_found")
-        gw.key_cache.invalidate(record.key_hash)
         await send_json(request.send, 200, record.public_view())
 
-    async def revoke_key(request: Request, _: Principal | None) -> None:
-        record = await gw.keys.revoke(request.params["key_id"])
+    async def revoke_key(request: Request) -> None:
+        record = await service.revoke(request.params["key_id"])
         if record is None:
             raise NotFound("No such key.", code="key_not_found")
-        gw.key_cache.invalidate(record.key_hash)
         await send_json(request.send, 200, record.public_view())
 
     return [

@@ -4,7 +4,6 @@ workers' values merged, observability/scrape.py). The edge authenticates it (aut
 
 from __future__ import annotations
 
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_body
 from unigate.edge.endpoints import Endpoint
 from unigate.gateway import Gateway
@@ -12,7 +11,7 @@ from unigate.observability.scrape import exposition
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    async def metrics(request: Request, _: Principal | None) -> None:
+    async def metrics(request: Request) -> None:
         body, content_type = await exposition(gw.metrics.directory, gw.engine)
         extra = [(b"cache-control", b"no-store"), (b"x-request-id", request.request_id.encode())]
         await send_body(request.send, 200, body, content_type.encode(), extra)

@@ -4,14 +4,13 @@ or 400 `invalid_config` with the file's error while the running configuration st
 
 from __future__ import annotations
 
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
 from unigate.reload import ConfigReloader
 
 
 def endpoints(reloader: ConfigReloader) -> list[Endpoint]:
-    async def reload(request: Request, _: Principal | None) -> None:
+    async def reload(request: Request) -> None:
         report = await reloader.reload("POST /admin/reload", announce=True)
         await send_json(request.send, 200, report.as_json())
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
 from unigate.errors import NotFound
@@ -15,7 +14,7 @@ from unigate.tasks.outbox_store import hook_state
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    async def providers(request: Request, _: Principal | None) -> None:
+    async def providers(request: Request) -> None:
         data = [
             {
                 "name": p.name,
@@ -27,7 +26,7 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         ]
         await send_json(request.send, 200, {"object": "list", "data": data})
 
-    async def models(request: Request, _: Principal | None) -> None:
+    async def models(request: Request) -> None:
         health = gw.router.health.snapshot()
         data: list[dict[str, Any]] = []
         for m in gw.config.models:
@@ -44,7 +43,7 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
             data.append({"name": m.name, "price_per_call": m.price_per_call, "routes": routes})
         await send_json(request.send, 200, {"object": "list", "data": data})
 
-    async def task(request: Request, _: Principal | None) -> None:
+    async def task(request: Request) -> None:
         found = await gw.tasks.store.get(request.params["task_id"])
         if found is None:
             raise NotFound("No such task.", code="task_not_exist")

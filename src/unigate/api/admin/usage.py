@@ -6,7 +6,6 @@ usage/request_log.py and tasks/listing.py; these handlers only check parameters 
 from __future__ import annotations
 
 from unigate.api.serving.query_params import key_id_param, limit_param, query_params, status_range
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_body, send_json
 from unigate.edge.endpoints import Endpoint
 from unigate.errors import InvalidRequest
@@ -18,7 +17,7 @@ _CSV = b"text/csv; charset=utf-8"
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    async def usage(request: Request, _: Principal | None) -> None:
+    async def usage(request: Request) -> None:
         params = query_params(request, (*usage_query.PARAMS, "format"))
         as_csv = _wants_csv(request, params.get("format"))
         query = usage_query.UsageQuery.parse(params)
@@ -32,14 +31,14 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         else:
             await send_json(request.send, 200, {"object": "list", "data": rows})
 
-    async def requests(request: Request, _: Principal | None) -> None:
+    async def requests(request: Request) -> None:
         params = query_params(request, ("limit", "key_id", "status"))
         rows = await gw.request_log.recent(
             limit_param(params, 100, 1000), key_id_param(params), status_range(params)
         )
         await send_json(request.send, 200, {"object": "list", "data": rows})
 
-    async def tasks(request: Request, _: Principal | None) -> None:
+    async def tasks(request: Request) -> None:
         params = query_params(request, ("limit", "key_id", "status"))
         status = params.get("status")
         if status is not None and status not in STATUSES:

@@ -15,8 +15,6 @@ count (`api/serving/token_count.py`). `GET /v1/models[/{id}]` in Anthropic's sha
 
 from __future__ import annotations
 
-import orjson
-
 from unigate.api.anthropic import models as anthropic_models
 from unigate.api.openai.text import TextAPI
 from unigate.api.serving.dialect_call import DialectCall
@@ -37,18 +35,18 @@ from unigate.translate.anthropic import (
     openai_to_anthropic_response,
     translate_messages,
 )
+from unigate.translate.sse import json_event
 
 FORMAT = "anthropic"
 
 
 def anthropic_error_event(message: str) -> bytes:
     """The Anthropic SDK raises on an `error` event; no `message_stop` follows."""
-    body = orjson.dumps({"type": "error", "error": {"type": "api_error", "message": message}})
-    return b"event: error\ndata: " + body + b"\n\n"
+    return json_event({"type": "error", "error": {"type": "api_error", "message": message}}, "error")
 
 
 # Anthropic's own keep-alive is a `ping` event, which its SDKs expect and skip.
-ANTHROPIC_FRAMING = Framing(anthropic_error_event, b'event: ping\ndata: {"type": "ping"}\n\n')
+ANTHROPIC_FRAMING = Framing(anthropic_error_event, json_event({"type": "ping"}, "ping"))
 
 
 def client_request(request: Request, raw: bytes) -> ClientRequest:
@@ -68,7 +66,7 @@ class MessagesAPI:
         self.limit = gw.config.limits.max_json_body
         self.hosted = HostedTools(gw)
 
-    async def messages(self, request: Request, principal: Principal | None) -> None:
+    async def messages(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         checked = MESSAGES.check(payload)  # what routing reads; the conversation is the translator's
         model, stream = checked.model, checked.stream
@@ -81,19 +79,19 @@ class MessagesAPI:
             client,
             lambda: translate_messages(payload),
             hosted=self.hosted,
-            key_id=principal.key_id if principal else "",
+            key_id=principal.key_id,
         )
         await self.text.serve(
             request,
             principal,
             call.text_call(),
-            presenter(FORMAT, model, openai_to_anthropic_response, OpenAIToAnthropicStream),
-            ANTHROPIC_FRAMING,
-            call.route,
-            call.finish,
+            present=presenter(FORMAT, model, openai_to_anthropic_response, OpenAIToAnthropicStream),
+            framing=ANTHROPIC_FRAMING,
+            native=call.route,
+            finish=call.finish,
         )
 
-    async def count_tokens(self, request: Request, principal: Principal | None) -> None:
+    async def count_tokens(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = COUNT_TOKENS.check(payload).model
         await self.counter.count(

@@ -6,7 +6,8 @@ OpenAI clients and google-genai (whose default API version is `v1`) use the same
 so the shape is chosen per request from what each SDK always sends: `anthropic-version` ->
 Anthropic's; a Gemini-style key (`x-goog-api-key` or `?key=`) -> Gemini's (`gemini_models`);
 anything else -> text.py's OpenAI listing. Only the catalog's concrete ids the key may use
-are shown.
+are shown. Errors are raised, and the edge renders them in the same client's shape (the
+endpoints' `style_of`), its own (a bad key) included.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Any
 from unigate.api.gemini.models import GeminiModelsAPI
 from unigate.api.openai.text import MODEL_PARAM, TextAPI
 from unigate.auth.principal import Principal
-from unigate.edge.asgi import Request, send_body, send_json
+from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
-from unigate.errors import ErrorStyle, GatewayError, InvalidRequest, NotFound, render_error
+from unigate.errors import InvalidRequest, NotFound
 from unigate.gateway import Gateway
 
 DEFAULT_LIMIT = 20  # Anthropic's defaults and bounds for models.list
@@ -27,7 +28,8 @@ MAX_LIMIT = 1000
 UNKNOWN_DATE = "1970-01-01T00:00:00Z"
 
 
-def _client_format(request: Request) -> ErrorStyle:
+def client_style(request: Request) -> str:
+    """The client's format, and so its error style, by what each SDK always sends."""
     if request.header(b"anthropic-version") is not None:
         return "anthropic"
     if request.header(b"x-goog-api-key") is not None or "key" in request.query:
@@ -41,38 +43,29 @@ class AnthropicModelsAPI:
         self.openai = TextAPI(gw)
         self.gemini = GeminiModelsAPI(gw)
 
-    def _allowed(self, principal: Principal | None) -> list[str]:
-        assert principal is not None
+    def _allowed(self, principal: Principal) -> list[str]:
         return self.gw.catalog.listed_for(principal)  # per call: a config reload replaces it
 
-    async def list_models(self, request: Request, principal: Principal | None) -> None:
-        fmt = _client_format(request)
+    async def list_models(self, request: Request, principal: Principal) -> None:
+        fmt = client_style(request)
         if fmt == "openai":
             await self.openai.list_models(request, principal)
-            return
-        try:
-            if fmt == "gemini":
-                await self.gemini.list_models(request, principal)
-            else:
-                await send_json(request.send, 200, _page(self._allowed(principal), request.query))
-        except GatewayError as err:
-            await _send_error(request, err, fmt)
+        elif fmt == "gemini":
+            await self.gemini.list_models(request, principal)
+        else:
+            await send_json(request.send, 200, _page(self._allowed(principal), request.query))
 
-    async def get_model(self, request: Request, principal: Principal | None) -> None:
-        fmt = _client_format(request)
+    async def get_model(self, request: Request, principal: Principal) -> None:
+        fmt = client_style(request)
+        name = request.params["model"]
         if fmt == "openai":
             await self.openai.get_model(request, principal)
-            return
-        name = request.params["model"]
-        try:
-            if fmt == "gemini":
-                await self.gemini.get_model(request, principal)
-            elif name not in self._allowed(principal):
-                raise NotFound(f"model: {name}", code="model_not_found")
-            else:
-                await send_json(request.send, 200, _model(name))
-        except GatewayError as err:
-            await _send_error(request, err, fmt)
+        elif fmt == "gemini":
+            await self.gemini.get_model(request, principal)
+        elif name not in self._allowed(principal):
+            raise NotFound(f"model: {name}", code="model_not_found")
+        else:
+            await send_json(request.send, 200, _model(name))
 
 
 def _model(name: str) -> dict[str, Any]:
@@ -116,19 +109,11 @@ def _index(names: list[str], cursor: str, param: str) -> int:
         raise InvalidRequest(f"{param}: no model with the id {cursor!r}.", param=param) from None
 
 
-async def _send_error(request: Request, err: GatewayError, style: ErrorStyle) -> None:
-    # The endpoint's error style is OpenAI's (the paths are shared), so the errors raised here
-    # are rendered in the client's own shape; the edge's own errors (401) stay OpenAI-shaped,
-    # which both SDKs still map by status.
-    body = render_error(err, style, request.request_id)
-    await send_body(request.send, err.status, body, extra=[(b"x-request-id", request.request_id.encode())])
-
-
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    """These replace text.py's two model endpoints (registered after them, same paths) and
-    hand OpenAI-format calls back to it."""
+    """The model endpoints of all three formats (text.py registers none): OpenAI-format calls
+    are handed to text.py's `TextAPI`."""
     api = AnthropicModelsAPI(gw)
     return [
-        Endpoint("GET", "/v1/models", api.list_models),
-        Endpoint("GET", "/v1/models/{model}", api.get_model, param=MODEL_PARAM),
+        Endpoint("GET", "/v1/models", api.list_models, style_of=client_style),
+        Endpoint("GET", "/v1/models/{model}", api.get_model, param=MODEL_PARAM, style_of=client_style),
     ]

@@ -8,8 +8,6 @@ the whole Gemini surface is one entry in the app's table."""
 
 from __future__ import annotations
 
-import orjson
-
 from unigate.api.gemini import embed as gemini_embed
 from unigate.api.gemini import models as gemini_models
 from unigate.api.openai.text import TextAPI
@@ -26,6 +24,7 @@ from unigate.gateway import Gateway
 from unigate.providers.same_format import ClientRequest, relayed_query
 from unigate.providers.translated import StreamTranslator
 from unigate.translate.gemini import OpenAIToGeminiStream, gemini_to_openai_request, openai_to_gemini_response
+from unigate.translate.sse import BLANK_LINE, json_event
 from unigate.translate.translation import Translation
 from unigate.usage.recorder import Usage
 
@@ -34,13 +33,12 @@ FORMAT = "gemini"
 
 def gemini_error_event(message: str) -> bytes:
     """google-genai raises on a stream chunk whose JSON starts with `{"error":`."""
-    body = orjson.dumps({"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}})
-    return b"data: " + body + b"\n\n"
+    return json_event({"error": {"code": 502, "message": message, "status": "UNAVAILABLE"}})
 
 
 # google-genai parses any non-`data:` line as JSON, so a comment would break it; a lone
 # blank line is a valid SSE no-op that its line reader skips.
-GEMINI_FRAMING = Framing(gemini_error_event, b"\r\n")
+GEMINI_FRAMING = Framing(gemini_error_event, BLANK_LINE)
 
 
 class GeminiAPI:
@@ -50,13 +48,13 @@ class GeminiAPI:
         self.limit = gw.config.limits.max_json_body
         self.hosted = HostedTools(gw)
 
-    async def generate(self, request: Request, principal: Principal | None) -> None:
+    async def generate(self, request: Request, principal: Principal) -> None:
         await self._serve(request, principal, stream=False)
 
-    async def stream(self, request: Request, principal: Principal | None) -> None:
+    async def stream(self, request: Request, principal: Principal) -> None:
         await self._serve(request, principal, stream=True)
 
-    async def _serve(self, request: Request, principal: Principal | None, stream: bool) -> None:
+    async def _serve(self, request: Request, principal: Principal, stream: bool) -> None:
         raw, payload = await request.json_object(self.limit)
         model = request.params["model"]
         outputs = gemini_outputs(payload)
@@ -82,10 +80,16 @@ class GeminiAPI:
         call = DialectCall(FORMAT, payload, model, stream, client, translate, also, self.hosted, key_id)
         show = presenter(FORMAT, model, openai_to_gemini_response, _stream_translator)
         await self.text.serve(
-            request, principal, call.text_call(), show, GEMINI_FRAMING, call.route, call.finish
+            request,
+            principal,
+            call.text_call(),
+            present=show,
+            framing=GEMINI_FRAMING,
+            native=call.route,
+            finish=call.finish,
         )
 
-    async def count_tokens(self, request: Request, principal: Principal | None) -> None:
+    async def count_tokens(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = request.params["model"]
         # `generateContentRequest` (contents with system instruction and tools) or bare `contents`.

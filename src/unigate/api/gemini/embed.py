@@ -31,18 +31,18 @@ class GeminiEmbedAPI:
         self.text = TextAPI(gw)
         self.limit = gw.config.limits.max_json_body
 
-    async def embed(self, request: Request, principal: Principal | None) -> None:
+    async def embed(self, request: Request, principal: Principal) -> None:
         await self._serve(request, principal, batch=False)
 
-    async def batch(self, request: Request, principal: Principal | None) -> None:
+    async def batch(self, request: Request, principal: Principal) -> None:
         await self._serve(request, principal, batch=True)
 
-    async def _serve(self, request: Request, principal: Principal | None, batch: bool) -> None:
+    async def _serve(self, request: Request, principal: Principal, batch: bool) -> None:
         _, payload = await request.json_object(self.limit)
         model = request.params["model"]
         canonical = (batch_embed_request if batch else embed_request)(payload, model)
         call = TextCall("embeddings", orjson.dumps(canonical), canonical, model)
-        await self.text.serve(request, principal, call, _presenter(batch))
+        await self.text.serve(request, principal, call, present=_presenter(batch))
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:

@@ -33,8 +33,7 @@ class GeminiModelsAPI:
     def catalog(self) -> Catalog:
         return self.gw.catalog  # read per call: a config reload replaces it
 
-    def _allowed(self, principal: Principal | None) -> list[str]:
-        assert principal is not None
+    def _allowed(self, principal: Principal) -> list[str]:
         return self.catalog.listed_for(principal)
 
     def _model(self, name: str) -> dict[str, Any]:
@@ -50,7 +49,7 @@ class GeminiModelsAPI:
             "supportedGenerationMethods": methods,
         }
 
-    async def list_models(self, request: Request, principal: Principal | None) -> None:
+    async def list_models(self, request: Request, principal: Principal) -> None:
         names = self._allowed(principal)
         size = _int_query(request, "pageSize", DEFAULT_PAGE_SIZE)
         size = DEFAULT_PAGE_SIZE if size == 0 else min(size, MAX_PAGE_SIZE)
@@ -62,7 +61,7 @@ class GeminiModelsAPI:
             body["nextPageToken"] = str(start + size)
         await send_json(request.send, 200, body)
 
-    async def get_model(self, request: Request, principal: Principal | None) -> None:
+    async def get_model(self, request: Request, principal: Principal) -> None:
         name = request.params["model"]
         if name not in self._allowed(principal):
             raise NotFound(f"models/{name} is not found.", code="model_not_found", param="model")

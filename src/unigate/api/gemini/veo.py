@@ -26,8 +26,7 @@ class VeoAPI:
         self.gw = gw
         self.family = TaskFamily(gw, FAMILY)
 
-    async def create(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def create(self, request: Request, principal: Principal) -> None:
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
         model = request.params["model"]
         parsed = from_veo(payload, model)
@@ -36,15 +35,13 @@ class VeoAPI:
         task = await self.family.submit(request, principal, job, entry)
         await send_json(request.send, 200, {"name": operation_name(task)})
 
-    async def operation(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def operation(self, request: Request, principal: Principal) -> None:
         task = await self.family.get(principal, request.params["operation"], "No operation with this name.")
         if task.model != request.params["model"]:
             raise NotFound("No operation with this name.", code="task_not_found")
         await send_raw(request, self.gw.tasks.rendered(task))
 
-    async def download(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def download(self, request: Request, principal: Principal) -> None:
         parsed = parse_file_name(request.params["name"])
         if parsed is None:
             raise NotFound("No file with this name.", code="file_not_found")

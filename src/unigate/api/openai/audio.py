@@ -8,7 +8,7 @@ audio is a 400 before a route is tried."""
 from __future__ import annotations
 
 from unigate.api.serving.relay import BINARY_FRAMING, OPENAI_FRAMING
-from unigate.api.serving.serve import Serving, media_attempt
+from unigate.api.serving.serve import Serving
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.endpoints import Endpoint
@@ -27,14 +27,14 @@ class AudioAPI:
         self.max_upload = gw.config.limits.max_audio_upload
         self.max_json = gw.config.limits.max_json_body
 
-    async def transcriptions(self, request: Request, principal: Principal | None) -> None:
+    async def transcriptions(self, request: Request, principal: Principal) -> None:
         await self._speech_to_text(request, principal, "audio.transcriptions", TRANSCRIPTION)
 
-    async def translations(self, request: Request, principal: Principal | None) -> None:
+    async def translations(self, request: Request, principal: Principal) -> None:
         await self._speech_to_text(request, principal, "audio.translations", TRANSLATION)
 
     async def _speech_to_text(
-        self, request: Request, principal: Principal | None, op: str, shape: Shape[SpeechToText]
+        self, request: Request, principal: Principal, op: str, shape: Shape[SpeechToText]
     ) -> None:
         form = await read_form(request, self.max_upload)
         try:
@@ -52,17 +52,17 @@ class AudioAPI:
                 )
             model = checked.model
             call = MediaCall(op, model, payload, form)
-            await self.serving.run(request, principal, model, op, media_attempt(call))
+            await self.serving.media(request, principal, call)
         finally:
             form.close()
 
-    async def speech(self, request: Request, principal: Principal | None) -> None:
+    async def speech(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.max_json)
         checked = SPEECH.check(payload)
         model, sse = checked.model, checked.stream_format == "sse"
         call = MediaCall("audio.speech", model, payload, raw=raw)
         framing = OPENAI_FRAMING if sse else BINARY_FRAMING
-        await self.serving.run(request, principal, model, call.op, media_attempt(call), framing=framing)
+        await self.serving.media(request, principal, call, framing)
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:

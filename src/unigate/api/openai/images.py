@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from unigate.api.openai.image_refs import json_edit_form
 from unigate.api.serving.public_url import configured_base, public_base
-from unigate.api.serving.serve import Serving, media_attempt
+from unigate.api.serving.serve import Serving
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.endpoints import Endpoint
@@ -32,15 +32,15 @@ class ImagesAPI:
     def default_model(self) -> str:
         return self.gw.config.media.default_image_model  # read per call: a config reload may change it
 
-    async def generations(self, request: Request, principal: Principal | None) -> None:
+    async def generations(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.max_json)
         model = GENERATION.check(payload).model or self.default_model
         call = MediaCall(
             "images.generations", model, payload, raw=raw, public_base=public_base(request, self.public_url)
         )
-        await self.serving.run(request, principal, model, call.op, media_attempt(call))
+        await self.serving.media(request, principal, call)
 
-    async def edits(self, request: Request, principal: Principal | None) -> None:
+    async def edits(self, request: Request, principal: Principal) -> None:
         if is_json(request.header(b"content-type")):
             _, payload = await request.json_object(self.max_upload)  # the images may be data URLs
             checked = EDIT_JSON.check(payload)  # typed as JSON, before any image is read
@@ -62,7 +62,7 @@ class ImagesAPI:
             call = MediaCall(
                 "images.edits", model, payload, form, public_base=public_base(request, self.public_url)
             )
-            await self.serving.run(request, principal, model, call.op, media_attempt(call))
+            await self.serving.media(request, principal, call)
         finally:
             form.close()
 

@@ -51,8 +51,7 @@ class ResponsesAPI:
     def keepalive(self) -> float:
         return self.gw.config.limits.stream_keepalive
 
-    async def create(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def create(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         req = parse_request(payload)
         if req.store:
@@ -67,7 +66,7 @@ class ResponsesAPI:
             await self._background(request, principal, req, payload, call.text_call())
             return
         await self.text.serve(
-            request, principal, call.text_call(), None, call.framing, call.route, call.finish
+            request, principal, call.text_call(), framing=call.framing, native=call.route, finish=call.finish
         )
 
     async def _background(
@@ -108,7 +107,7 @@ class ResponsesAPI:
         else:
             await send_json(request.send, 200, accepted)
 
-    async def cancel(self, request: Request, principal: Principal | None) -> None:
+    async def cancel(self, request: Request, principal: Principal) -> None:
         """Cancel a background response; one that already ended is returned as it is (a second
         cancel is no error). The worker running it stops at once here, or within a lease
         renewal on another process."""
@@ -125,7 +124,7 @@ class ResponsesAPI:
         current = await self.store.get(stored.id, stored.key_id)
         await send_json(request.send, 200, (current or stored).body)
 
-    async def retrieve(self, request: Request, principal: Principal | None) -> None:
+    async def retrieve(self, request: Request, principal: Principal) -> None:
         asked = retrieve_query(request)  # 400 for a `stream` or `starting_after` it cannot mean
         stored = await self._owned(request, principal)
         if stored.background:
@@ -155,7 +154,7 @@ class ResponsesAPI:
             return
         await replay(request, self.runner.runs, stored.id, query.starting_after, self.keepalive)
 
-    async def delete(self, request: Request, principal: Principal | None) -> None:
+    async def delete(self, request: Request, principal: Principal) -> None:
         stored = await self._owned(request, principal)
         relay = self._native(stored)
         if relay is not None:
@@ -164,7 +163,7 @@ class ResponsesAPI:
         self.runner.stop_local(stored.id)  # a background run of it has nothing left to write to
         await send_json(request.send, 200, {"id": stored.id, "object": "response.deleted", "deleted": True})
 
-    async def input_items(self, request: Request, principal: Principal | None) -> None:
+    async def input_items(self, request: Request, principal: Principal) -> None:
         stored = await self._owned(request, principal)
         relay = self._native(stored)
         if relay is not None:
@@ -177,8 +176,7 @@ class ResponsesAPI:
             items = [item for turn in chain[:-1] for item in (*turn.input, *turn.output)] + stored.input
         await send_json(request.send, 200, page(items, request.query))
 
-    async def _owned(self, request: Request, principal: Principal | None) -> StoredResponse:
-        assert principal is not None
+    async def _owned(self, request: Request, principal: Principal) -> StoredResponse:
         response_id = request.params["response_id"]
         stored = await self.store.get(response_id, principal.key_id) if len(response_id) <= MAX_ID else None
         if stored is None:

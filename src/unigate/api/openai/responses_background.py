@@ -19,8 +19,6 @@ import secrets
 import time
 from typing import Any
 
-import orjson
-
 from unigate.api.openai.responses_call import KEEPALIVE, ContextBounds, ResponseCall, load_conversation
 from unigate.api.openai.text import TextAPI
 from unigate.api.serving.hosted_tools import HostedTools
@@ -35,6 +33,7 @@ from unigate.responses.runs import BackgroundRuns, DueRun
 from unigate.responses.store import PENDING
 from unigate.translate.responses_request import parse_request
 from unigate.translate.responses_stream import QUEUED_EVENTS
+from unigate.translate.sse import event_data, json_event, split_events
 
 log = logging.getLogger("unigate.responses")
 
@@ -89,11 +88,11 @@ class _Sink:
             await self.flush()
 
     def _take(self, data: bytes) -> None:
-        for event in data.split(b"\n\n"):
+        for event in split_events(data):
             found = _SEQUENCE.search(event)
-            if found is not None and b"data:" in event:  # keep-alive comments are no events
+            if found is not None and event_data(event):  # keep-alive comments are no events
                 self.last = int(found.group(1))
-                self._pending.append((self.last, event + b"\n\n"))
+                self._pending.append((self.last, event))
 
     async def flush(self) -> None:
         events, self._pending = self._pending, []
@@ -181,11 +180,10 @@ class BackgroundRunner:
                 sink.request(),
                 principal,
                 call.text_call(),
-                None,
-                call.framing,
-                call.route,
-                call.finish,
-                admitted,
+                framing=call.framing,
+                native=call.route,
+                finish=call.finish,
+                admitted=admitted,
             )
             await sink.flush()
             status = await self.runs.status(rid)
@@ -228,8 +226,9 @@ class BackgroundRunner:
     async def _fail(self, sink: _Sink, accepted: Json, code: str, message: str) -> None:
         body = {**accepted, "status": "failed", "error": {"code": code, "message": message}}
         seq = sink.last + 1
-        data = b"event: response.failed\ndata: "
-        data += orjson.dumps({"type": "response.failed", "sequence_number": seq, "response": body}) + b"\n\n"
+        data = json_event(
+            {"type": "response.failed", "sequence_number": seq, "response": body}, "response.failed"
+        )
         await sink.seal(body, data)
 
     async def _step(self) -> None:

@@ -32,6 +32,7 @@ from unigate.translate.responses_items import Untranslatable, for_upstream
 from unigate.translate.responses_request import ResponsesRequest
 from unigate.translate.responses_response import ResponseFrame, chat_to_response
 from unigate.translate.responses_stream import QUEUED_EVENTS, ChatToResponsesStream
+from unigate.translate.sse import comment, event_data, json_event, json_object, split_events
 from unigate.translate.translation import with_dropped
 
 log = logging.getLogger("unigate.responses")
@@ -39,7 +40,7 @@ log = logging.getLogger("unigate.responses")
 Json = dict[str, Any]
 # The client format of an upstream that serves the Responses API itself (`responses: native`).
 NATIVE_FORMAT = "openai-responses"
-KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: the SDK's parser skips it
+KEEPALIVE = comment(b"keep-alive")  # the SDK's parser skips it
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 TERMINAL_MARKS = (b'"response.completed"', b'"response.incomplete"', b'"response.failed"')
 MAX_ID = 64  # the longest response id: a longer one names nothing
@@ -205,11 +206,11 @@ class ResponseCall:
                 close=reply.close,
             )
         if native:
-            answered = _json_object(reply.body)
+            answered = json_object(reply.body)
             if answered is not None and reply.status < 400:
                 await self._save(answered, native=True)
             return Reply(reply.status, reply.content_type, reply.body, usage=reply.usage, headers=headers)
-        response = chat_to_response(_json_object(reply.body), self.frame)
+        response = chat_to_response(json_object(reply.body), self.frame)
         await self._save(response, native=False)
         return Reply(
             reply.status, b"application/json", orjson.dumps(response), usage=reply.usage, headers=headers
@@ -279,8 +280,8 @@ class ResponseCall:
         """A native run's events as events of the background response: numbered on from the
         accepted ones, under its id (its own `response.created` was sent at acceptance)."""
         out = b""
-        for event in run.split(b"\n\n"):
-            obj = _event_object(event)
+        for event in split_events(run):
+            obj = json_object(event_data(event))
             if obj is None or obj.get("type") in ("response.created", "response.queued"):
                 continue
             obj["sequence_number"] = self.next_sequence
@@ -292,8 +293,7 @@ class ResponseCall:
                     "created_at": self.frame.created_at,
                 }
                 obj["response"]["background"] = True
-            kind = str(obj.get("type")).encode()
-            out += b"event: " + kind + b"\ndata: " + orjson.dumps(obj) + b"\n\n"
+            out += json_event(obj, str(obj.get("type")))
         return out
 
     def _note_sequence(self, run: bytes) -> None:
@@ -337,7 +337,7 @@ class ResponseCall:
             "param": None,
             "error": {"type": "upstream_error", "code": "stream_broken", "message": message},
         }
-        return b"event: error\ndata: " + orjson.dumps(fields) + b"\n\n"
+        return json_event(fields, "error")
 
 
 def _store_failed(response: Json) -> None:
@@ -350,26 +350,10 @@ def _store_failed(response: Json) -> None:
         log.exception("could not store response %s", response.get("id"))
 
 
-def _json_object(body: bytes) -> Json | None:
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _event_object(event: bytes) -> Json | None:
-    """The JSON object of one SSE event's `data:` line, if it has one."""
-    for line in event.split(b"\n"):
-        if line.startswith(b"data:"):
-            return _json_object(line[5:])
-    return None
-
-
 def _terminal_response(run: bytes) -> Json | None:
     """The Response object of a native stream's terminal event in `run`, if it has one."""
-    for event in run.split(b"\n\n"):
-        obj = _event_object(event)
+    for event in split_events(run):
+        obj = json_object(event_data(event))
         if obj is not None and obj.get("type") in _TERMINAL and isinstance(obj.get("response"), dict):
             return dict(obj["response"])
     return None

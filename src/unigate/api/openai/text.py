@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from unigate.api.serving.output_family import chat_outputs, require
 from unigate.api.serving.relay import OPENAI_FRAMING, Framing
-from unigate.api.serving.serve import Admitted, Finish, Serving
+from unigate.api.serving.serve import Admitted, Finish, Serving, ServingCall
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
@@ -42,27 +42,27 @@ class TextAPI:
         self.limit = gw.config.limits.max_json_body
         self.serving = Serving(gw)
 
-    async def chat(self, request: Request, principal: Principal | None) -> None:
+    async def chat(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         checked = CHAT.check(payload)
-        if principal is not None and principal.families:  # a limited key: audio output needs `audio`
+        if principal.families:  # a limited key: audio output needs `audio`
             require(principal, chat_outputs(payload))
         stream, usage = chat_stream(checked)
         await self.serve(request, principal, TextCall("chat", raw, payload, checked.model, stream, usage))
 
-    async def completions(self, request: Request, principal: Principal | None) -> None:
+    async def completions(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         checked = COMPLETION.check(payload)
         stream, usage = chat_stream(checked)
         call = TextCall("completions", raw, payload, checked.model, stream, usage)
         await self.serve(request, principal, call)
 
-    async def embeddings(self, request: Request, principal: Principal | None) -> None:
+    async def embeddings(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = EMBEDDING.check(payload).model
         await self.serve(request, principal, TextCall("embeddings", raw, payload, model))
 
-    async def moderations(self, request: Request, principal: Principal | None) -> None:
+    async def moderations(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
         model = MODERATION.check(payload).model or MODERATION_MODEL
         await self.serve(request, principal, TextCall("moderations", raw, payload, model))
@@ -70,17 +70,17 @@ class TextAPI:
     def serve(
         self,
         request: Request,
-        principal: Principal | None,
+        principal: Principal,
         call: TextCall,
+        *,
         present: Callable[[Reply], Reply] | None = None,
         framing: Framing = OPENAI_FRAMING,
         native: Callable[[Target], Awaitable[Reply] | None] | None = None,
         finish: Finish | None = None,
         admitted: Admitted | None = None,
     ) -> Awaitable[None]:
-        """Route `call`, then send the reply; `present` turns the OpenAI-format reply into
-        another client format (after routing, so fallback still happens before any byte);
-        `finish` is `Serving.run`'s last step before sending."""
+        """Route `call`, then send the reply; `native` may relay a route in the client's own
+        format instead; the rest is `ServingCall`'s."""
         invoke = _INVOKE[call.op]
 
         def attempt(target: Target) -> Awaitable[Reply]:
@@ -88,13 +88,12 @@ class TextAPI:
             direct = native(target) if native is not None else None
             return direct if direct is not None else invoke(target.provider)(call, target)
 
-        serving = self.serving
-        return serving.run(
+        served = ServingCall(
             request, principal, call.model, call.op, attempt, present, framing, call.payload, finish, admitted
         )
+        return self.serving.run(served)
 
-    async def list_models(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def list_models(self, request: Request, principal: Principal) -> None:
         catalog = self.gw.catalog
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": catalog.owner(name)}
@@ -102,8 +101,7 @@ class TextAPI:
         ]
         await send_json(request.send, 200, {"object": "list", "data": data})
 
-    async def get_model(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def get_model(self, request: Request, principal: Principal) -> None:
         name = request.params["model"]
         if name not in self.gw.catalog.listed_for(principal):
             raise NotFound(f"The model '{name}' does not exist.", code="model_not_found", param="model")
@@ -121,6 +119,6 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         Endpoint("POST", "/v1/completions", api.completions, family="text"),
         Endpoint("POST", "/v1/embeddings", api.embeddings, family="text"),
         Endpoint("POST", "/v1/moderations", api.moderations, family="text"),
-        Endpoint("GET", "/v1/models", api.list_models),
-        Endpoint("GET", "/v1/models/{model}", api.get_model, param=MODEL_PARAM),
+        # GET /v1/models and /v1/models/{model} are api/anthropic/models.py's: the paths are
+        # shared by three SDKs, and it hands OpenAI clients' calls to `list_models`/`get_model`.
     ]

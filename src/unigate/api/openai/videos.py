@@ -36,8 +36,7 @@ class VideosAPI:
     def default_model(self) -> str:
         return self.gw.config.media.default_video_model  # read per call: a config reload may change it
 
-    async def create(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def create(self, request: Request, principal: Principal) -> None:
         if is_multipart(request.header(b"content-type")):
             form = await read_form(request, self.gw.config.limits.max_image_upload)
             try:
@@ -55,13 +54,11 @@ class VideosAPI:
         task = await self.family.submit(request, principal, job, entry)
         await send_raw(request, self.gw.tasks.rendered(task))
 
-    async def retrieve(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def retrieve(self, request: Request, principal: Principal) -> None:
         body = await self.family.get_rendered(principal, request.params["video_id"], NOT_FOUND)
         await send_raw(request, body, extra=_POLL_AFTER)
 
-    async def list(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def list(self, request: Request, principal: Principal) -> None:
         query = request.query
         limit = fields.integer(query, "limit", 1, 100) or 20
         order = fields.choice(query, "order", ("asc", "desc"), "desc")
@@ -85,8 +82,7 @@ class VideosAPI:
             },
         )
 
-    async def delete(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def delete(self, request: Request, principal: Principal) -> None:
         task = await self.family.get(principal, request.params["video_id"], NOT_FOUND)
         if task.status not in TERMINAL:
             raise InvalidRequest(
@@ -99,16 +95,14 @@ class VideosAPI:
         await self.gw.tasks.store.delete(task)
         await send_json(request.send, 200, {"id": task.id, "object": "video.deleted", "deleted": True})
 
-    async def content(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def content(self, request: Request, principal: Principal) -> None:
         variant = check_variant(request.query.get("variant"))
         task = await self.family.get(principal, request.params["video_id"], NOT_FOUND)
         await send_output(request, self.gw, task, 0, variant)
 
-    async def remix(self, request: Request, principal: Principal | None) -> None:
+    async def remix(self, request: Request, principal: Principal) -> None:
         """A new video from a finished one and a new prompt, made by the provider that made
         the original (it alone knows the source)."""
-        assert principal is not None
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
         prompt = REMIX.check(payload).prompt
         source = await self.family.get(principal, request.params["video_id"], NOT_FOUND)

@@ -21,7 +21,6 @@ import base64
 import logging
 import re
 
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Receive, Request
 from unigate.edge.endpoints import Endpoint
 from unigate.edge.media_types import SNIFF_BYTES, STORED_TYPES, UNVERIFIED_TYPE, verified_type
@@ -112,7 +111,7 @@ async def _send(request: Request, headers: list[tuple[bytes, bytes]], body: byte
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    async def serve(request: Request, _: Principal | None) -> None:
+    async def serve(request: Request) -> None:
         name = request.params["name"]
         if name == AVATAR_NAME:
             headers = [

@@ -33,9 +33,9 @@ _GEMINI_MODALITIES = {
 _CHAT_MODALITIES = {"text": "text", "image": "image", "audio": "audio"}
 
 
-def require(principal: Principal | None, families: tuple[str, ...]) -> None:
+def require(principal: Principal, families: tuple[str, ...]) -> None:
     """403 unless the key may use every family in `families`."""
-    if principal is None or not principal.families:
+    if not principal.families:
         return
     for family in families:
         if not principal.may_use_family(family):

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from unigate.edge.asgi import Receive, Request, Send
 from unigate.providers.base import Reply, StreamBroken
-from unigate.translate.sse import openai_error_chunk
+from unigate.translate.openai_chunks import openai_error_chunk
+from unigate.translate.sse import comment
 
 log = logging.getLogger("unigate.relay")
 
@@ -35,7 +36,7 @@ def openai_error_event(message: str) -> bytes:
 
 
 # An SSE comment: every SSE parser drops it, the OpenAI SDK included.
-OPENAI_FRAMING = Framing(openai_error_event, b": keep-alive\n\n")
+OPENAI_FRAMING = Framing(openai_error_event, comment(b"keep-alive"))
 BINARY_FRAMING = Framing(None, b"")
 
 

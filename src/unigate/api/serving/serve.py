@@ -13,7 +13,7 @@ from typing import Any
 from unigate.api.serving.relay import OPENAI_FRAMING, Framing, Outcome, send_reply
 from unigate.auth.principal import Principal
 from unigate.edge.access_log import MODEL, MODEL_NAME, OUTCOME, PROVIDER, ROUTE
-from unigate.edge.asgi import ClientDisconnected, Request, Scope
+from unigate.edge.asgi import ClientDisconnected, Request
 from unigate.edge.client_gone import LeaveWatch
 from unigate.errors import GatewayError, NotFound, PermissionDenied
 from unigate.gateway import Gateway
@@ -36,7 +36,39 @@ class Admitted:
     ticket: Ticket | None
 
 
-def media_attempt(call: MediaCall) -> Attempt:
+@dataclass(slots=True)
+class ServingCall:
+    """One synchronous call, as a router hands it to `Serving.run`."""
+
+    request: Request
+    principal: Principal
+    model: str  # the id the client asked for
+    endpoint: str  # the operation, as usage records and spans name it (chat, images.generations, ...)
+    attempt: Attempt  # one route's upstream call
+    # Turns the route's reply into the client's format (after routing, so fallback still
+    # happens before any byte is sent).
+    present: Callable[[Reply], Reply] | None = None
+    framing: Framing = OPENAI_FRAMING
+    # The parsed request when it holds text whose tokens count against tokens-per-minute
+    # limits and budgets.
+    payload: Any = None
+    finish: Finish | None = None  # awaited with the presented reply before anything is sent
+    admitted: Admitted | None = None  # an admission taken earlier (`Serving.admit`), settled here
+
+
+@dataclass(slots=True)
+class _Run:
+    """What `Serving.run` knows of a call so far: accounted and traced from here."""
+
+    call: ServingCall
+    entry: ModelEntry
+    started: float
+    target: Target | None = None  # the route that answered, once one has
+    reply: Reply | None = None
+    first: float | None = None  # when a stream's first upstream event was read (tracing only)
+
+
+def _media_attempt(call: MediaCall) -> Attempt:
     def attempt(target: Target) -> Awaitable[Reply]:
         return target.provider.media(call, target)
 
@@ -67,91 +99,78 @@ class Serving:
             )
         return entry
 
-    async def run(
-        self,
-        request: Request,
-        principal: Principal | None,
-        model: str,
-        endpoint: str,
-        attempt: Attempt,
-        present: Callable[[Reply], Reply] | None = None,
-        framing: Framing = OPENAI_FRAMING,
-        payload: Any = None,
-        finish: Finish | None = None,
-        admitted: Admitted | None = None,
-    ) -> None:
-        """Route one call for `model` within the key's and model's limits, send what the
-        chosen route answers, account for it. `payload` is the parsed request when it holds
-        text whose tokens count against tokens-per-minute limits and budgets; `finish`, if
-        given, is awaited with the presented reply and the route before anything is sent;
-        `admitted`, a call admitted earlier (`admit`), whose ticket this call settles."""
-        assert principal is not None
+    def media(
+        self, request: Request, principal: Principal, call: MediaCall, framing: Framing = OPENAI_FRAMING
+    ) -> Awaitable[None]:
+        """A synchronous audio or image call: routed to the providers' `media`."""
+        attempt = _media_attempt(call)
+        return self.run(ServingCall(request, principal, call.model, call.op, attempt, framing=framing))
+
+    async def run(self, call: ServingCall) -> None:
+        """Route one call for its model within the key's and model's limits, send what the
+        chosen route answers, account for it."""
         gw = self.gw
+        request = call.request
         scope = request.scope
-        scope[MODEL] = model  # for the access line (unigate.edge.access_log), 404s and 403s included
-        entry, ticket = await self._entry_and_ticket(scope, principal, model, payload, admitted)
+        scope[MODEL] = call.model  # for the access line (unigate.edge.access_log), 404s and 403s included
+        entry, ticket = await self._entry_and_ticket(call)
         spent = (0, 0.0)  # tokens and money the call used, settled against the ticket exactly once
-        started = time.perf_counter()
+        run = _Run(call, entry, time.perf_counter())
         watch = self.leave_watch
         token = watch.enter(request.receive)
         try:
             try:
-                reply, target = await gw.router.run(entry, model, attempt)
+                reply, target = await gw.router.run(entry, call.model, call.attempt)
             except GatewayError as err:
-                self._account(principal, endpoint, model, entry, None, None, err.status, started)
+                self._account(run, err.status)
                 if self.tracing is not None:
-                    error = err.code or "error"
-                    self._trace(request, endpoint, model, None, None, err.status, started, None, error)
+                    self._trace(run, err.status, err.code or "error")
                 raise
             except asyncio.CancelledError:
                 # The client left, or the call was stopped from inside the gateway (a background
                 # response's cancel): the upstream request was dropped with the cancellation.
                 left = watch.left(token)
-                self._account(principal, endpoint, model, entry, None, None, 499, started)
+                self._account(run, 499)
                 if self.tracing is not None:
-                    error = "client_closed" if left else "cancelled"
-                    self._trace(request, endpoint, model, None, None, 499, started, None, error)
+                    self._trace(run, 499, "client_closed" if left else "cancelled")
                 if not left:
                     raise
                 raise ClientDisconnected from None
             finally:
                 watch.exit(token)
+            run.target, run.reply = target, reply
             # A stream's first upstream event has been read by now (routing peeks it).
-            first = time.perf_counter() if self.tracing is not None and reply.stream is not None else None
+            if self.tracing is not None and reply.stream is not None:
+                run.first = time.perf_counter()
             scope[ROUTE] = target.route_key  # "provider/upstream model"
             scope[PROVIDER] = target.provider.name
-            shown = present(reply) if present is not None else reply
-            if finish is not None:
+            shown = call.present(reply) if call.present is not None else reply
+            if call.finish is not None:
                 try:
-                    shown = await finish(shown, target)
+                    shown = await call.finish(shown, target)
                 except BaseException as exc:
                     # The upstream answered, so its tokens are spent even though nothing is sent.
-                    status = 499 if isinstance(exc, asyncio.CancelledError) else 500
-                    spent = self._account(
-                        principal, endpoint, model, entry, target, reply, status, started, payload
-                    )
+                    spent = self._account(run, 499 if isinstance(exc, asyncio.CancelledError) else 500)
                     if reply.close is not None:
                         reply.close()
                     raise
             try:
-                outcome = await self._send(request, shown, framing)
+                outcome = await self._send(request, shown, call.framing)
             except asyncio.CancelledError:
                 # Stopped from inside the gateway (a background response cancelled or deleted, a
                 # shutdown): what the upstream produced until then is paid for, as when a client
                 # leaves; `send_reply` dropped the upstream call.
                 scope[OUTCOME] = 499
-                spent = self._account(principal, endpoint, model, entry, target, reply, 499, started, payload)
+                spent = self._account(run, 499)
                 if self.tracing is not None:
-                    self._trace(request, endpoint, model, target, reply, 499, started, first, "cancelled")
+                    self._trace(run, 499, "cancelled")
                 raise
             if not outcome.complete:
                 scope[OUTCOME] = outcome.status
-            spent = self._account(
-                principal, endpoint, model, entry, target, reply, outcome.status, started, payload
-            )
+            spent = self._account(run, outcome.status)
             if self.tracing is not None:
                 broken = None if outcome.complete else _BROKEN.get(outcome.status, "stream_broken")
-                self._trace(request, endpoint, model, target, reply, outcome.status, started, first, broken)
+                self._trace(run, outcome.status, broken)
         finally:
             if ticket is not None:
                 await gw.limits.settle(ticket, *spent)
@@ -165,23 +184,22 @@ class Serving:
         finally:
             self.metrics.stream_closed()
 
-    async def _entry_and_ticket(
-        self, scope: Scope, principal: Principal, model: str, payload: Any, admitted: Admitted | None
-    ) -> tuple[ModelEntry, Ticket | None]:
+    async def _entry_and_ticket(self, call: ServingCall) -> tuple[ModelEntry, Ticket | None]:
         """The model's entry, and the call's admission: the earlier one, or taken now."""
+        admitted = call.admitted
         try:
-            entry = self.resolve(principal, model)
+            entry = self.resolve(call.principal, call.model)
         except GatewayError:
             if admitted is not None:  # admitted, then the model went away (a config reload)
                 await self.gw.limits.settle(admitted.ticket)
             raise
         # The metrics' model label (the config's name, bounded), set before a refusal too.
-        scope[MODEL_NAME] = entry.name
+        call.request.scope[MODEL_NAME] = entry.name
         if admitted is not None:
             return entry, admitted.ticket
-        if not Limits.applies(principal, entry):
+        if not Limits.applies(call.principal, entry):
             return entry, None
-        return entry, await self._admit(principal, entry, payload)
+        return entry, await self._admit(call.principal, entry, call.payload)
 
     async def admit(self, principal: Principal, model: str, payload: Any) -> Admitted:
         """Admit a call now that `run` makes later (a background response: refused at once
@@ -204,66 +222,44 @@ class Serving:
             cost = prices.cost(prompt, self.budget_output if cap is None else cap)
         return await limits.admit(principal, entry, tokens, cost)
 
-    def _account(
-        self,
-        principal: Principal,
-        endpoint: str,
-        model: str,
-        entry: ModelEntry,
-        target: Target | None,
-        reply: Reply | None,
-        status: int,
-        started: float,
-        payload: Any = None,
-    ) -> tuple[int, float]:
+    def _account(self, run: _Run, status: int) -> tuple[int, float]:
         """Record the call in the usage accounts; returns (tokens, cost) it used. A call that
         failed costs nothing; one cut short pays for the tokens it consumed, not the call: its
-        prompt, counted locally from `payload` when the upstream had not reported it yet (most
+        prompt, counted locally from the payload when the upstream had not reported it yet (most
         report it only at the end), and the output it produced."""
-        usage = reply.usage if reply else None
+        call, target, usage = run.call, run.target, run.reply.usage if run.reply else None
         prompt = usage.prompt_tokens if usage else 0
         completion = usage.completion_tokens if usage else 0
-        if usage is not None and not prompt and status == 499 and payload is not None:
-            prompt = prompt_tokens(payload)
-        prices = entry.prices
+        if usage is not None and not prompt and status == 499 and call.payload is not None:
+            prompt = prompt_tokens(call.payload)
+        prices = run.entry.prices
         cost = prices.tokens_cost(prompt, completion) + (prices.per_call if status < 400 else 0.0)
         self.gw.usage.record(
             UsageRecord(
-                key_id=principal.key_id,
-                endpoint=endpoint,
-                model=model,
+                key_id=call.principal.key_id,
+                endpoint=call.endpoint,
+                model=call.model,
                 provider=target.provider.name if target else "",
                 upstream_model=target.upstream_model if target else "",
                 status=status,
                 prompt_tokens=prompt,
                 completion_tokens=completion,
-                latency_ms=(time.perf_counter() - started) * 1000.0,
+                latency_ms=(time.perf_counter() - run.started) * 1000.0,
                 cost=cost,
                 created_at=time.time(),
             )
         )
         if target is not None:
-            self.metrics.usage(entry.name, target.provider.name, prompt, completion, cost)
+            self.metrics.usage(run.entry.name, target.provider.name, prompt, completion, cost)
         return prompt + completion, cost
 
-    def _trace(
-        self,
-        request: Request,
-        endpoint: str,
-        model: str,
-        target: Target | None,
-        reply: Reply | None,
-        status: int,
-        started: float,
-        first: float | None,
-        error: str | None,
-    ) -> None:
+    def _trace(self, run: _Run, status: int, error: str | None) -> None:
         """The call's span (tracing on only)."""
         assert self.tracing is not None
-        usage = reply.usage if reply else None
+        call, target, usage = run.call, run.target, run.reply.usage if run.reply else None
         self.tracing.call(
-            operation=endpoint,
-            model=model,
+            operation=call.endpoint,
+            model=call.model,
             protocol=target.provider.protocol if target else "",
             provider=target.provider.name if target else "",
             upstream_model=target.upstream_model if target else "",
@@ -271,9 +267,9 @@ class Serving:
             status=status,
             input_tokens=usage.prompt_tokens if usage else 0,
             output_tokens=usage.completion_tokens if usage else 0,
-            started=started,
-            first_chunk=first,
+            started=run.started,
+            first_chunk=run.first,
             error=error,
-            request_id=request.request_id,
-            traceparent=request.header(b"traceparent"),
+            request_id=call.request.request_id,
+            traceparent=call.request.header(b"traceparent"),
         )

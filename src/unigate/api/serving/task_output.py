@@ -14,12 +14,12 @@ import re
 
 from unigate.api.serving.media import NOSNIFF, send_stored
 from unigate.api.serving.relay import BINARY_FRAMING, send_reply
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_body
 from unigate.edge.endpoints import Endpoint
-from unigate.errors import InvalidRequest, NotFound, UpstreamFailed, UpstreamRejected
+from unigate.errors import InvalidRequest, NotFound, UpstreamRejected
 from unigate.gateway import Gateway
 from unigate.providers.base import RouteFailed, TaskRef, scrubbed
+from unigate.providers.upstream_status import client_error
 from unigate.records.outputs import VARIANT_KEYS, outputs
 from unigate.tasks.model import SUCCESS, Task
 
@@ -63,8 +63,7 @@ async def send_output(request: Request, gw: Gateway, task: Task, index: int, var
             raise
         except RouteFailed as exc:
             scrubbed(exc, provider.redactor)
-            status = exc.status if exc.status in (429, 504) else 502
-            raise UpstreamFailed(f"The file could not be fetched: {exc.message}", status=status) from None
+            raise client_error(exc, f"The file could not be fetched: {exc.message}") from None
         reply.headers.append(NOSNIFF)
         if request.method == "HEAD":  # the upstream's headers, not its body
             headers = [(b"content-type", reply.content_type), *reply.headers]
@@ -86,7 +85,7 @@ async def send_output(request: Request, gw: Gateway, task: Task, index: int, var
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    async def proxy(request: Request, _: Principal | None) -> None:
+    async def proxy(request: Request) -> None:
         # Unguessable like every /media/ link: the task id is a random UUID only its owner sees.
         # This path takes no key, so whatever keeps a file from being served (an unknown id, a
         # task not finished, no such file, its provider gone) is one and the same 404: the

@@ -41,7 +41,7 @@ class TokenCounter:
     async def count(
         self,
         request: Request,
-        principal: Principal | None,
+        principal: Principal,
         fmt: str,
         payload: Json,
         model: str,
@@ -51,7 +51,6 @@ class TokenCounter:
     ) -> None:
         """Send the count of `payload` (in the client's format `fmt`) for `model`: the
         upstream's own answer, or `answer(n)` for a count in the gateway's hands."""
-        assert principal is not None
         translated = functools.cache(canonical)  # translated once, whichever step needs it
         gw = self.serving.gw
         entry = self.serving.resolve(principal, model)  # 404 / 403 as for a real call

@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_body
 from unigate.edge.endpoints import Endpoint
 from unigate.errors import NotFound
@@ -58,12 +57,12 @@ class DocsAPI:
             self._document = OpenAPIDocument(self._endpoints)
         return self._document
 
-    async def openapi(self, request: Request, _: Principal | None) -> None:
+    async def openapi(self, request: Request) -> None:
         await send_body(
             request.send, 200, self.document.json(), extra=[_NOSNIFF, (b"cache-control", b"no-cache")]
         )
 
-    async def docs(self, request: Request, _: Principal | None) -> None:
+    async def docs(self, request: Request) -> None:
         if self._page is None:
             self._page = await asyncio.to_thread(_page)
         headers = [
@@ -75,7 +74,7 @@ class DocsAPI:
         ]
         await send_body(request.send, 200, self._page, b"text/html; charset=utf-8", headers)
 
-    async def asset(self, request: Request, _: Principal | None) -> None:
+    async def asset(self, request: Request) -> None:
         found = ASSETS.get(request.params["name"])
         if found is None:
             raise NotFound("No such file.", code="not_found")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
 from unigate.gateway import Gateway
@@ -10,12 +9,12 @@ from unigate.observability.readiness import Readiness
 
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
-    async def healthz(request: Request, _: Principal | None) -> None:
+    async def healthz(request: Request) -> None:
         await send_json(request.send, 200, {"status": "ok"})
 
     readiness = Readiness(gw.engine, gw.redis)
 
-    async def readyz(request: Request, _: Principal | None) -> None:
+    async def readyz(request: Request) -> None:
         status, body = await readiness.report()
         await send_json(request.send, status, body)
 

@@ -22,8 +22,7 @@ class VideoGenerationsAPI:
         self.gw = gw
         self.family = TaskFamily(gw, FAMILY)
 
-    async def create(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def create(self, request: Request, principal: Principal) -> None:
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
         parsed = from_unified(payload)
         entry = self.family.model(principal, parsed.model)
@@ -31,8 +30,7 @@ class VideoGenerationsAPI:
         task = await self.family.submit(request, principal, job, entry)
         await send_raw(request, self.gw.tasks.rendered(task))
 
-    async def fetch(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def fetch(self, request: Request, principal: Principal) -> None:
         await send_raw(request, await self.family.get_rendered(principal, request.params["task_id"]))
 
 

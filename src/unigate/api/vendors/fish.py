@@ -5,7 +5,7 @@ text with timestamped segments out). Errors use Fish's `{"status", "message"}` b
 from __future__ import annotations
 
 from unigate.api.serving.relay import BINARY_FRAMING
-from unigate.api.serving.serve import Serving, media_attempt
+from unigate.api.serving.serve import Serving
 from unigate.auth.principal import Principal
 from unigate.config import MediaConfig
 from unigate.edge.asgi import Request
@@ -30,7 +30,7 @@ class FishAPI:
     def media(self) -> MediaConfig:
         return self.gw.config.media  # read per call: a config reload may change it
 
-    async def tts(self, request: Request, principal: Principal | None) -> None:
+    async def tts(self, request: Request, principal: Principal) -> None:
         if is_multipart(request.header(b"content-type")):
             raise InvalidRequest("This endpoint takes a JSON body.", code="invalid_content_type")
         raw, payload = await request.json_object(self.max_json)
@@ -38,11 +38,9 @@ class FishAPI:
         header = request.header(b"model")
         model = header.decode("latin-1").strip() if header else self.media.fish_tts_model
         call = MediaCall("fish.tts", model, payload, raw=raw)
-        await self.serving.run(
-            request, principal, model, call.op, media_attempt(call), framing=BINARY_FRAMING
-        )
+        await self.serving.media(request, principal, call, BINARY_FRAMING)
 
-    async def asr(self, request: Request, principal: Principal | None) -> None:
+    async def asr(self, request: Request, principal: Principal) -> None:
         form = await read_form(request, self.max_upload)
         try:
             payload = form_payload(form)
@@ -52,7 +50,7 @@ class FishAPI:
             header = request.header(b"model")
             model = header.decode("latin-1").strip() if header else self.media.fish_asr_model
             call = MediaCall("fish.asr", model, payload, form)
-            await self.serving.run(request, principal, model, call.op, media_attempt(call))
+            await self.serving.media(request, principal, call)
         finally:
             form.close()
 

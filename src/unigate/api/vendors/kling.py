@@ -27,14 +27,13 @@ class KlingAPI:
         self.gw = gw
         self.family = TaskFamily(gw, FAMILY)
 
-    async def text2video(self, request: Request, principal: Principal | None) -> None:
+    async def text2video(self, request: Request, principal: Principal) -> None:
         await self._create(request, principal, "text2video")
 
-    async def image2video(self, request: Request, principal: Principal | None) -> None:
+    async def image2video(self, request: Request, principal: Principal) -> None:
         await self._create(request, principal, "image2video")
 
-    async def _create(self, request: Request, principal: Principal | None, action: str) -> None:
-        assert principal is not None
+    async def _create(self, request: Request, principal: Principal, action: str) -> None:
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
         parsed = from_kling(payload, action)
         callback = self.family.callback(payload)
@@ -63,8 +62,7 @@ class KlingAPI:
         )
         await self._send(request, task)
 
-    async def query(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def query(self, request: Request, principal: Principal) -> None:
         action, task_id = request.params["action"], request.params["task_id"]
         if action not in ACTIONS:
             raise NotFound(f"No Kling endpoint '{action}'.", code="unknown_url")

@@ -172,16 +172,16 @@ class PicWishAPI:
         self.max_upload = gw.config.limits.max_image_upload
         self.max_json = gw.config.limits.max_json_body
 
-    async def create_visual(self, request: Request, principal: Principal | None) -> None:
+    async def create_visual(self, request: Request, principal: Principal) -> None:
         await self._create(request, principal, "visual")
 
-    async def create_document(self, request: Request, principal: Principal | None) -> None:
+    async def create_document(self, request: Request, principal: Principal) -> None:
         await self._create(request, principal, "document")
 
-    async def query_visual(self, request: Request, principal: Principal | None) -> None:
+    async def query_visual(self, request: Request, principal: Principal) -> None:
         await self._query(request, principal, "visual")
 
-    async def query_document(self, request: Request, principal: Principal | None) -> None:
+    async def query_document(self, request: Request, principal: Principal) -> None:
         await self._query(request, principal, "document")
 
     def _tool(self, request: Request, kind: str) -> str:
@@ -192,8 +192,7 @@ class PicWishAPI:
             )
         return tool
 
-    async def _create(self, request: Request, principal: Principal | None, kind: str) -> None:
-        assert principal is not None
+    async def _create(self, request: Request, principal: Principal, kind: str) -> None:
         tool = self._tool(request, kind)
         form: Form | None = None
         try:
@@ -243,8 +242,7 @@ class PicWishAPI:
             task = found
         return task
 
-    async def _query(self, request: Request, principal: Principal | None, kind: str) -> None:
-        assert principal is not None
+    async def _query(self, request: Request, principal: Principal, kind: str) -> None:
         tool = self._tool(request, kind)
         task = await self.family.get(principal, request.params["task_id"])
         if task.action != f"{kind}/{tool}":

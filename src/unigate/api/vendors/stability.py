@@ -5,7 +5,7 @@ Multipart in (plain fields even without a file); `Accept: image/*` gets the imag
 
 from __future__ import annotations
 
-from unigate.api.serving.serve import Serving, media_attempt
+from unigate.api.serving.serve import Serving
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.endpoints import Endpoint
@@ -35,7 +35,7 @@ class StabilityAPI:
     def sd3_default(self) -> str:
         return self.gw.config.media.sd3_model  # read per call: a config reload may change it
 
-    async def generate(self, request: Request, principal: Principal | None) -> None:
+    async def generate(self, request: Request, principal: Principal) -> None:
         variant = request.params["variant"]
         if variant not in ("ultra", "core", "sd3"):
             raise NotFound(f"No stable-image generator '{variant}'.", code="not_found")
@@ -60,7 +60,7 @@ class StabilityAPI:
                 raise _refused("model", "one of " + ", ".join(SD3_MODELS))
             model = MODELS.get(variant) or sent.model or self.sd3_default
             call = MediaCall("stability.generate", model, payload, form, variant=variant, accept=accept)
-            await self.serving.run(request, principal, model, call.op, media_attempt(call))
+            await self.serving.media(request, principal, call)
         finally:
             form.close()
 

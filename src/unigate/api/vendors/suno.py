@@ -56,8 +56,7 @@ class MusicAPI:
             raise PermissionDenied(f"This API key may not use the model '{model}'.", code="model_not_allowed")
         return model, entry
 
-    async def submit_music(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def submit_music(self, request: Request, principal: Principal) -> None:
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
         checked = SUBMIT.check(payload)
         fields = validate.music_fields(checked)
@@ -100,8 +99,7 @@ class MusicAPI:
         target = self.gw.catalog.target_on(provider, model)
         return Pinned(target), upstream_clip
 
-    async def submit_lyrics(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def submit_lyrics(self, request: Request, principal: Principal) -> None:
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
         checked_lyrics = LYRICS.check(payload)
         fields = validate.lyrics_fields(checked_lyrics)
@@ -122,8 +120,7 @@ class MusicAPI:
         )
         await self._send_task(request, task)
 
-    async def upload_audio(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def upload_audio(self, request: Request, principal: Principal) -> None:
         limit = self.gw.config.limits.max_audio_upload
         content_type = request.header(b"content-type")
         if is_multipart(content_type):
@@ -162,15 +159,13 @@ class MusicAPI:
         )
         await self._send_task(request, task)
 
-    async def fetch_one(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def fetch_one(self, request: Request, principal: Principal) -> None:
         record = await self.tasks.fetch_rendered(principal, request.params["task_id"])
         if record is None:
             raise NotFound("No task with this id.", code="task_not_exist")
         await self._send(request, _ENVELOPE_HEAD + record + b"}")
 
-    async def fetch_many(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def fetch_many(self, request: Request, principal: Principal) -> None:
         _, payload = await request.json_object(self.gw.config.limits.max_json_body)
         wanted_tasks = FETCH.check(payload)
         ids, action = wanted_tasks.ids, wanted_tasks.action

@@ -66,8 +66,7 @@ class ViduAPI:
     def lip_sync_model(self) -> str:
         return self.gw.config.media.lip_sync_model  # read per call: a config reload may change it
 
-    async def text2audio(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def text2audio(self, request: Request, principal: Principal) -> None:
         _, payload = await request.json_object(self.max_json)
         job_fields = text2audio_fields(TEXT2AUDIO.check(payload))
         # A seed the gateway picked is not part of the request: a retry with the same
@@ -75,8 +74,7 @@ class ViduAPI:
         picked = ("seed",) if payload.get("seed") in (None, "", 0) else ()
         await self._create(request, principal, payload, "text2audio", job_fields["model"], job_fields, picked)
 
-    async def lip_sync(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def lip_sync(self, request: Request, principal: Principal) -> None:
         _, payload = await request.json_object(self.max_json)
         job_fields = lip_sync_fields(LIP_SYNC.check(payload))
         await self._create(request, principal, payload, "lip-sync", self.lip_sync_model, job_fields)
@@ -97,8 +95,7 @@ class ViduAPI:
         task = await self.family.submit(request, principal, job, entry, callback=callback, picked=picked)
         await send_raw(request, orjson.dumps(vidu_creation(task)))
 
-    async def creations(self, request: Request, principal: Principal | None) -> None:
-        assert principal is not None
+    async def creations(self, request: Request, principal: Principal) -> None:
         body = await self.family.get_rendered(principal, request.params["task_id"], "No task with this id.")
         await send_raw(request, body)
 

@@ -42,6 +42,7 @@ from unigate.providers.download import DownloadPools, fetch
 from unigate.providers.http import UpstreamHTTP, read_all
 from unigate.providers.task_http import (
     Answer,
+    answer_error,
     data_url,
     exchange,
     file_base64,
@@ -53,7 +54,6 @@ from unigate.providers.task_http import (
     poll_each,
     query_timeouts,
     scrub,
-    status_error,
     text,
 )
 
@@ -117,9 +117,7 @@ class VeoVideos:
                 raw = await read_all(resp, "error response")
             finally:
                 await download.discard()
-            if resp.status < 400:
-                raise RouteFailed(f"The Gemini upstream answered HTTP {resp.status} for a video file.")
-            answer = Answer(resp.status, _json_object(raw), True)
+            answer = Answer(resp.status, _json_object(raw), True, resp.headers.get("Retry-After"))
             self._check(answer, not_found="The video file is no longer available upstream.")
         content_type = resp.headers.get("Content-Type", "")
         if content_type.lower() in _GENERIC_TYPES:
@@ -132,17 +130,16 @@ class VeoVideos:
         )
 
     def _check(self, answer: Answer, not_found: str = "") -> None:
-        """Raise the mapped error of a failed answer (Google's status word as the code)."""
-        if answer.status < 400:
+        """Raise the mapped error of a failed answer (Google's status word as the code); a
+        redirect is one too (downloads follow them before this)."""
+        if answer.status < 300:
             if not answer.is_json:
                 raise RouteFailed("The Gemini upstream's answer is not a JSON object.")
             return
         err = obj(answer.body, "error")
         message = not_found if answer.status == 404 and not_found else text(err, "message")
         code = text(err, "status")
-        raise status_error(
-            VENDOR, answer.status, message, self.secrets, code if code.isidentifier() else None
-        )
+        raise answer_error(VENDOR, answer, message, self.secrets, code if code.isidentifier() else None)
 
 
 def operation_state(upstream_id: str, op: dict[str, Any], secrets: Sequence[str] = ()) -> UpstreamTask:

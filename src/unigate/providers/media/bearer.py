@@ -1,20 +1,12 @@
 """Base for adapters of vendors with Bearer keys and their own error bodies (Fish Audio,
-Stability): one pooled session, and the upstream's error statuses mapped once."""
+Stability): one pooled session."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import orjson
-
 from unigate.config import ProviderConfig
-from unigate.errors import UpstreamRejected
-from unigate.providers.base import Provider, ProviderContext, RouteFailed
+from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.headers import upstream_headers
-from unigate.providers.http import UpstreamHTTP, read_all
-from unigate.transport.response import Response
-
-REJECTED = "The upstream rejected the request."
+from unigate.providers.http import UpstreamHTTP
 
 
 class BearerProvider(Provider):
@@ -33,20 +25,3 @@ class BearerProvider(Provider):
 
     async def aclose(self) -> None:
         await self.http.aclose()
-
-
-async def raise_upstream_error(resp: Response, message: Callable[[object], str | None]) -> None:
-    """429, 5xx and refused credentials: try another route; other 4xx: the client's fault,
-    relayed with the upstream's message (read by `message` from its parsed error body)."""
-    status = resp.status
-    try:
-        data = await read_all(resp, "error response")
-    finally:
-        resp.release()
-    if status == 429 or status >= 500 or status in (401, 403):
-        raise RouteFailed(f"The upstream answered HTTP {status}.", 429 if status == 429 else 502)
-    try:
-        text = message(orjson.loads(data))
-    except orjson.JSONDecodeError:
-        text = None
-    raise UpstreamRejected(status, text or REJECTED)

@@ -7,8 +7,9 @@ import orjson
 
 from unigate.providers.base import MediaCall, Reply, Target
 from unigate.providers.form_body import FormBody
-from unigate.providers.http import read_all, relay_bytes
-from unigate.providers.media.bearer import BearerProvider, raise_upstream_error
+from unigate.providers.http import raise_for_answer, read_all, relay_bytes
+from unigate.providers.media.bearer import BearerProvider
+from unigate.providers.upstream_status import Said, json_body
 
 PROVIDER_TYPE = "fish"
 
@@ -28,13 +29,15 @@ class FishProvider(BearerProvider):
         else:
             return await super().media(call, target)
         if resp.status >= 400:
-            await raise_upstream_error(resp, _message)
+            await raise_for_answer(resp, _said, "Fish Audio")
         content_type = resp.headers.get("Content-Type", "application/octet-stream").encode("latin-1")
         if call.op == "fish.tts":
             return Reply(content_type=content_type, stream=relay_bytes(resp), close=resp.close)
         return Reply(content_type=content_type, body=await read_all(resp))
 
 
-def _message(error: object) -> str | None:
+def _said(data: bytes) -> Said:
+    """Fish Audio's errors: `{"status", "message"}`."""
+    error = json_body(data)
     message = error.get("message") if isinstance(error, dict) else None
-    return message if isinstance(message, str) else None
+    return Said(message if isinstance(message, str) else "")

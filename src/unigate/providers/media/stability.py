@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from unigate.providers.base import MediaCall, Reply, Target
 from unigate.providers.form_body import FormBody
-from unigate.providers.http import read_all
-from unigate.providers.media.bearer import BearerProvider, raise_upstream_error
+from unigate.providers.http import raise_for_answer, read_all
+from unigate.providers.media.bearer import BearerProvider
+from unigate.providers.upstream_status import Said, json_body
 
 PROVIDER_TYPE = "stability"
 _PASSED_HEADERS = ("finish-reason", "seed")
@@ -29,7 +30,7 @@ class StabilityProvider(BearerProvider):
         path = f"/v2beta/stable-image/generate/{call.variant}"
         resp = await self.http.post(path, form, target.timeouts, headers)
         if resp.status >= 400:
-            await raise_upstream_error(resp, _message)
+            await raise_for_answer(resp, _said, "Stability")
         data = await read_all(resp)
         resp.release()
         content_type = resp.headers.get("Content-Type", "application/octet-stream").encode("latin-1")
@@ -39,8 +40,10 @@ class StabilityProvider(BearerProvider):
         return Reply(content_type=content_type, body=data, headers=passed)
 
 
-def _message(error: object) -> str | None:
+def _said(data: bytes) -> Said:
+    """Stability's errors: `{"id", "name", "errors": [...]}`."""
+    error = json_body(data)
     errors = error.get("errors") if isinstance(error, dict) else None
     if isinstance(errors, list) and errors and all(isinstance(e, str) for e in errors):
-        return "; ".join(errors)
-    return None
+        return Said("; ".join(errors))
+    return Said()

@@ -33,17 +33,17 @@ from unigate.providers.form_body import FormBody
 from unigate.providers.headers import upstream_headers
 from unigate.providers.http import (
     UpstreamHTTP,
-    event_data,
+    raise_for_answer,
     read_all,
     relay_bytes,
-    split_events,
     sse_events,
 )
-from unigate.providers.openai.errors import raise_for_status
+from unigate.providers.openai import errors as openai_errors
 from unigate.providers.openai.responses import RESPONSES_FORMAT, Query, ResponsesRelay
 from unigate.providers.openai.videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
 from unigate.providers.same_format import ClientRequest, request_body
+from unigate.translate.sse import data_lines, event_data, split_events
 from unigate.translate.translation import with_dropped
 from unigate.translate.web_search import OPTIONS as SEARCH_OPTIONS
 from unigate.transport.response import Response
@@ -179,7 +179,7 @@ class OpenAIProvider(Provider):
                 body = orjson.dumps({**call.payload, "model": target.upstream_model})
             resp = await self.http.post(path, body, target.timeouts)
         if resp.status >= 400:
-            await raise_for_status(resp)
+            await raise_for_answer(resp, openai_errors.said)
         content_type = resp.headers.get("Content-Type", "application/octet-stream").encode("latin-1")
         if call.op == "audio.speech":
             return Reply(
@@ -202,7 +202,7 @@ class OpenAIProvider(Provider):
             _PATHS[call.op], body, target.timeouts, replay=True
         )  # text: a repeat is harmless
         if resp.status >= 400:
-            await raise_for_status(resp)
+            await raise_for_answer(resp, openai_errors.said)
         content_type = resp.headers.get("Content-Type", "application/json").encode("latin-1")
         headers = with_dropped([], [SEARCH_OPTIONS]) if unsearched else []
         if call.stream:
@@ -274,7 +274,7 @@ async def _relay_events(
                 if not run:
                     continue
             if not reported:
-                events += run.count(b"data:")
+                events += data_lines(run)
                 usage.completion_tokens = max(0, events - 1)
             if STREAM_ERROR_MARK in run:  # an in-band error: the upstream's words, scrubbed
                 run = redactor.data(run)

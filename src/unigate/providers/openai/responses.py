@@ -11,7 +11,7 @@ resource's `/openai/v1`, any query of the base URL appended by the pool):
 - retrieve `GET /responses/{id}` (`?stream=true&starting_after=N`: the events again), delete
   `DELETE /responses/{id}`, cancel `POST /responses/{id}/cancel`, list
   `GET /responses/{id}/input_items`.
-Errors: OpenAI's `{"error": {...}}`, mapped by `openai_errors.raise_for_status`.
+Errors: OpenAI's `{"error": {...}}`, read by `openai_errors.said`, mapped by the status table.
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ from urllib.parse import quote, urlencode
 
 import orjson
 
-from unigate.errors import UpstreamFailed, UpstreamRejected
+from unigate.errors import UpstreamRejected
 from unigate.providers.base import Reply, RouteFailed, StreamBroken, Timeouts, scrubbed
-from unigate.providers.http import UpstreamHTTP, event_data, read_all, split_events, sse_events
-from unigate.providers.openai.errors import raise_for_status
+from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all, sse_events
+from unigate.providers.openai import errors as openai_errors
 from unigate.providers.redact import Redactor
+from unigate.providers.upstream_status import client_error
+from unigate.translate.sse import event_data, split_events
 from unigate.transport.response import Response
 from unigate.usage.recorder import Usage
 
@@ -128,7 +130,7 @@ class ResponsesRelay:
         the router scrubs them)."""
         resp = await self.http.post("/responses", body, timeouts, replay=True)  # text: a repeat is harmless
         if resp.status >= 400:
-            await raise_for_status(resp)
+            await raise_for_answer(resp, openai_errors.said)
         return await self._reply(resp, stream)
 
     async def lookup(
@@ -144,16 +146,14 @@ class ResponsesRelay:
         try:
             resp = await self.http.request(method, path, b"", timeouts)
             if resp.status >= 400:
-                await raise_for_status(resp)
+                await raise_for_answer(resp, openai_errors.said)
             return await self._reply(resp, None)
         except UpstreamRejected as exc:
             scrubbed(exc, self.redactor)
             raise
         except RouteFailed as exc:
             scrubbed(exc, self.redactor)
-            status = exc.status if exc.status in (429, 504) else 502
-            headers = {"retry-after": exc.retry_after} if exc.retry_after else None
-            raise UpstreamFailed(exc.message, status=status, headers=headers) from None
+            raise client_error(exc, exc.message) from None
 
     async def _reply(self, resp: Response, stream: bool | None) -> Reply:
         """`stream` None: whatever the upstream answered (a retrieve may be either)."""

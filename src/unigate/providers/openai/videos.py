@@ -12,7 +12,7 @@ Wire (paths under the provider's base URL, e.g. https://api.openai.com/v1; Beare
   (video/mp4, image/webp, image/jpeg), which need the provider's key: finished jobs list a
   private output that the gateway fetches for its client.
 - delete: `DELETE /videos/{id}`.
-Errors: `{"error": {"message", "type", "param", "code"}}`; statuses mapped once, in `_error`.
+Errors: `{"error": {"message", "type", "param", "code"}}`, read in `_error` (statuses: the table's).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from unigate.providers.base import (
 from unigate.providers.form_body import FormBody
 from unigate.providers.http import UpstreamHTTP, read_all, relay_bytes
 from unigate.providers.task_http import (
+    Answer,
+    answer_error,
     data_url,
     form_body,
     is_url,
@@ -51,7 +53,6 @@ from unigate.providers.task_http import (
     poll_each,
     query_timeouts,
     scrub,
-    status_error,
     text,
 )
 from unigate.tasks.model import UNKNOWN
@@ -104,7 +105,8 @@ class OpenAIVideos:
                 raw = await read_all(resp, "error response")
             finally:
                 resp.release()
-            raise self._error(resp.status, _json_object(raw), resp.headers.get("Retry-After"))
+            answer = Answer(resp.status, _json_object(raw) or {}, True, resp.headers.get("Retry-After"))
+            raise self._error(answer)
         fallback = _VARIANT_TYPES.get(variant, "application/octet-stream")
         content_type = resp.headers.get("Content-Type") or fallback
         return Reply(
@@ -132,24 +134,18 @@ class OpenAIVideos:
             resp.release()
         body = _json_object(raw)
         if resp.status >= 400:
-            raise self._error(resp.status, body, resp.headers.get("Retry-After"))
+            retry_after = resp.headers.get("Retry-After")
+            raise self._error(Answer(resp.status, body or {}, body is not None, retry_after))
         if body is None:
             raise RouteFailed("The OpenAI upstream's answer is not a JSON object.")
         return body
 
-    def _error(
-        self, status: int, body: dict[str, Any] | None, retry_after: str | None
-    ) -> RouteFailed | UpstreamRejected:
-        """408, 429, 5xx and refused credentials: another route may answer (the upstream's
-        message is dropped there: on 401 it may quote part of the key); other 4xx: the client's
-        request, relayed with the upstream's message."""
-        if status == 429:
-            return RouteFailed("The OpenAI upstream is rate limiting requests.", 429, retry_after)
-        err = obj(body, "error")
+    def _error(self, answer: Answer) -> RouteFailed | UpstreamRejected:
+        """The status table's error, with OpenAI's `error.message` and `error.code`."""
+        err = obj(answer.body, "error")
         code = text(err, "code")
-        return status_error(
-            VENDOR, status, text(err, "message"), self.secrets, code if _IDENTIFIER.match(code) else None
-        )
+        message = text(err, "message")
+        return answer_error(VENDOR, answer, message, self.secrets, code if _IDENTIFIER.match(code) else None)
 
 
 def video_state(upstream_id: str, body: dict[str, Any], secrets: Sequence[str] = ()) -> UpstreamTask:

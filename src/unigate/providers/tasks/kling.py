@@ -10,7 +10,7 @@ Submit: `POST /v1/videos/{text2video|image2video}` with `model_name`, `prompt`,
 ("5" | "10"), `image` / `image_tail` (an http(s) URL, or raw base64 without a data: prefix),
 `external_task_id`, plus the job's `metadata`; a job that came in Kling's own format is sent as
 the client wrote it, model mapped. Answer `{"code": 0, "message", "request_id", "data":
-{"task_id", "task_status", ...}}`; any other `code` is an error (`_code_error`).
+{"task_id", "task_status", ...}}`; any other `code` is an error (`_code_status`).
 Query: `GET /v1/videos/{action}/{task_id}`: `data.task_status` submitted | processing |
 succeed | failed, `task_status_msg`, `task_result.videos[{id, url, duration}]` (duration in
 seconds, as a string), times in milliseconds. Remix is not a Kling operation.
@@ -28,7 +28,6 @@ from typing import Any
 import orjson
 
 from unigate.config import ProviderConfig
-from unigate.errors import UpstreamRejected
 from unigate.providers.base import (
     Provider,
     ProviderContext,
@@ -44,6 +43,7 @@ from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP
 from unigate.providers.task_http import (
     Answer,
+    answer_error,
     aspect_ratio,
     exchange,
     file_base64,
@@ -54,10 +54,9 @@ from unigate.providers.task_http import (
     poll_each,
     query_timeouts,
     raw_base64,
-    rejected,
-    status_error,
     text,
 )
+from unigate.providers.upstream_status import row
 from unigate.tasks.model import UNKNOWN
 
 PROVIDER_TYPE = "kling"
@@ -157,26 +156,27 @@ class KlingProvider(Provider):
             return obj(answer.body, "data")
         message = text(answer.body, "message")
         if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-            raise _code_error(code, answer.status, message, self.secrets)
-        raise status_error(VENDOR, answer.status, message, self.secrets)
+            status = _code_status(code, answer.status)
+            raise answer_error(
+                VENDOR, answer, message, self.secrets, f"kling_{code}", status=status, detail=f"code {code}"
+            )
+        raise answer_error(VENDOR, answer, message, self.secrets)
 
 
-def _code_error(code: int, status: int, message: str, secrets: list[str]) -> RouteFailed | UpstreamRejected:
-    """Kling's service-code classes: 1000s auth and 1100s account (another route's account
-    may work), 1200s parameters and 1300/1301 content policy (the client's request),
-    1302/1303 rate and concurrency limits, 5000s server errors."""
+def _code_status(code: int, status: int) -> int:
+    """The HTTP status a Kling service code means: 1000s auth and 1100s account (another
+    route's account may work), 1200s parameters and 1300/1301 content policy (the client's
+    request, with the HTTP status Kling sent when that is a plain refusal: 400, or 404 for an
+    unknown model), 1302/1303 rate and concurrency limits, 5000s server errors."""
     if 1000 <= code < 1100:
-        return RouteFailed(f"The Kling upstream refused the provider's credentials (code {code}).")
+        return 401
     if code in (1100, 1101, 1102, 1302, 1303):
-        return RouteFailed(f"The Kling upstream is over its limits (code {code}).", 429)
+        return 429
     if 1100 <= code < 1200 or code >= 5000 or code == 1304:
-        return RouteFailed(f"The Kling upstream could not take the request (code {code}).")
+        return 500
     if 1200 <= code < 1302:
-        # Kling's HTTP status mirrors the class (400, or 404 for an unknown model); keep it
-        # unless it is one the SDKs would retry.
-        relayed = status if 400 <= status < 500 and status not in (401, 403, 408, 409, 429) else 400
-        return rejected(relayed, message, secrets, code=f"kling_{code}")
-    return status_error(VENDOR, status if status >= 400 else 502, message, secrets)
+        return status if 400 <= status < 500 and not row(status).route_failed else 400
+    return status
 
 
 def task_state(upstream_id: str, data: dict[str, Any]) -> UpstreamTask:

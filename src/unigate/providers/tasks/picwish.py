@@ -22,7 +22,6 @@ from typing import Any
 import orjson
 
 from unigate.config import ProviderConfig
-from unigate.errors import UpstreamRejected
 from unigate.providers.base import (
     Provider,
     ProviderContext,
@@ -38,6 +37,7 @@ from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP
 from unigate.providers.task_http import (
     Answer,
+    answer_error,
     content_type_of,
     exchange,
     form_body,
@@ -48,8 +48,6 @@ from unigate.providers.task_http import (
     percent,
     poll_each,
     query_timeouts,
-    route_failed,
-    status_error,
     text,
 )
 from unigate.tasks.model import UNKNOWN
@@ -133,19 +131,15 @@ class PicWishProvider(Provider):
         """`data` of a successful answer; the HTTP status, then the body's, decide failures."""
         message = text(answer.body, "message")
         if answer.status >= 400:
-            raise status_error(VENDOR, answer.status, message, self.secrets)
+            raise answer_error(VENDOR, answer, message, self.secrets)
         if not answer.is_json:
-            raise route_failed(VENDOR, answer.status, "unreadable answer")
-        status = number(answer.body.get("status"))
-        if status != 200:
-            raise _body_error(int(status) if status is not None else 0, message, self.secrets)
+            raise answer_error(VENDOR, answer, message, self.secrets, detail="unreadable answer")
+        found = number(answer.body.get("status"))
+        if found != 200:  # no status, or an error's: what the body says decides
+            status = int(found) if found is not None else 0
+            detail = f"body status {status}"
+            raise answer_error(VENDOR, answer, message, self.secrets, status=status, detail=detail)
         return obj(answer.body, "data")
-
-
-def _body_error(status: int, message: str, secrets: list[str]) -> RouteFailed | UpstreamRejected:
-    if status < 400:  # no status, or one that is neither success nor an error class
-        return RouteFailed(f"The PicWish upstream answered with body status {status}.")
-    return status_error(VENDOR, status, message, secrets)
 
 
 def form_fields(fields: dict[str, Any]) -> dict[str, str]:

@@ -13,7 +13,6 @@ from typing import Any
 import orjson
 
 from unigate.config import ProviderConfig
-from unigate.errors import UpstreamRejected
 from unigate.providers.base import (
     Provider,
     ProviderContext,
@@ -27,9 +26,11 @@ from unigate.providers.base import (
 )
 from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP, read_all
+from unigate.providers.upstream_status import Said, json_body, upstream_error
 from unigate.tasks.model import TERMINAL, UNKNOWN, combine_clip_statuses
 
 PROVIDER_TYPE = "suno"
+VENDOR = "music"
 _FIELDS = (
     "prompt",
     "title",
@@ -110,25 +111,27 @@ class SunoProvider(Provider):
             raw = await read_all(resp)
         finally:
             resp.release()
-        if resp.status == 429 or resp.status >= 500 or resp.status in (401, 403):
-            raise RouteFailed(
-                f"The music upstream answered HTTP {resp.status}.", 429 if resp.status == 429 else 502
-            )
-        try:
-            payload = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise RouteFailed("The music upstream's answer is not JSON.") from None
+        payload = json_body(raw)
+        if resp.status >= 400:
+            retry_after = resp.headers.get("Retry-After")
+            raise upstream_error(resp.status, _said(payload), vendor=VENDOR, retry_after=retry_after)
         if not isinstance(payload, dict):
             raise RouteFailed("The music upstream's answer is not a JSON object.")
-        if resp.status >= 400 or payload.get("code") not in ("success", 200, "200"):
-            message = str(payload.get("message") or "The music upstream rejected the request.")
-            code = payload.get("code")
-            raise UpstreamRejected(
-                400 if resp.status < 400 else resp.status,
-                message,
-                code=code if isinstance(code, str) and code.isidentifier() else "upstream_rejected",
-            )
+        if payload.get("code") not in ("success", 200, "200"):
+            # A relay's refusal under HTTP 200, with its own code: the client's request.
+            raise upstream_error(400, _said(payload), vendor=VENDOR)
         return payload.get("data")
+
+
+def _said(payload: Any) -> Said:
+    """A relay's error envelope: `{"code", "message", "data": null}`."""
+    if not isinstance(payload, dict):
+        return Said()
+    code = payload.get("code")
+    return Said(
+        str(payload.get("message") or ""),
+        code if isinstance(code, str) and code.isidentifier() else "upstream_rejected",
+    )
 
 
 def _task_state(item: dict[str, Any]) -> UpstreamTask:

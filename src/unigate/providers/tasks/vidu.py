@@ -26,7 +26,6 @@ from typing import Any
 import orjson
 
 from unigate.config import ProviderConfig
-from unigate.errors import UpstreamRejected
 from unigate.providers.base import (
     Provider,
     ProviderContext,
@@ -42,6 +41,7 @@ from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP
 from unigate.providers.task_http import (
     Answer,
+    answer_error,
     aspect_ratio,
     content_type_of,
     data_url,
@@ -52,8 +52,6 @@ from unigate.providers.task_http import (
     percent,
     poll_each,
     query_timeouts,
-    route_failed,
-    status_error,
     text,
 )
 from unigate.tasks.model import UNKNOWN
@@ -76,17 +74,17 @@ _STATES = {
     "success": "SUCCESS",
     "failed": "FAILURE",
 }
-# Refusals that concern the provider's account or load, not the client's request: another
-# route may take the job.
-_ROUTE_REASONS = {
+# Refusals that concern the provider's account or load, not the client's request, by the HTTP
+# status they mean (Vidu sends CreditInsufficient under a 400): another route may take the job.
+_REASON_STATUS = {
     "CreditInsufficient": 429,
     "QuotaExceeded": 429,
     "TooManyRequests": 429,
     "SystemThrottling": 429,
     "OperationInProcess": 429,
     "ModelUnavailable": 502,
-    "Unauthorized": 502,
-    "Forbidden": 502,
+    "Unauthorized": 401,
+    "Forbidden": 403,
 }
 
 
@@ -133,19 +131,11 @@ class ViduProvider(Provider):
         reason = text(answer.body, "reason")
         if answer.status < 400 and answer.is_json and not reason:
             return
-        if reason in _ROUTE_REASONS:
-            raise RouteFailed(
-                f"The Vidu upstream refused the request ({reason}, HTTP {answer.status}).",
-                _ROUTE_REASONS[reason],
-            )
-        if answer.status < 400:  # an error body under a 2xx, or no JSON at all
-            raise route_failed(VENDOR, answer.status, reason or "unreadable answer")
         message = text(answer.body, "message") or reason
-        raise _error(answer.status, message, self.secrets, reason)
-
-
-def _error(status: int, message: str, secrets: list[str], reason: str) -> RouteFailed | UpstreamRejected:
-    return status_error(VENDOR, status, message, secrets, code=reason if reason.isidentifier() else None)
+        code = reason if reason.isidentifier() else None
+        status = _REASON_STATUS.get(reason, answer.status)  # an error under a 2xx: no answer
+        detail = reason or ("unreadable answer" if answer.status < 400 else "")
+        raise answer_error(VENDOR, answer, message, self.secrets, code, status=status, detail=detail)
 
 
 def task_state(upstream_id: str, action: str, body: dict[str, Any]) -> UpstreamTask:
