@@ -1,15 +1,64 @@
-"""Shared fixtures: fake upstreams and real gateway processes, all on 127.0.0.1."""
+"""Shared fixtures: fake upstreams and gateways (served in-process, or real `unigate serve`
+processes for the tests marked `process`), all on 127.0.0.1; the run order options."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import markers
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--order",
+        default="file",
+        help="test order: file (as collected), reverse, or random[:SEED] (files, then the tests "
+        "within each file, shuffled): no test may depend on another having run",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    order = str(config.getoption("--order"))
+    if order == "file":
+        return
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.location[0], []).append(item)
+    groups = list(by_file.values())
+    if order == "reverse":
+        groups = [group[::-1] for group in groups[::-1]]
+    elif order.startswith("random"):
+        seed = order.partition(":")[2] or str(random.randrange(10**6))
+        rng = random.Random(seed)
+        rng.shuffle(groups)
+        for group in groups:
+            rng.shuffle(group)
+        config.stash[_SEED] = seed
+    else:
+        raise pytest.UsageError(f"--order={order}: use file, reverse or random[:SEED]")
+    items[:] = [item for group in groups for item in group]
+
+
+_SEED = pytest.StashKey[str]()
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = config.stash.get(_SEED, None)
+    return f"test order: random:{seed}" if seed else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before the test's fixtures: a module-scoped gateway starts in its first test's setup.
+    markers.running({mark.name for mark in item.iter_markers()})
 
 
 @pytest.fixture
@@ -19,7 +68,24 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture
-def gateway_factory(tmp_path: Path) -> Iterator[Callable[..., GatewayProcess]]:
+def gateway_factory(tmp_path: Path) -> Iterator[Callable[..., ServedGateway]]:
+    """Gateways served in-process, sharing the test's folder (so its data dir: a second one
+    started after the first stopped finds what the first stored)."""
+    started: list[ServedGateway] = []
+
+    def make(config: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> ServedGateway:
+        gw = ServedGateway(tmp_path, config=config, env=env).start()
+        started.append(gw)
+        return gw
+
+    yield make
+    for gw in started:
+        gw.stop()
+
+
+@pytest.fixture
+def process_factory(tmp_path: Path) -> Iterator[Callable[..., GatewayProcess]]:
+    """Real `unigate serve` processes (tests marked `process`), sharing the test's folder."""
     started: list[GatewayProcess] = []
 
     def make(
@@ -35,9 +101,9 @@ def gateway_factory(tmp_path: Path) -> Iterator[Callable[..., GatewayProcess]]:
 
 
 @pytest.fixture(scope="module")
-def sandbox_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def sandbox_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     """One default-config gateway (sandbox provider) shared by a test module."""
-    with GatewayProcess(tmp_path_factory.mktemp("sandbox")) as gw:
+    with ServedGateway(tmp_path_factory.mktemp("sandbox")) as gw:
         yield gw
 
 
@@ -49,7 +115,7 @@ def postgres_url() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.services)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Each store test runs on both backends; Postgres gets a fresh schema per test."""
     if request.param == "sqlite":

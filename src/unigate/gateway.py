@@ -85,7 +85,7 @@ class Gateway:
 
     @classmethod
     def build(cls, settings: Settings, config: GatewayConfig | None = None) -> Gateway:
-        config = config or load_config(settings.config_path)
+        config = config or load_config(settings.config_path, settings.environ)
         engine = db.create_engine(settings.database_url)
         fanout = Fanout(ChangeFeed(engine), process_origin())
         keys = KeyStore(engine, fanout.origin, announce=fanout.announce)

@@ -10,13 +10,13 @@ import anthropic
 import pytest
 
 from tests.support.fake_anthropic import FakeAnthropic
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 
 @pytest.fixture(scope="module")
 def setup(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[anthropic.Anthropic, FakeAnthropic, GatewayProcess]]:
+) -> Iterator[tuple[anthropic.Anthropic, FakeAnthropic, ServedGateway]]:
     with FakeAnthropic() as fake:
         config = {
             "providers": [
@@ -29,12 +29,12 @@ def setup(
             ],
             "models": [{"name": "claude-chat", "routes": [{"provider": "claude", "model": "claude-up-1"}]}],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("passthrough")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("passthrough")), config=config) as gw:
             client = anthropic.Anthropic(base_url=gw.base_url, api_key=gw.create_key(), max_retries=0)
             yield client, fake, gw
 
 
-def test_body_is_relayed_untouched(setup: tuple[anthropic.Anthropic, FakeAnthropic, GatewayProcess]) -> None:
+def test_body_is_relayed_untouched(setup: tuple[anthropic.Anthropic, FakeAnthropic, ServedGateway]) -> None:
     client, fake, _ = setup
     msg = client.messages.create(
         model="claude-chat",
@@ -54,7 +54,7 @@ def test_body_is_relayed_untouched(setup: tuple[anthropic.Anthropic, FakeAnthrop
 
 
 def test_stream_is_relayed_and_accounted(
-    setup: tuple[anthropic.Anthropic, FakeAnthropic, GatewayProcess],
+    setup: tuple[anthropic.Anthropic, FakeAnthropic, ServedGateway],
 ) -> None:
     client, fake, gw = setup
     with client.messages.stream(
@@ -73,7 +73,7 @@ def test_stream_is_relayed_and_accounted(
 
 
 def test_death_mid_stream_is_an_error_event(
-    setup: tuple[anthropic.Anthropic, FakeAnthropic, GatewayProcess],
+    setup: tuple[anthropic.Anthropic, FakeAnthropic, ServedGateway],
 ) -> None:
     client, fake, _ = setup
     fake.mode = "die_mid"

@@ -220,4 +220,3 @@ def test_readme_example(gw: GatewayProcess) -> None:
     remaining_requests, remaining_tokens = out.getvalue().splitlines()[0].split()
     assert remaining_requests == "59" and 19_900 < int(remaining_tokens) < 20_000
     assert out.getvalue().splitlines()[1] == "600"
-

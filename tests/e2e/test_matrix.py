@@ -24,8 +24,9 @@ from google.genai import types
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import ADMIN_KEY, GatewayProcess
+from tests.support.gateway import ADMIN_KEY
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 UPSTREAMS = ("openai", "anthropic", "gemini")
 CLIENTS = ("openai", "anthropic", "genai")
@@ -53,7 +54,7 @@ class Seen:
 
 @dataclass
 class Rig:
-    gw: GatewayProcess
+    gw: ServedGateway
     key: str
     fakes: dict[str, Any]
 
@@ -73,7 +74,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             ],
             "limits": {"stream_keepalive": 0.1},
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("matrix")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("matrix")), config=config) as gw:
             yield Rig(gw, gw.create_key(), {"openai": oa, "anthropic": an, "gemini": ge})
 
 

@@ -15,14 +15,14 @@ import openai
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 WORDS = "slow words from a thinking model"
 
 
 @dataclass
 class Setup:
-    gw: GatewayProcess
+    gw: ServedGateway
     slow: FakeOpenAI
 
 
@@ -37,7 +37,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             ],
             "models": [{"name": "slow-chat", "routes": [{"provider": "slow", "model": "gpt-slow"}]}],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("responses-limits")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("responses-limits")), config=config) as gw:
             yield Setup(gw, slow)
 
 

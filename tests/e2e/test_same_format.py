@@ -17,8 +17,8 @@ import pytest
 
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
-from tests.support.gateway import GatewayProcess
 from tests.support.net import HTTPResult, free_port, http
+from tests.support.served import ServedGateway
 
 BETAS = "context-management-2025-06-27,interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14"
 # Not what a serialiser would write back: key order, spacing, a `\u` escape, and a nested
@@ -35,7 +35,7 @@ MESSAGES_BODY = (
 
 
 class Setup:
-    def __init__(self, gw: GatewayProcess, claude: FakeAnthropic, gemini: FakeGemini) -> None:
+    def __init__(self, gw: ServedGateway, claude: FakeAnthropic, gemini: FakeGemini) -> None:
         self.gw, self.claude, self.gemini = gw, claude, gemini
         self.key = gw.create_key()
 
@@ -80,7 +80,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                 },
             ],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("same-format")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("same-format")), config=config) as gw:
             yield Setup(gw, claude, gemini)
 
 

@@ -20,9 +20,10 @@ from typing import Any
 import openai
 import pytest
 
-from tests.support.gateway import ADMIN_KEY, GatewayProcess
+from tests.support.gateway import ADMIN_KEY
 from tests.support.net import http
 from tests.support.receiver import WebhookReceiver
+from tests.support.served import ServedGateway
 
 CONFIG = {
     "providers": [
@@ -46,7 +47,7 @@ METRICS = set(_METRIC_ORDER)
 
 @dataclass
 class Traffic:
-    gw: GatewayProcess
+    gw: ServedGateway
     a: str  # key id: 2 chat calls, 1 stream, 1 music task
     b: str  # key id: 1 chat call, 1 call to a dead route
     task_id: str
@@ -57,7 +58,7 @@ class Traffic:
 def traffic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traffic]:
     started = time.time()
     env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}
-    with GatewayProcess(tmp_path_factory.mktemp("usage"), config=CONFIG, env=env) as gw:
+    with ServedGateway(tmp_path_factory.mktemp("usage"), config=CONFIG, env=env) as gw:
         a, b = gw.create_key_record(name="a"), gw.create_key_record(name="b")
         chat_a = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=a["key"], max_retries=0)
         chat_b = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=b["key"], max_retries=0)
@@ -83,7 +84,7 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traffic]:
         yield Traffic(gw, a["id"], b["id"], task_id, started)
 
 
-def _music_task(gw: GatewayProcess, key: str, hook: str) -> str:
+def _music_task(gw: ServedGateway, key: str, hook: str) -> str:
     res = http(
         "POST",
         gw.base_url + "/suno/submit/music",
@@ -265,7 +266,7 @@ def test_usage_requires_the_admin_key(traffic: Traffic) -> None:
 # --- unigate usage ---------------------------------------------------------------------------
 
 
-def _cli(gw: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(gw: ServedGateway, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "unigate", "usage", *args],
         env=gw.env,
@@ -317,7 +318,7 @@ def _section(heading: str) -> str:
     return README.read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
 
 
-def _run_python(block: str, gw: GatewayProcess) -> list[str]:
+def _run_python(block: str, gw: ServedGateway) -> list[str]:
     code = block.replace("http://127.0.0.1:8000", gw.base_url).replace('"uga_..."', repr(ADMIN_KEY))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -20,10 +20,10 @@ from tests.support.fake_kling import FakeKling
 from tests.support.fake_openai_videos import FakeOpenAIVideos
 from tests.support.fake_veo import FakeVeo
 from tests.support.fake_vidu import FakeVidu
-from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import make_image
 from tests.support.net import http
 from tests.support.receiver import WebhookReceiver
+from tests.support.served import ServedGateway
 from tests.support.video import decode_video, wait_for
 
 PRICE = 0.5
@@ -36,7 +36,7 @@ def fakes() -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[ServedGateway]:
     sora, kling, vidu, veo = fakes["sora"], fakes["kling"], fakes["vidu"], fakes["veo"]
     config = {
         "providers": [
@@ -55,12 +55,12 @@ def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Itera
         "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.5},
     }
     env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}
-    with GatewayProcess(Path(tmp_path_factory.mktemp("video-upstream")), config=config, env=env) as g:
+    with ServedGateway(Path(tmp_path_factory.mktemp("video-upstream")), config=config, env=env) as g:
         yield g
 
 
 @pytest.fixture(scope="module")
-def key_record(gw: GatewayProcess) -> dict[str, Any]:
+def key_record(gw: ServedGateway) -> dict[str, Any]:
     return gw.create_key_record()
 
 
@@ -70,7 +70,7 @@ def key(key_record: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def client(gw: GatewayProcess, key: str) -> openai.OpenAI:
+def client(gw: ServedGateway, key: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
 
 
@@ -87,7 +87,7 @@ def _auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def _ledger(gw: GatewayProcess, task_id: str) -> list[tuple[str, float]]:
+def _ledger(gw: ServedGateway, task_id: str) -> list[tuple[str, float]]:
     return sorted(
         (e["kind"], e["amount"]) for e in gw.admin("GET", f"/admin/tasks/{task_id}").json()["ledger"]
     )
@@ -97,7 +97,7 @@ def _ledger(gw: GatewayProcess, task_id: str) -> list[tuple[str, float]]:
 
 
 def test_openai_sdk_through_a_videos_relay(
-    gw: GatewayProcess, client: openai.OpenAI, fakes: dict[str, Any]
+    gw: ServedGateway, client: openai.OpenAI, fakes: dict[str, Any]
 ) -> None:
     sora: FakeOpenAIVideos = fakes["sora"]
     video = client.videos.create_and_poll(prompt="a harbour", model="sora-2", seconds="8", size="1280x720")
@@ -125,7 +125,7 @@ def test_openai_sdk_through_a_videos_relay(
 
 
 def test_an_upstream_video_failure_fails_the_task_and_refunds_once(
-    gw: GatewayProcess, client: openai.OpenAI, fakes: dict[str, Any]
+    gw: ServedGateway, client: openai.OpenAI, fakes: dict[str, Any]
 ) -> None:
     fakes["sora"].reset(script="fail", fail_reason="the prompt was refused (fake)")
     video = client.videos.create_and_poll(prompt="forbidden", model="sora-2")
@@ -145,7 +145,7 @@ def test_a_rejected_submit_is_relayed_and_never_charged(client: openai.OpenAI, f
 
 
 def test_kling_native_request_goes_to_kling_as_it_is(
-    gw: GatewayProcess, key: str, key_record: dict[str, Any], fakes: dict[str, Any]
+    gw: ServedGateway, key: str, key_record: dict[str, Any], fakes: dict[str, Any]
 ) -> None:
     kling: FakeKling = fakes["kling"]
     with WebhookReceiver(secret=key_record["webhook_secret"]) as receiver:
@@ -174,7 +174,7 @@ def test_kling_native_request_goes_to_kling_as_it_is(
         assert all(d.valid_signature for d in receiver.snapshot())
 
 
-def test_kling_failure_and_unknown_states(gw: GatewayProcess, key: str, fakes: dict[str, Any]) -> None:
+def test_kling_failure_and_unknown_states(gw: ServedGateway, key: str, fakes: dict[str, Any]) -> None:
     kling: FakeKling = fakes["kling"]
     kling.reset(script="unknown", unknown_stages=3)
     res = http(
@@ -210,7 +210,7 @@ def test_kling_failure_and_unknown_states(gw: GatewayProcess, key: str, fakes: d
 
 
 def test_unified_and_openai_bodies_reach_kling_rebuilt(
-    gw: GatewayProcess, key: str, client: openai.OpenAI, fakes: dict[str, Any]
+    gw: ServedGateway, key: str, client: openai.OpenAI, fakes: dict[str, Any]
 ) -> None:
     kling: FakeKling = fakes["kling"]
     body = {"model": "kling-clips", "prompt": "wide shot", "duration": 9, "width": 1280, "height": 720,
@@ -230,7 +230,7 @@ def test_unified_and_openai_bodies_reach_kling_rebuilt(
     assert client.videos.download_content(video.id).read()[4:8] == b"ftyp"
 
 
-def test_image2video_sends_kling_raw_base64(gw: GatewayProcess, key: str, fakes: dict[str, Any]) -> None:
+def test_image2video_sends_kling_raw_base64(gw: ServedGateway, key: str, fakes: dict[str, Any]) -> None:
     png = make_image(64, 64, "png")
     body = {
         "model": "kling-v1-6",
@@ -246,7 +246,7 @@ def test_image2video_sends_kling_raw_base64(gw: GatewayProcess, key: str, fakes:
 # --- Vidu video -----------------------------------------------------------------------------
 
 
-def test_unified_video_on_vidu(gw: GatewayProcess, key: str, fakes: dict[str, Any]) -> None:
+def test_unified_video_on_vidu(gw: ServedGateway, key: str, fakes: dict[str, Any]) -> None:
     vidu: FakeVidu = fakes["vidu"]
     body = {"model": "viduq1", "prompt": "a tram", "duration": 4, "seed": 3}
     created = http("POST", gw.base_url + "/v1/video/generations", body, _auth(key)).json()
@@ -264,7 +264,7 @@ def test_unified_video_on_vidu(gw: GatewayProcess, key: str, fakes: dict[str, An
 
 
 def test_veo_operation_relayed_and_its_file_fetched_with_the_gateways_key(
-    gw: GatewayProcess, key: str, fakes: dict[str, Any]
+    gw: ServedGateway, key: str, fakes: dict[str, Any]
 ) -> None:
     veo: FakeVeo = fakes["veo"]
     goog = {"x-goog-api-key": key}
@@ -288,7 +288,7 @@ def test_veo_operation_relayed_and_its_file_fetched_with_the_gateways_key(
 
 
 def test_veo_filtered_result_is_a_failure_with_the_reason(
-    gw: GatewayProcess, key: str, fakes: dict[str, Any]
+    gw: ServedGateway, key: str, fakes: dict[str, Any]
 ) -> None:
     fakes["veo"].reset(script="filtered")
     goog = {"x-goog-api-key": key}
