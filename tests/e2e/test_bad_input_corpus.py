@@ -37,6 +37,8 @@ from tests.support.postgres import fresh_database
 from tests.support.raw_http import build_request, send_raw
 from tests.support.video import sandbox_config
 
+pytestmark = pytest.mark.fuzz
+
 CASES = all_cases()
 BODY_TIMEOUT = 2.0
 HEALTHZ_LIMIT = 0.050

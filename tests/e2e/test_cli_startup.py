@@ -19,6 +19,8 @@ import pytest
 from tests.support.gateway import GatewayProcess
 from tests.support.net import free_port, http
 
+pytestmark = pytest.mark.process
+
 UNSET = (
     "UNIGATE_DATA_DIR",
     "UNIGATE_DATABASE_URL",

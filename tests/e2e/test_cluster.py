@@ -42,6 +42,8 @@ from tests.support.fake_suno import FakeSuno
 from tests.support.net import http
 from tests.support.receiver import WebhookReceiver
 
+pytestmark = pytest.mark.cluster
+
 POLL_INTERVAL = 0.4
 # Two polls of one task closer than this were made in one round, by two pollers (a poller
 # waits at least POLL_INTERVAL between two polls of a task).

@@ -36,7 +36,10 @@ CONFIG = {
     "tasks": {"poll_interval": 0.3, "max_poll_interval": 1.0},
 }
 
-pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium"),
+]
 
 
 @pytest.fixture(scope="module")

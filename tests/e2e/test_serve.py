@@ -10,9 +10,12 @@ import time
 from pathlib import Path
 
 import openai
+import pytest
 
 from tests.support.gateway import GatewayProcess, serve_refused
 from tests.support.net import http
+
+pytestmark = pytest.mark.process
 
 
 def test_admin_key_generated_and_printed_once(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from unigate.settings import Settings
 # to itself, so tests that set them use `GatewayProcess`.
 _PROCESS_VARS = ("UNIGATE_HEADER_TIMEOUT", "UNIGATE_BODY_TIMEOUT", "UNIGATE_MAX_CONNECTIONS", "PYTHON")
 _PROXY_VARS = ("http_proxy", "https_proxy", "no_proxy", "all_proxy")
-_CURRENT: contextvars.ContextVar[ServedGateway | None] = contextvars.ContextVar("served_gateway", default=None)
+_CURRENT: contextvars.ContextVar[ServedGateway | None] = contextvars.ContextVar("gateway", default=None)
 
 
 class _InstanceLogs(logging.Handler):
@@ -121,9 +121,7 @@ class ServedGateway(GatewayCalls):
 
     def start(self, timeout: float = 30) -> ServedGateway:
         foreign = sorted(
-            name
-            for name in self._own_env
-            if name.startswith(_PROCESS_VARS) or name.lower() in _PROXY_VARS
+            name for name in self._own_env if name.startswith(_PROCESS_VARS) or name.lower() in _PROXY_VARS
         )
         if foreign:
             raise ValueError(f"{foreign} are read from the process environment: use GatewayProcess")
