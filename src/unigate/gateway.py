@@ -113,7 +113,7 @@ class Gateway:
         health = RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds)
         router = Router(health, metrics=metrics)
         task_store = TaskStore(engine)
-        usage = UsageRecorder(engine)
+        usage = UsageRecorder(engine, interval=config.usage.flush_seconds)
         local = LocalCounters(counters_path(settings.data_dir), shared=settings.workers != 1)
         counters: Counters = local
         redis = _redis(settings.redis_url)
@@ -139,7 +139,7 @@ class Gateway:
             key_cache=key_cache,
             limits=limits,
             usage=usage,
-            request_log=RequestLog(engine),
+            request_log=RequestLog(engine, interval=config.usage.flush_seconds),
             providers=providers,
             catalog=Catalog(config, providers),
             router=router,

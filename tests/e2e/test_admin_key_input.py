@@ -62,6 +62,7 @@ def _cli(gw: ServedGateway, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.process  # runs the `unigate` CLI
 @pytest.mark.parametrize(
     ("option", "value", "named"),
     [
@@ -85,6 +86,7 @@ def test_cli_create_validates_like_the_admin_api(
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.process  # runs the `unigate` CLI
 def test_keys_list_survives_any_stored_row(sandbox_gateway: ServedGateway) -> None:
     """Rows written before validation existed (the values the probe got through) or edited by
     hand: the listing shows them, escaped, and every other key."""

@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.served import ServedGateway
+from tests.support.waits import until
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +66,12 @@ def test_stream_is_relayed_and_accounted(
     assert text.strip() == "Hello from the fake Anthropic upstream"
     assert final.id == "msg_fake" and final.usage.output_tokens == 9
     assert fake.received[-1]["stream"] is True
-    import time
 
-    time.sleep(1.3)  # one usage flush
-    rows = gw.admin("GET", "/admin/usage").json()["data"]
-    assert any(r["model"] == "claude-chat" and r["completion_tokens"] >= 9 for r in rows)
+    def accounted() -> bool:  # once the usage flush has run
+        rows = gw.admin("GET", "/admin/usage").json()["data"]
+        return any(r["model"] == "claude-chat" and r["completion_tokens"] >= 9 for r in rows)
+
+    until(accounted, "the stream's usage row")
 
 
 def test_death_mid_stream_is_an_error_event(

@@ -155,6 +155,7 @@ def _cli(gw: ServedGateway, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.process  # runs the `unigate` CLI
 def test_cli_keys_create_list_revoke(sandbox_gateway: ServedGateway) -> None:
     created = _cli(
         sandbox_gateway,

@@ -23,6 +23,7 @@ Gateway = ServedGateway | GatewayProcess
 IN, OUT = 1000.0, 2000.0  # per million tokens: 0.001 and 0.002 per token
 EMBED_IN = 500.0
 TTS, MUSIC = 0.01, 0.05
+FLUSH = 0.1  # usage.flush_seconds
 
 
 def _config() -> dict[str, Any]:
@@ -38,6 +39,7 @@ def _config() -> dict[str, Any]:
         ],
         "sandbox": {"enabled": True, "music_seconds": 1},
         "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.5},
+        "usage": {"flush_seconds": FLUSH},
     }
 
 
@@ -73,8 +75,9 @@ def _spent(gw: Gateway, key_id: str) -> float:
 
 
 def _spent_settled(gw: Gateway, key_id: str) -> float:
-    """The key's spend once every worker has flushed its usage (each second)."""
-    time.sleep(1.5)
+    """The key's spend once every worker has flushed its usage (the report flushes the
+    answering worker's own; the others write theirs each FLUSH seconds)."""
+    time.sleep(3 * FLUSH)
     return _spent(gw, key_id)
 
 

@@ -181,6 +181,7 @@ def test_a_model_limit_protects_the_upstream_across_keys(gw: Gateway) -> None:
     assert res.status == 429 and "the model 'quota-chat'" in res.json()["error"]["message"]
 
 
+@pytest.mark.process  # runs the `unigate` CLI
 def test_a_limit_change_applies_without_restart(gw: Gateway, tmp_path: Path) -> None:
     record = gw.create_key_record(rpm=2)
     key, key_id = record["key"], record["id"]

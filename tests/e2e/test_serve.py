@@ -94,6 +94,7 @@ def test_two_workers_share_revocation(tmp_path: Path) -> None:
         assert statuses == {401}
 
 
+@pytest.mark.services
 def test_gateway_on_postgres(tmp_path: Path, postgres_url: str) -> None:
     from tests.conftest import _fresh_postgres_database
 
