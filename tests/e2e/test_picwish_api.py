@@ -22,6 +22,7 @@ from PIL import Image, ImageChops, ImageDraw, ImageFont
 
 from tests.support.media_fixtures import make_image
 from tests.support.net import HTTPResult, http
+from tests.support.readme import code_blocks, section, shell_commands
 from tests.support.receiver import WebhookReceiver
 from tests.support.served import ServedGateway
 from tests.support.task_client import FileServer, Polled, TaskClient, multipart, poll_until
@@ -372,8 +373,12 @@ def test_an_upstream_failure_is_minus_one_with_its_reason_and_refunded_once(
 
 
 # The README's curl example, run as written (against this gateway's address, photo.jpg made here).
-README_CURL = """curl -s http://127.0.0.1:8000/api/tasks/visual/segmentation -H "X-API-KEY: $KEY" \\
-  -F image_file=@photo.jpg -F output_type=1 -F sync=1"""
+[README_CURL] = [
+    command
+    for block in code_blocks(section("Sound effects, lip sync and visual tools"), "sh")
+    for command in shell_commands(block)
+    if "/api/tasks/visual/segmentation" in command
+]
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl command")

@@ -23,6 +23,7 @@ from PIL import Image
 
 from tests.support.media_fixtures import encode_tone, make_image
 from tests.support.net import http
+from tests.support.readme import code_blocks, section, shell_commands
 from tests.support.receiver import WebhookReceiver
 from tests.support.served import ServedGateway
 from tests.support.task_client import FileServer, TaskClient, poll_until
@@ -324,13 +325,13 @@ def test_an_upstream_failure_is_failed_with_its_code_and_refunded_once(
     assert refused.status == 400 and set(refused.json()) == ERROR_KEYS, refused.body
 
 
-# The README's curl example, run as written (against this gateway's address).
-README_SUBMIT = """curl -s http://127.0.0.1:8000/ent/v2/text2audio \\
-  -H "Authorization: Token $KEY" -H "Content-Type: application/json" \\
-  -d '{"model": "audio1.0", "prompt": "rain on a tin roof", "duration": 5}'"""
-README_QUERY = (
-    """curl -s http://127.0.0.1:8000/ent/v2/tasks/$TASK_ID/creations -H "Authorization: Token $KEY\""""
-)
+# The README's curl examples, run as written (against this gateway's address).
+[README_SUBMIT, README_QUERY] = [
+    command
+    for block in code_blocks(section("Sound effects, lip sync and visual tools"), "sh")
+    for command in shell_commands(block)
+    if "/ent/v2/" in command
+]
 
 
 def _sh(gw: ServedGateway, command: str, **env: str) -> dict[str, Any]:
