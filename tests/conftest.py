@@ -3,6 +3,7 @@ processes for the tests marked `process`), all on 127.0.0.1; the run order optio
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# Worker processes for `-n auto` (pyproject.toml's addopts): the suite's files spread over four
+# (most of its time is spent waiting on timers, so more workers than the machine's two cores
+# still pay); none when tests are named on the command line (a file or a test run alone starts
+# at once, and `-s` and `--pdb` behave as usual). PYTEST_XDIST_AUTO_NUM_WORKERS overrides both.
+WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own reading of it
+    return 0 if config.args_source == pytest.Config.ArgsSource.ARGS else WORKERS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A random order is drawn once, here, and handed to the workers with the other options:
+    # every worker must collect the tests in the same order.
+    order = str(config.getoption("--order"))
+    if order == "random" and not hasattr(config, "workerinput"):
+        config.option.order = f"random:{random.randrange(10**6)}"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     order = str(config.getoption("--order"))
     if order == "file":
@@ -35,8 +57,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     groups = list(by_file.values())
     if order == "reverse":
         groups = [group[::-1] for group in groups[::-1]]
-    elif order.startswith("random"):
-        seed = order.partition(":")[2] or str(random.randrange(10**6))
+    elif order.startswith("random:"):
+        seed = order.partition(":")[2]
         rng = random.Random(seed)
         rng.shuffle(groups)
         for group in groups:

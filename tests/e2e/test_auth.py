@@ -107,7 +107,10 @@ def test_duplicate_authorization_headers_rejected(sandbox_gateway: ServedGateway
     body = b'{"model":"sandbox-chat","messages":[{"role":"user","content":"x"}]}'
     conn.putheader("Content-Length", str(len(body)))
     conn.endheaders(body)
-    assert conn.getresponse().status == 400
+    try:
+        assert conn.getresponse().status == 400
+    finally:
+        conn.close()
 
 
 def test_rate_limit_rpm(sandbox_gateway: ServedGateway) -> None:
