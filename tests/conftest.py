@@ -33,6 +33,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 WORKERS = 4
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own reading of it
@@ -40,11 +41,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # A random order is drawn once, here, and handed to the workers with the other options:
-    # every worker must collect the tests in the same order.
-    order = str(config.getoption("--order"))
-    if order == "random" and not hasattr(config, "workerinput"):
+    # A random order is drawn once, in the controlling process, and handed to the workers
+    # (pytest_configure_node): every worker must collect the tests in the same order.
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        config.option.order = workerinput.get("order", config.option.order)
+    elif config.option.order == "random":
         config.option.order = f"random:{random.randrange(10**6)}"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput["order"] = node.config.option.order
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -81,6 +89,34 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # Before the test's fixtures: a module-scoped gateway starts in its first test's setup.
     markers.running({mark.name for mark in item.iter_markers()})
+
+
+@pytest.fixture(autouse=True)
+def _close_sdk_clients(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Closes the synchronous SDK clients (openai, anthropic, google-genai) a test made, when
+    it ends.
+
+    Tests make them inline and let them go; each holds a pool of keep-alive connections. The
+    SDKs close theirs when collected, but one caught in a reference cycle (an exception's
+    traceback is enough) is collected by the cyclic GC, which may finalize its sockets first:
+    an unclosed-socket ResourceWarning in whatever test runs then. (Clients a module-scoped
+    fixture makes exist before this fixture does: they live, and are released, with it.)"""
+    import anthropic
+    import openai
+    from google import genai
+
+    made: list[Any] = []
+    for cls in (openai.OpenAI, anthropic.Anthropic, genai.Client):
+        original = cls.__init__
+
+        def init(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> None:
+            __original(self, *args, **kwargs)
+            made.append(self)
+
+        monkeypatch.setattr(cls, "__init__", init)
+    yield
+    for client in made:
+        client.close()
 
 
 @pytest.fixture

@@ -100,9 +100,11 @@ def test_openai_sdk_through_a_videos_relay(
     gw: ServedGateway, client: openai.OpenAI, fakes: dict[str, Any]
 ) -> None:
     sora: FakeOpenAIVideos = fakes["sora"]
+    # The module's other tests share the fake: only what this one sent counts.
+    earlier, calls, jobs = len(sora.submits()), len(sora.calls()), len(sora.job_ids())
     video = client.videos.create_and_poll(prompt="a harbour", model="sora-2", seconds="8", size="1280x720")
     assert video.status == "completed" and video.progress == 100 and video.seconds == "8"
-    [submit] = sora.submits()
+    [submit] = sora.submits()[earlier:]
     assert submit.params()["prompt"] == "a harbour" and submit.params()["model"] == "sora-2"
     assert submit.params()["seconds"] == "8" and submit.params()["size"] == "1280x720"
     assert submit.headers["authorization"] == f"Bearer {sora.api_key}"
@@ -111,9 +113,10 @@ def test_openai_sdk_through_a_videos_relay(
     assert content[4:8] == b"ftyp" and decode_video(content).codec == "h264"
     thumb = client.videos.download_content(video.id, variant="thumbnail")
     assert thumb.response.headers["content-type"] == "image/webp"
-    assert [c.path.rsplit("=", 1)[-1] for c in sora.downloads()] == ["video", "thumbnail"]
+    downloads = [c for c in sora.calls()[calls:] if c.kind == "download"]
+    assert [c.path.rsplit("=", 1)[-1] for c in downloads] == ["video", "thumbnail"]
     # Remix and delete go to the relay with its own id for the video.
-    upstream_id = sora.job_ids()[0]
+    upstream_id = sora.job_ids()[jobs]
     remix = client.videos.remix(video.id, prompt="the harbour at night")
     assert remix.remixed_from_video_id == video.id and client.videos.poll(remix.id).status == "completed"
     assert sora.calls()[-1].path.startswith("/v1/videos/") and any(
@@ -148,6 +151,7 @@ def test_kling_native_request_goes_to_kling_as_it_is(
     gw: ServedGateway, key: str, key_record: dict[str, Any], fakes: dict[str, Any]
 ) -> None:
     kling: FakeKling = fakes["kling"]
+    earlier = len(kling.submits())  # the module's other tests share the fake
     with WebhookReceiver(secret=key_record["webhook_secret"]) as receiver:
         camera = {"type": "simple", "config": {"zoom": 5}}
         body = {"model_name": "kling-v1-6", "prompt": "a lantern", "duration": "10", "mode": "pro",
@@ -155,7 +159,7 @@ def test_kling_native_request_goes_to_kling_as_it_is(
         res = http("POST", gw.base_url + "/kling/v1/videos/text2video", body, _auth(key))
         assert res.status == 200, res.body
         task_id = res.json()["data"]["task_id"]
-        [submit] = kling.submits()
+        [submit] = kling.submits()[earlier:]
         sent = submit.params()
         assert sent["model_name"] == "kling-v1-6" and sent["camera_control"] == body["camera_control"]
         assert "callback_url" not in sent  # the gateway delivers its own, signed
@@ -267,6 +271,7 @@ def test_veo_operation_relayed_and_its_file_fetched_with_the_gateways_key(
     gw: ServedGateway, key: str, fakes: dict[str, Any]
 ) -> None:
     veo: FakeVeo = fakes["veo"]
+    earlier = len(veo.downloads())  # the module's other tests share the fake
     goog = {"x-goog-api-key": key}
     body = {"instances": [{"prompt": "a comet"}], "parameters": {"aspectRatio": "16:9", "durationSeconds": 8}}
     res = http("POST", f"{gw.base_url}/v1beta/models/veo-3.0-generate-001:predictLongRunning", body, goog)
@@ -281,7 +286,7 @@ def test_veo_operation_relayed_and_its_file_fetched_with_the_gateways_key(
     assert uri.startswith(gw.base_url)  # never the upstream's, whose link needs its key
     video = http("GET", uri, headers=goog)
     assert video.status == 200 and decode_video(video.body).codec == "h264"
-    downloads = veo.downloads()
+    downloads = veo.downloads()[earlier:]
     assert downloads and downloads[0].headers.get("x-goog-api-key") == veo.api_key
     assert len(downloads) == 2 and downloads[1].path.startswith("/download-data/")  # the redirect, followed
     assert _ledger(gw, name.rsplit("/", 1)[1]) == [("reserve", PRICE)]
