@@ -54,7 +54,12 @@ fi
 # openai for Node, LangChain, the OpenAI Agents SDK, LiteLLM, pinned by their lock files.
 bash scripts/setup-clients.sh
 echo "== mypy"; .venv/bin/mypy
-echo "== pytest (every marker)"
-# -m "": no marker deselected. The slowest tests are listed at the end, to keep the suite's
-# time in view.
-exec .venv/bin/python -m pytest -p no:cacheprovider -m "" --durations=30 "$@"
+# Every marker, in two runs: the tests that measure time or throughput against the machine
+# (soak, cluster, the fuzz corpora with their latency probes) alone, one after the other; all
+# the others spread over the worker processes. The slowest tests are listed at the end of
+# each, to keep the suite's time in view.
+timed="soak or cluster or fuzz"
+echo "== pytest (every marker but $timed, in parallel)"
+.venv/bin/python -m pytest -p no:cacheprovider -m "not ($timed)" --durations=20 "$@"
+echo "== pytest ($timed, one at a time)"
+exec .venv/bin/python -m pytest -p no:cacheprovider -m "$timed" -n 0 --durations=20 "$@"
