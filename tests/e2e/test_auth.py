@@ -16,6 +16,7 @@ import pytest
 from tests.support.gateway import GatewayProcess
 from tests.support.net import http
 from tests.support.served import ServedGateway
+from tests.support.waits import until
 
 CHAT = {"model": "sandbox-chat", "messages": [{"role": "user", "content": "hello"}]}
 
@@ -69,8 +70,12 @@ def test_expired_key_is_401(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(expires_at=time.time() + 1.0)
     headers = {"Authorization": f"Bearer {key}"}
     assert _chat(sandbox_gateway, headers)[0] == 200
-    time.sleep(1.1)
-    status, body = _chat(sandbox_gateway, headers)
+
+    def refused() -> tuple[int, dict] | None:
+        answer = _chat(sandbox_gateway, headers)
+        return answer if answer[0] != 200 else None
+
+    status, body = until(refused, "the key to expire", 5)
     assert status == 401 and body["error"]["code"] == "expired_api_key"
 
 
