@@ -206,7 +206,11 @@ def test_client_leaving_a_non_streaming_call_cancels_the_upstream(
     import time
 
     fake_openai.mode = "hang"
-    gw = gateway_factory(_config(fake_openai.base_url, fake_openai.base_url))
+    config = _config(fake_openai.base_url, fake_openai.base_url)
+    # The first route's read timeout past the 2 s the cancel is allowed: on a loaded machine
+    # the 1 s one could end the call first and fall back to the second route.
+    config["providers"][0]["read_timeout"] = 4.0
+    gw = gateway_factory(config)
     record = gw.create_key_record(name="leaver")
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
     head = (

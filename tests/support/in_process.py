@@ -71,8 +71,8 @@ class InProcessGateway:
             self.run(self._stop())
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
-            if not self._thread.is_alive():
-                self._loop.close()
+        if not self._thread.is_alive() and not self._loop.is_closed():
+            self._loop.close()  # also one never started
 
     async def _stop(self) -> None:
         if self._client is not None:
