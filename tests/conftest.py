@@ -1,15 +1,122 @@
-"""Shared fixtures: fake upstreams and real gateway processes, all on 127.0.0.1."""
+"""Shared fixtures: fake upstreams and gateways (served in-process, or real `unigate serve`
+processes for the tests marked `process`), all on 127.0.0.1; the run order options."""
 
 from __future__ import annotations
 
+import os
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import markers
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--order",
+        default="file",
+        help="test order: file (as collected), reverse, or random[:SEED] (files, then the tests "
+        "within each file, shuffled): no test may depend on another having run",
+    )
+
+
+# Worker processes for `-n auto` (pyproject.toml's addopts): the suite's files spread over four
+# (most of its time is spent waiting on timers, so more workers than the machine's two cores
+# still pay); none when tests are named on the command line (a file or a test run alone starts
+# at once, and `-s` and `--pdb` behave as usual). PYTEST_XDIST_AUTO_NUM_WORKERS overrides both.
+WORKERS = 4
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own reading of it
+    return 0 if config.args_source == pytest.Config.ArgsSource.ARGS else WORKERS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A random order is drawn once, in the controlling process, and handed to the workers
+    # (pytest_configure_node): every worker must collect the tests in the same order.
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        config.option.order = workerinput.get("order", config.option.order)
+    elif config.option.order == "random":
+        config.option.order = f"random:{random.randrange(10**6)}"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput["order"] = node.config.option.order
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    order = str(config.getoption("--order"))
+    if order == "file":
+        return
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.location[0], []).append(item)
+    groups = list(by_file.values())
+    if order == "reverse":
+        groups = [group[::-1] for group in groups[::-1]]
+    elif order.startswith("random:"):
+        seed = order.partition(":")[2]
+        rng = random.Random(seed)
+        rng.shuffle(groups)
+        for group in groups:
+            rng.shuffle(group)
+        config.stash[_SEED] = seed
+    else:
+        raise pytest.UsageError(f"--order={order}: use file, reverse or random[:SEED]")
+    items[:] = [item for group in groups for item in group]
+
+
+_SEED = pytest.StashKey[str]()
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = config.stash.get(_SEED, None)
+    return f"test order: random:{seed}" if seed else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before the test's fixtures: a module-scoped gateway starts in its first test's setup.
+    markers.running({mark.name for mark in item.iter_markers()})
+
+
+@pytest.fixture(autouse=True)
+def _close_sdk_clients(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Closes the synchronous SDK clients (openai, anthropic, google-genai) a test made, when
+    it ends.
+
+    Tests make them inline and let them go; each holds a pool of keep-alive connections. The
+    SDKs close theirs when collected, but one caught in a reference cycle (an exception's
+    traceback is enough) is collected by the cyclic GC, which may finalize its sockets first:
+    an unclosed-socket ResourceWarning in whatever test runs then. (Clients a module-scoped
+    fixture makes exist before this fixture does: they live, and are released, with it.)"""
+    import anthropic
+    import openai
+    from google import genai
+
+    made: list[Any] = []
+    for cls in (openai.OpenAI, anthropic.Anthropic, genai.Client):
+        original = cls.__init__
+
+        def init(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> None:
+            __original(self, *args, **kwargs)
+            made.append(self)
+
+        monkeypatch.setattr(cls, "__init__", init)
+    yield
+    for client in made:
+        client.close()
 
 
 @pytest.fixture
@@ -19,7 +126,24 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture
-def gateway_factory(tmp_path: Path) -> Iterator[Callable[..., GatewayProcess]]:
+def gateway_factory(tmp_path: Path) -> Iterator[Callable[..., ServedGateway]]:
+    """Gateways served in-process, sharing the test's folder (so its data dir: a second one
+    started after the first stopped finds what the first stored)."""
+    started: list[ServedGateway] = []
+
+    def make(config: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> ServedGateway:
+        gw = ServedGateway(tmp_path, config=config, env=env).start()
+        started.append(gw)
+        return gw
+
+    yield make
+    for gw in started:
+        gw.stop()
+
+
+@pytest.fixture
+def process_factory(tmp_path: Path) -> Iterator[Callable[..., GatewayProcess]]:
+    """Real `unigate serve` processes (tests marked `process`), sharing the test's folder."""
     started: list[GatewayProcess] = []
 
     def make(
@@ -35,9 +159,9 @@ def gateway_factory(tmp_path: Path) -> Iterator[Callable[..., GatewayProcess]]:
 
 
 @pytest.fixture(scope="module")
-def sandbox_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def sandbox_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     """One default-config gateway (sandbox provider) shared by a test module."""
-    with GatewayProcess(tmp_path_factory.mktemp("sandbox")) as gw:
+    with ServedGateway(tmp_path_factory.mktemp("sandbox")) as gw:
         yield gw
 
 
@@ -49,7 +173,7 @@ def postgres_url() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.services)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Each store test runs on both backends; Postgres gets a fresh schema per test."""
     if request.param == "sqlite":

@@ -170,6 +170,13 @@ class TasksConfig(_Strict):
     )
     webhook_timeout: float = Field(default=15.0, gt=0)
     allow_private_webhooks: bool = False
+    # How long a poller holds the tasks it took: a replica that died gives its tasks back
+    # after this. Longer than any upstream poll takes (a poll outliving it is only a duplicate).
+    lease_seconds: float = Field(default=20.0, gt=0)
+
+
+class UsageConfig(_Strict):
+    flush_seconds: float = Field(default=1.0, gt=0)  # usage rows and the request log written this often
 
 
 class MusicConfig(_Strict):
@@ -251,6 +258,7 @@ class GatewayConfig(_Strict):
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     tasks: TasksConfig = Field(default_factory=TasksConfig)
+    usage: UsageConfig = Field(default_factory=UsageConfig)
     music: MusicConfig = Field(default_factory=MusicConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)

@@ -87,7 +87,7 @@ class Gateway:
 
     @classmethod
     def build(cls, settings: Settings, config: GatewayConfig | None = None) -> Gateway:
-        config = config or load_config(settings.config_path)
+        config = config or load_config(settings.config_path, settings.environ)
         engine = db.create_engine(settings.database_url)
         fanout = Fanout(ChangeFeed(engine), process_origin())
         keys = KeyStore(engine, fanout.origin, announce=fanout.announce)
@@ -115,7 +115,7 @@ class Gateway:
         health = RouteHealth(config.routing.cooldown_after_failures, config.routing.cooldown_seconds)
         router = Router(health, metrics=metrics)
         task_store = TaskStore(engine)
-        usage = UsageRecorder(engine)
+        usage = UsageRecorder(engine, interval=config.usage.flush_seconds)
         local = LocalCounters(counters_path(settings.data_dir), shared=settings.workers != 1)
         counters: Counters = local
         redis = _redis(settings.redis_url)
@@ -141,7 +141,7 @@ class Gateway:
             key_cache=key_cache,
             limits=limits,
             usage=usage,
-            request_log=RequestLog(engine),
+            request_log=RequestLog(engine, interval=config.usage.flush_seconds),
             providers=providers,
             catalog=Catalog(config, providers),
             router=router,

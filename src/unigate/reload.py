@@ -53,7 +53,15 @@ WATCH_SECONDS = 0.5  # how often dropped providers are looked at
 # just before may not have taken a connection yet.
 SETTLE_SECONDS = 1.0
 # Read once at start (handlers, poller, webhook sender, links): applied at the next start.
-RESTART_ONLY = ("limits", "tasks", "public_url", "sandbox.music_seconds", "sandbox.task_seconds", "storage")
+RESTART_ONLY = (
+    "limits",
+    "tasks",
+    "usage",
+    "public_url",
+    "sandbox.music_seconds",
+    "sandbox.task_seconds",
+    "storage",
+)
 APPLIED = ("routing", "music", "media", "sandbox.enabled", "responses")
 
 
@@ -170,7 +178,7 @@ class ConfigReloader:
         try:
             # In a thread: reading and parsing a file of up to 1 MiB takes seconds of CPU in
             # pure-Python YAML, which must not stall the requests this worker is serving.
-            new = await asyncio.to_thread(load_config, path)
+            new = await asyncio.to_thread(load_config, path, gw.settings.environ)
         except ConfigError as exc:
             raise _refused(str(exc)) from None
         applied = _effective(new, gw.config)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 DEFAULT_DATA_DIR = "./.unigate"
@@ -45,6 +45,11 @@ class Settings:
     # SDK reads its other OTEL_* variables (headers, batch delays) itself.
     otel_traces_endpoint: str | None = None
     otel_service_name: str = "unigate"
+    # The variables these settings were read from, for what the config file interpolates
+    # (`${VAR}`) and the default config's vendor keys; None: the process environment. Kept so
+    # that several gateways in one process (an embedding application, the test suite) each
+    # read their own.
+    environ: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def metrics_dir(self) -> Path:
@@ -80,6 +85,7 @@ class Settings:
             log_format=(env.get("UNIGATE_LOG_FORMAT") or "text").lower(),
             otel_traces_endpoint=_traces_endpoint(env),
             otel_service_name=env.get("OTEL_SERVICE_NAME") or "unigate",
+            environ=None if env is os.environ else dict(env),
         )
 
     def with_overrides(self, **changes: object) -> Settings:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gateway import ADMIN_KEY, GatewayProcess
+from tests.support.gateway import ADMIN_KEY
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 BAD_BODIES = [
     (b'{"name": "k", "expires_at": true}', "expires_at"),
@@ -35,7 +36,7 @@ BAD_BODIES = [
     ("body", "field"), BAD_BODIES, ids=[f"{f}-{i}" for i, (_, f) in enumerate(BAD_BODIES)]
 )
 def test_admin_refuses_bad_key_values_naming_the_field(
-    sandbox_gateway: GatewayProcess, body: bytes, field: str
+    sandbox_gateway: ServedGateway, body: bytes, field: str
 ) -> None:
     res = http(
         "POST",
@@ -49,7 +50,7 @@ def test_admin_refuses_bad_key_values_naming_the_field(
     assert error["type"] == "invalid_request_error"
 
 
-def _cli(gw: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(gw: ServedGateway, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "unigate", *args],
         env=gw.env,
@@ -61,6 +62,7 @@ def _cli(gw: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.process  # runs the `unigate` CLI
 @pytest.mark.parametrize(
     ("option", "value", "named"),
     [
@@ -74,7 +76,7 @@ def _cli(gw: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_cli_create_validates_like_the_admin_api(
-    sandbox_gateway: GatewayProcess, option: str, value: str, named: str
+    sandbox_gateway: ServedGateway, option: str, value: str, named: str
 ) -> None:
     args = ["keys", "create", "--name", "cli"] if option != "--name" else ["keys", "create"]
     proc = _cli(sandbox_gateway, *args, option, value)
@@ -84,7 +86,8 @@ def test_cli_create_validates_like_the_admin_api(
     assert "Traceback" not in proc.stderr
 
 
-def test_keys_list_survives_any_stored_row(sandbox_gateway: GatewayProcess) -> None:
+@pytest.mark.process  # runs the `unigate` CLI
+def test_keys_list_survives_any_stored_row(sandbox_gateway: ServedGateway) -> None:
     """Rows written before validation existed (the values the probe got through) or edited by
     hand: the listing shows them, escaped, and every other key."""
     good = sandbox_gateway.create_key_record(name="good-key")

@@ -11,7 +11,7 @@ import anthropic
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 TOOL = {
     "name": "get_weather",
@@ -32,7 +32,7 @@ class Case:
 def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Case]:
     workdir = Path(tmp_path_factory.mktemp(request.param))
     if request.param == "sandbox":
-        with GatewayProcess(workdir) as gw:
+        with ServedGateway(workdir) as gw:
             key = gw.create_key()
             yield Case(
                 anthropic.Anthropic(base_url=gw.base_url, api_key=key, max_retries=0),
@@ -48,7 +48,7 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
             ],
             "models": [{"name": "claude-like", "routes": [{"provider": "oa", "model": "gpt-up"}]}],
         }
-        with GatewayProcess(workdir, config=config) as gw:
+        with ServedGateway(workdir, config=config) as gw:
             key = gw.create_key()
             yield Case(
                 anthropic.Anthropic(base_url=gw.base_url, api_key=key, max_retries=0),

@@ -10,13 +10,14 @@ import anthropic
 import pytest
 
 from tests.support.fake_anthropic import FakeAnthropic
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
+from tests.support.waits import until
 
 
 @pytest.fixture(scope="module")
 def setup(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[anthropic.Anthropic, FakeAnthropic, GatewayProcess]]:
+) -> Iterator[tuple[anthropic.Anthropic, FakeAnthropic, ServedGateway]]:
     with FakeAnthropic() as fake:
         config = {
             "providers": [
@@ -29,12 +30,12 @@ def setup(
             ],
             "models": [{"name": "claude-chat", "routes": [{"provider": "claude", "model": "claude-up-1"}]}],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("passthrough")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("passthrough")), config=config) as gw:
             client = anthropic.Anthropic(base_url=gw.base_url, api_key=gw.create_key(), max_retries=0)
             yield client, fake, gw
 
 
-def test_body_is_relayed_untouched(setup: tuple[anthropic.Anthropic, FakeAnthropic, GatewayProcess]) -> None:
+def test_body_is_relayed_untouched(setup: tuple[anthropic.Anthropic, FakeAnthropic, ServedGateway]) -> None:
     client, fake, _ = setup
     msg = client.messages.create(
         model="claude-chat",
@@ -54,7 +55,7 @@ def test_body_is_relayed_untouched(setup: tuple[anthropic.Anthropic, FakeAnthrop
 
 
 def test_stream_is_relayed_and_accounted(
-    setup: tuple[anthropic.Anthropic, FakeAnthropic, GatewayProcess],
+    setup: tuple[anthropic.Anthropic, FakeAnthropic, ServedGateway],
 ) -> None:
     client, fake, gw = setup
     with client.messages.stream(
@@ -65,15 +66,16 @@ def test_stream_is_relayed_and_accounted(
     assert text.strip() == "Hello from the fake Anthropic upstream"
     assert final.id == "msg_fake" and final.usage.output_tokens == 9
     assert fake.received[-1]["stream"] is True
-    import time
 
-    time.sleep(1.3)  # one usage flush
-    rows = gw.admin("GET", "/admin/usage").json()["data"]
-    assert any(r["model"] == "claude-chat" and r["completion_tokens"] >= 9 for r in rows)
+    def accounted() -> bool:  # once the usage flush has run
+        rows = gw.admin("GET", "/admin/usage").json()["data"]
+        return any(r["model"] == "claude-chat" and r["completion_tokens"] >= 9 for r in rows)
+
+    until(accounted, "the stream's usage row")
 
 
 def test_death_mid_stream_is_an_error_event(
-    setup: tuple[anthropic.Anthropic, FakeAnthropic, GatewayProcess],
+    setup: tuple[anthropic.Anthropic, FakeAnthropic, ServedGateway],
 ) -> None:
     client, fake, _ = setup
     fake.mode = "die_mid"

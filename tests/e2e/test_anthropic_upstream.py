@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from tests.support.fake_anthropic import FakeAnthropic
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 TOOL = {
     "type": "function",
@@ -37,7 +37,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[openai.Ope
             ],
             "models": [{"name": "claude-chat", "routes": [{"provider": "claude", "model": "claude-up-1"}]}],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("anthropic")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("anthropic")), config=config) as gw:
             yield openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0), fake
 
 

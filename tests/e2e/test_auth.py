@@ -15,18 +15,20 @@ import pytest
 
 from tests.support.gateway import GatewayProcess
 from tests.support.net import http
+from tests.support.served import ServedGateway
+from tests.support.waits import until
 
 CHAT = {"model": "sandbox-chat", "messages": [{"role": "user", "content": "hello"}]}
 
 
 def _chat(
-    gw: GatewayProcess, headers: dict[str, str], body: dict[str, object] | None = None
+    gw: ServedGateway, headers: dict[str, str], body: dict[str, object] | None = None
 ) -> tuple[int, dict]:
     res = http("POST", gw.base_url + "/v1/chat/completions", body or CHAT, headers)
     return res.status, res.json()
 
 
-def test_missing_key_is_401(sandbox_gateway: GatewayProcess) -> None:
+def test_missing_key_is_401(sandbox_gateway: ServedGateway) -> None:
     status, body = _chat(sandbox_gateway, {})
     assert status == 401
     assert body["error"]["type"] == "authentication_error" and body["error"]["code"] == "missing_api_key"
@@ -42,20 +44,20 @@ def test_missing_key_is_401(sandbox_gateway: GatewayProcess) -> None:
         "Bearer ",
     ],
 )
-def test_malformed_key_is_401(sandbox_gateway: GatewayProcess, header: str) -> None:
+def test_malformed_key_is_401(sandbox_gateway: ServedGateway, header: str) -> None:
     status, body = _chat(sandbox_gateway, {"Authorization": header})
     assert status == 401
     assert body["error"]["code"] == "invalid_api_key"
 
 
-def test_unknown_well_formed_key_is_401(sandbox_gateway: GatewayProcess) -> None:
+def test_unknown_well_formed_key_is_401(sandbox_gateway: ServedGateway) -> None:
     from unigate.auth.keys import generate_key
 
     status, body = _chat(sandbox_gateway, {"Authorization": f"Bearer {generate_key()}"})
     assert status == 401 and body["error"]["message"] == "Invalid API key."
 
 
-def test_revoked_key_stops_at_once(sandbox_gateway: GatewayProcess) -> None:
+def test_revoked_key_stops_at_once(sandbox_gateway: ServedGateway) -> None:
     record = sandbox_gateway.create_key_record(name="to-revoke")
     headers = {"Authorization": f"Bearer {record['key']}"}
     assert _chat(sandbox_gateway, headers)[0] == 200
@@ -64,16 +66,20 @@ def test_revoked_key_stops_at_once(sandbox_gateway: GatewayProcess) -> None:
     assert status == 401 and body["error"]["code"] == "revoked_api_key"
 
 
-def test_expired_key_is_401(sandbox_gateway: GatewayProcess) -> None:
+def test_expired_key_is_401(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(expires_at=time.time() + 1.0)
     headers = {"Authorization": f"Bearer {key}"}
     assert _chat(sandbox_gateway, headers)[0] == 200
-    time.sleep(1.1)
-    status, body = _chat(sandbox_gateway, headers)
+
+    def refused() -> tuple[int, dict] | None:
+        answer = _chat(sandbox_gateway, headers)
+        return answer if answer[0] != 200 else None
+
+    status, body = until(refused, "the key to expire", 5)
     assert status == 401 and body["error"]["code"] == "expired_api_key"
 
 
-def test_model_glob_forbids_other_models_403(sandbox_gateway: GatewayProcess) -> None:
+def test_model_glob_forbids_other_models_403(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(models=["sandbox-emb*"])
     status, body = _chat(sandbox_gateway, {"Authorization": f"Bearer {key}"})
     assert status == 403 and body["error"]["code"] == "model_not_allowed"
@@ -82,19 +88,19 @@ def test_model_glob_forbids_other_models_403(sandbox_gateway: GatewayProcess) ->
     assert client.embeddings.create(model="sandbox-embedding", input="ok").data
 
 
-def test_family_forbidden_403(sandbox_gateway: GatewayProcess) -> None:
+def test_family_forbidden_403(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(families=["music"])
     status, body = _chat(sandbox_gateway, {"Authorization": f"Bearer {key}"})
     assert status == 403 and body["error"]["code"] == "family_not_allowed"
 
 
-def test_alternate_header_forms_share_one_path(sandbox_gateway: GatewayProcess) -> None:
+def test_alternate_header_forms_share_one_path(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(models=["sandbox-embedding"])
     for headers in ({"x-api-key": key}, {"x-goog-api-key": key}):
         assert _chat(sandbox_gateway, headers)[0] == 403, "scope checks apply whatever the header form"
 
 
-def test_duplicate_authorization_headers_rejected(sandbox_gateway: GatewayProcess) -> None:
+def test_duplicate_authorization_headers_rejected(sandbox_gateway: ServedGateway) -> None:
     import http.client
 
     key = sandbox_gateway.create_key()
@@ -106,10 +112,13 @@ def test_duplicate_authorization_headers_rejected(sandbox_gateway: GatewayProces
     body = b'{"model":"sandbox-chat","messages":[{"role":"user","content":"x"}]}'
     conn.putheader("Content-Length", str(len(body)))
     conn.endheaders(body)
-    assert conn.getresponse().status == 400
+    try:
+        assert conn.getresponse().status == 400
+    finally:
+        conn.close()
 
 
-def test_rate_limit_rpm(sandbox_gateway: GatewayProcess) -> None:
+def test_rate_limit_rpm(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(rpm=3)
     headers = {"Authorization": f"Bearer {key}"}
     statuses = [_chat(sandbox_gateway, headers)[0] for _ in range(5)]
@@ -118,7 +127,7 @@ def test_rate_limit_rpm(sandbox_gateway: GatewayProcess) -> None:
     assert res.json()["error"]["type"] == "rate_limit_error" and int(res.headers["retry-after"]) >= 1
 
 
-def test_admin_api_requires_admin_key(sandbox_gateway: GatewayProcess) -> None:
+def test_admin_api_requires_admin_key(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key()
     assert http("GET", sandbox_gateway.base_url + "/admin/keys").status == 401
     assert (
@@ -131,18 +140,18 @@ def test_admin_api_requires_admin_key(sandbox_gateway: GatewayProcess) -> None:
     assert listing and all("key_hash" not in k and "key" not in k for k in listing)
 
 
-def test_admin_key_record_has_webhook_secret(sandbox_gateway: GatewayProcess) -> None:
+def test_admin_key_record_has_webhook_secret(sandbox_gateway: ServedGateway) -> None:
     record = sandbox_gateway.create_key_record(name="hooks")
     got = sandbox_gateway.admin("GET", f"/admin/keys/{record['id']}").json()
     assert got["webhook_secret"].startswith("whsec_") and "key" not in got
 
 
-def test_admin_rejects_bad_key_spec(sandbox_gateway: GatewayProcess) -> None:
+def test_admin_rejects_bad_key_spec(sandbox_gateway: ServedGateway) -> None:
     res = sandbox_gateway.admin("POST", "/admin/keys", {"name": "x", "families": ["nope"], "colour": "red"})
     assert res.status == 400 and "colour" in res.json()["error"]["message"]
 
 
-def _cli(gw: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(gw: ServedGateway, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "unigate", *args],
         env=gw.env,
@@ -154,7 +163,8 @@ def _cli(gw: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cli_keys_create_list_revoke(sandbox_gateway: GatewayProcess) -> None:
+@pytest.mark.process  # runs the `unigate` CLI
+def test_cli_keys_create_list_revoke(sandbox_gateway: ServedGateway) -> None:
     created = _cli(
         sandbox_gateway,
         "keys",
@@ -190,6 +200,7 @@ def test_cli_keys_create_list_revoke(sandbox_gateway: GatewayProcess) -> None:
     assert _cli(sandbox_gateway, "keys", "create", "--name", "x", "--family", "bogus").returncode == 2
 
 
+@pytest.mark.process  # the whole process's output, start-up included
 def test_keys_never_in_log(tmp_path: Path) -> None:
     gw = GatewayProcess(tmp_path, env={"UNIGATE_LOG_LEVEL": "debug"}).start()
     try:
@@ -204,9 +215,8 @@ def test_keys_never_in_log(tmp_path: Path) -> None:
         _chat(gw, {"x-api-key": key[:-1]})
         gw.admin("DELETE", f"/admin/keys/{record['id']}")
         _chat(gw, headers)
-        time.sleep(1.2)  # let the usage flush run
     finally:
-        gw.stop()
+        gw.stop()  # after the last usage flush
     log = gw.log()
     assert "listening" in log
     for secret in (key, key[4:], hash_key(key), key[:-1], os.environ.get("UNIGATE_ADMIN_KEY", "\0")):

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.gateway import GatewayProcess
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 
 @pytest.fixture(scope="module")
-def key(sandbox_gateway: GatewayProcess) -> str:
+def key(sandbox_gateway: ServedGateway) -> str:
     return sandbox_gateway.create_key()
 
 
 def _post(
-    gw: GatewayProcess, key: str, path: str, body: bytes, ctype: str = "application/json"
+    gw: ServedGateway, key: str, path: str, body: bytes, ctype: str = "application/json"
 ) -> tuple[int, dict]:
     res = http("POST", gw.base_url + path, body, {"Authorization": f"Bearer {key}", "Content-Type": ctype})
     payload = res.json()
@@ -76,7 +76,7 @@ def _post(
     ],
 )
 def test_bad_request_bodies(
-    sandbox_gateway: GatewayProcess, key: str, path: str, body: bytes, status: int, param: str | None
+    sandbox_gateway: ServedGateway, key: str, path: str, body: bytes, status: int, param: str | None
 ) -> None:
     got, err = _post(sandbox_gateway, key, path, body)
     assert got == status, err
@@ -84,7 +84,7 @@ def test_bad_request_bodies(
         assert err["param"] == param
 
 
-def test_unknown_model_code(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_unknown_model_code(sandbox_gateway: ServedGateway, key: str) -> None:
     status, err = _post(
         sandbox_gateway,
         key,
@@ -94,7 +94,7 @@ def test_unknown_model_code(sandbox_gateway: GatewayProcess, key: str) -> None:
     assert status == 404 and err["code"] == "model_not_found"
 
 
-def test_huge_body_is_413(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_huge_body_is_413(sandbox_gateway: ServedGateway, key: str) -> None:
     body = (
         b'{"model": "sandbox-chat", "messages": [{"role":"user","content":"'
         + b"x" * (21 * 1024 * 1024)
@@ -104,7 +104,7 @@ def test_huge_body_is_413(sandbox_gateway: GatewayProcess, key: str) -> None:
     assert status == 413 and err["code"] == "request_too_large"
 
 
-def test_unknown_path_and_method(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_unknown_path_and_method(sandbox_gateway: ServedGateway, key: str) -> None:
     res = http(
         "GET", sandbox_gateway.base_url + "/v1/nothing-here", headers={"Authorization": f"Bearer {key}"}
     )
@@ -115,7 +115,7 @@ def test_unknown_path_and_method(sandbox_gateway: GatewayProcess, key: str) -> N
     assert res.status == 405
 
 
-def test_sandbox_rejects_bad_fields_with_400(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_sandbox_rejects_bad_fields_with_400(sandbox_gateway: ServedGateway, key: str) -> None:
     status, _ = _post(
         sandbox_gateway,
         key,

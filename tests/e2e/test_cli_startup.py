@@ -19,6 +19,8 @@ import pytest
 from tests.support.gateway import GatewayProcess
 from tests.support.net import free_port, http
 
+pytestmark = pytest.mark.process
+
 UNSET = (
     "UNIGATE_DATA_DIR",
     "UNIGATE_DATABASE_URL",
@@ -134,6 +136,8 @@ def test_listening_is_printed_once_the_port_accepts(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(15)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def test_version(tmp_path: Path) -> None:

@@ -43,12 +43,14 @@ from tests.support.fake_suno import FakeSuno
 from tests.support.net import http
 from tests.support.receiver import WebhookReceiver
 
+pytestmark = pytest.mark.cluster
+
 POLL_INTERVAL = 0.4
 # Two polls of one task closer than this were made in one round, by two pollers (a poller
 # waits at least POLL_INTERVAL between two polls of a task).
 ROUND_GAP = POLL_INTERVAL / 2
-# tasks/poller.py's lease on a task being polled; a replica that dies holding it leaves the
-# task to the others once it lapses.
+# tasks.lease_seconds (its default): the lease on a task being polled; a replica that dies
+# holding it leaves the task to the others once it lapses.
 POLL_LEASE = 20.0
 SLOW_WORDS = "one two three four five six seven eight nine ten"
 

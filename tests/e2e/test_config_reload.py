@@ -24,6 +24,8 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import ADMIN_KEY, GatewayProcess
 from tests.support.net import HTTPResult, http
 
+pytestmark = pytest.mark.process
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 # The fake answers 11 prompt and 7 completion tokens to every chat.
 BEFORE = {"input_per_million": 1000.0, "output_per_million": 2000.0}  # 0.011 + 0.014

@@ -2,10 +2,12 @@
 download): log in with the admin key, create a key in the page, use it through the OpenAI SDK,
 find the call in the usage chart and the recent requests, revoke the key in the page and see
 the SDK refused. Also: the pages' security headers, no admin key in any HTML, the login form
-without a session. Saves a screenshot of each page to docs/screenshots/."""
+without a session. Saves a screenshot of each page to a temporary folder, or to the folder
+$UNIGATE_SCREENSHOTS names (`UNIGATE_SCREENSHOTS=docs/screenshots` refreshes the README's)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -15,9 +17,10 @@ from typing import Any
 import openai
 import pytest
 
-from tests.support.gateway import ADMIN_KEY, GatewayProcess
+from tests.support.gateway import ADMIN_KEY
 from tests.support.net import http
 from tests.support.receiver import WebhookReceiver
+from tests.support.served import ServedGateway
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -30,19 +33,21 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 CONFIG = {
     "sandbox": {"enabled": True, "music_seconds": 1.5},
     "tasks": {"poll_interval": 0.3, "max_poll_interval": 1.0},
 }
 
-pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium"),
+]
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}
-    with GatewayProcess(tmp_path_factory.mktemp("dashboard"), config=CONFIG, env=env) as gateway:
+    with ServedGateway(tmp_path_factory.mktemp("dashboard"), config=CONFIG, env=env) as gateway:
         yield gateway
 
 
@@ -56,7 +61,7 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
-def test_pages_send_strict_security_headers_and_no_secret(gw: GatewayProcess) -> None:
+def test_pages_send_strict_security_headers_and_no_secret(gw: ServedGateway) -> None:
     for path in ("/dashboard", "/dashboard/", "/dashboard/app.js", "/dashboard/vendor/preact.mjs"):
         res = http("GET", gw.base_url + path)
         assert res.status == 200, path
@@ -76,8 +81,16 @@ def test_pages_send_strict_security_headers_and_no_secret(gw: GatewayProcess) ->
         assert http("GET", gw.base_url + missing).status == 404, missing
 
 
-def test_dashboard_flow(gw: GatewayProcess, browser: Any) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
+@pytest.fixture
+def shots_dir(tmp_path: Path) -> Path:
+    """Where the screenshots go: never into the repository unless asked to."""
+    chosen = os.environ.get("UNIGATE_SCREENSHOTS")
+    path = Path(chosen) if chosen else tmp_path / "screenshots"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def test_dashboard_flow(gw: ServedGateway, browser: Any, shots_dir: Path) -> None:
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
     problems: list[str] = []
@@ -88,7 +101,7 @@ def test_dashboard_flow(gw: GatewayProcess, browser: Any) -> None:
     shots: list[Path] = []
 
     def shot(name: str) -> None:
-        path = SHOTS / f"dashboard-{name}.png"
+        path = shots_dir / f"dashboard-{name}.png"
         page.screenshot(path=str(path), full_page=True)
         shots.append(path)
 
@@ -206,7 +219,7 @@ def _chart_series(page: Any, chart: str, label: str) -> dict[str, Any]:
     return dict(drawn)
 
 
-def _music_task(gw: GatewayProcess, key: str) -> str:
+def _music_task(gw: ServedGateway, key: str) -> str:
     receiver = WebhookReceiver().start()
     try:
         res = http(

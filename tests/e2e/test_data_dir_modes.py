@@ -8,8 +8,12 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
 from tests.support.gateway import GatewayProcess
 from tests.support.net import http
+
+pytestmark = pytest.mark.process
 
 
 def _mode(path: Path) -> int:

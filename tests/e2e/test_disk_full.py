@@ -28,6 +28,8 @@ from tests.support.music import assert_error_envelope
 from tests.support.net import HTTPResult, free_port, http
 from tests.support.tiny_disk import fill, inside, mounted_prefix, require_namespaces
 
+pytestmark = pytest.mark.process
+
 MODELS = [f"m-{i:02d}" for i in range(60)]  # ~60 new label sets: more than a 64 KiB value file holds
 BIG = "x" * 1_000_000
 

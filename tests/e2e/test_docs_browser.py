@@ -20,7 +20,10 @@ REPORT_CSP = (
     "e => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI))"
 )
 
-pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium"),
+]
 
 
 @pytest.fixture(scope="module")

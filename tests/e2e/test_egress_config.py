@@ -7,10 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import openai
+import pytest
 
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import GatewayProcess, serve_refused
 from tests.support.proxy import ThreadedProxy
+
+pytestmark = pytest.mark.process
 
 
 def _chat(gw: GatewayProcess, model: str) -> str:

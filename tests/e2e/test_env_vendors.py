@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 from unigate.config import default_config
 
 
@@ -30,17 +30,13 @@ def test_default_config_takes_each_vendor_from_the_environment() -> None:
 
 def test_anthropic_and_gemini_keys_from_the_environment_serve_their_models(tmp_path: Path) -> None:
     with FakeAnthropic() as claude, FakeGemini() as gemini:
-        gw = GatewayProcess(tmp_path)
-        # Set after construction: GatewayProcess clears vendor keys from the inherited environment.
-        gw.env.update(
-            {
-                "ANTHROPIC_API_KEY": "sk-ant-env",
-                "ANTHROPIC_BASE_URL": claude.base_url,
-                "GEMINI_API_KEY": "gem-env",
-                "GEMINI_BASE_URL": gemini.base_url,
-            }
-        )
-        with gw:
+        env = {
+            "ANTHROPIC_API_KEY": "sk-ant-env",
+            "ANTHROPIC_BASE_URL": claude.base_url,
+            "GEMINI_API_KEY": "gem-env",
+            "GEMINI_BASE_URL": gemini.base_url,
+        }
+        with ServedGateway(tmp_path, env=env) as gw:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
             ask = [{"role": "user", "content": "Hi"}]
             reply = client.chat.completions.create(model="claude-3-5-haiku-latest", messages=ask)
@@ -76,7 +72,7 @@ def test_a_route_without_the_operation_is_skipped(tmp_path: Path) -> None:
             ],
             "routing": {"cooldown_after_failures": 1},
         }
-        with GatewayProcess(tmp_path, config=config) as gw:
+        with ServedGateway(tmp_path, config=config) as gw:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
             for _ in range(3):  # a skip is not a failure: the route never cools down
                 assert len(client.embeddings.create(model="embed-any", input="x").data[0].embedding) > 0

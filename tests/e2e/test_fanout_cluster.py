@@ -33,7 +33,7 @@ CONFIG: dict[str, Any] = {
     "models": [{"name": "sandbox-chat", "routes": [{"provider": "sandbox"}]}],
 }
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")

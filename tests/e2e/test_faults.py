@@ -21,6 +21,8 @@ from tests.support.net import http
 from tests.support.postgres import postgres_cluster
 from tests.support.receiver import WebhookReceiver
 
+pytestmark = [pytest.mark.process, pytest.mark.services]
+
 # mode -> the route that must answer while the fault is on
 FAULTS = {
     "reset": "secondary",

@@ -12,7 +12,7 @@ from google import genai
 from google.genai import errors, types
 
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 WEATHER = types.Tool(
     function_declarations=[
@@ -37,7 +37,7 @@ class Case:
     base_url: str
 
 
-def _client(gw: GatewayProcess, key: str) -> genai.Client:
+def _client(gw: ServedGateway, key: str) -> genai.Client:
     return genai.Client(api_key=key, http_options=types.HttpOptions(base_url=gw.base_url))
 
 
@@ -45,7 +45,7 @@ def _client(gw: GatewayProcess, key: str) -> genai.Client:
 def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Case]:
     workdir = Path(tmp_path_factory.mktemp(request.param))
     if request.param == "sandbox":
-        with GatewayProcess(workdir) as gw:
+        with ServedGateway(workdir) as gw:
             yield Case(_client(gw, gw.create_key()), "sandbox-chat", None, gw.base_url)
         return
     with FakeOpenAI() as fake:
@@ -55,7 +55,7 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
             ],
             "models": [{"name": "gemini-like", "routes": [{"provider": "oa", "model": "gpt-up"}]}],
         }
-        with GatewayProcess(workdir, config=config) as gw:
+        with ServedGateway(workdir, config=config) as gw:
             yield Case(_client(gw, gw.create_key()), "gemini-like", fake, gw.base_url)
 
 

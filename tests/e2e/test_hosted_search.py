@@ -24,7 +24,7 @@ from tests.support import fake_anthropic, fake_gemini, fake_openai
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 QUESTION = "When is high tide in Brest?"
@@ -69,7 +69,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clients]:
                 {"name": "gemini-chat", "routes": [{"provider": "gem", "model": "gemini-up"}]},
             ],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("hosted-search")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("hosted-search")), config=config) as gw:
             key = gw.create_key()
             yield Clients(
                 openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0),

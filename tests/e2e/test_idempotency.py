@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.support.fake_suno import FakeSuno
 from tests.support.gateway import GatewayProcess
 from tests.support.net import HTTPResult, http
+from tests.support.served import ServedGateway
 
 PRICE = 0.5
 SONG = {"prompt": "[Verse]\nRivers run", "mv": "chirp-v4", "title": "Rivers", "tags": "folk"}
@@ -33,7 +35,9 @@ def _relay_config(fake: FakeSuno) -> dict[str, Any]:
     }
 
 
-def _post(gw: GatewayProcess, path: str, key: str, body: Any, idem: str | None, **headers: str) -> HTTPResult:
+def _post(
+    gw: ServedGateway | GatewayProcess, path: str, key: str, body: Any, idem: str | None, **headers: str
+) -> HTTPResult:
     sent = {"Authorization": f"Bearer {key}", "Content-Type": "application/json", **headers}
     if idem is not None:
         sent["Idempotency-Key"] = idem
@@ -46,15 +50,16 @@ def _together(n: int, call: Callable[[], HTTPResult]) -> list[HTTPResult]:
         return list(pool.map(lambda _: call(), range(n)))
 
 
-def _db(gw: GatewayProcess) -> sqlite3.Connection:
+def _db(gw: ServedGateway | GatewayProcess) -> sqlite3.Connection:
     return sqlite3.connect(Path(gw.env["UNIGATE_DATA_DIR"]) / "unigate.db")
 
 
-def _count(gw: GatewayProcess, sql: str, *args: Any) -> int:
+def _count(gw: ServedGateway | GatewayProcess, sql: str, *args: Any) -> int:
     with _db(gw) as conn:
         return int(conn.execute(sql, args).fetchone()[0])
 
 
+@pytest.mark.process
 def test_music_retry_and_concurrent_duplicates_make_one_task_and_one_charge(tmp_path: Path) -> None:
     with FakeSuno(submit_delay=1.0) as fake:
         gw = GatewayProcess(tmp_path, config=_relay_config(fake), workers=2).start()
@@ -104,7 +109,7 @@ def test_music_retry_and_concurrent_duplicates_make_one_task_and_one_charge(tmp_
 
 def test_a_failed_submit_frees_its_key(tmp_path: Path) -> None:
     with FakeSuno(submit_reject=True) as fake:
-        gw = GatewayProcess(tmp_path, config=_relay_config(fake)).start()
+        gw = ServedGateway(tmp_path, config=_relay_config(fake)).start()
         try:
             key = gw.create_key()
             assert _post(gw, "/suno/submit/music", key, SONG, "retry-me").status == 400
@@ -120,6 +125,7 @@ def test_a_failed_submit_frees_its_key(tmp_path: Path) -> None:
 VIDEO = {"model": "sandbox-video", "prompt": "a lighthouse at dusk", "seconds": 2}
 
 
+@pytest.mark.process
 def test_video_families_answer_the_same_task_to_a_retry(tmp_path: Path) -> None:
     with GatewayProcess(tmp_path, workers=2) as gw:
         key = gw.create_key()
@@ -159,7 +165,7 @@ def test_video_families_answer_the_same_task_to_a_retry(tmp_path: Path) -> None:
 
 
 def _send_without_reading(
-    gw: GatewayProcess, path: str, key: str, body: dict[str, Any], idem: str
+    gw: ServedGateway, path: str, key: str, body: dict[str, Any], idem: str
 ) -> socket.socket:
     """A client that sends its submit and then never reads the answer."""
     data = orjson.dumps(body)
@@ -172,6 +178,7 @@ def _send_without_reading(
     return sock
 
 
+@pytest.mark.process
 def test_kill_9_after_commit_then_retry_on_the_restarted_gateway(tmp_path: Path) -> None:
     gw = GatewayProcess(tmp_path).start()
     key = gw.create_key()

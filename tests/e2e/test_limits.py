@@ -22,6 +22,9 @@ import pytest
 
 from tests.support.gateway import ADMIN_KEY, GatewayProcess
 from tests.support.net import HTTPResult, http
+from tests.support.served import ServedGateway
+
+Gateway = ServedGateway | GatewayProcess
 
 CHAT = "/v1/chat/completions"
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -32,24 +35,29 @@ def _config() -> dict[str, Any]:
     return {"models": [quota], "sandbox": {"enabled": True, "music_seconds": 1}}
 
 
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    # Two workers: the limits must hold across processes, not per process.
-    with GatewayProcess(Path(tmp_path_factory.mktemp("limits")), config=_config(), workers=2) as g:
+# In-process (one worker) by default; the full run also holds them across two worker processes.
+@pytest.fixture(scope="module", params=["served", pytest.param("2-workers", marks=pytest.mark.process)])
+def gw(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    workdir = Path(tmp_path_factory.mktemp("limits"))
+    if request.param == "served":
+        with ServedGateway(workdir, config=_config()) as served:
+            yield served
+        return
+    with GatewayProcess(workdir, config=_config(), workers=2) as g:
         yield g
 
 
-def _chat(gw: GatewayProcess, key: str, content: str = "hi", **extra: Any) -> HTTPResult:
+def _chat(gw: Gateway, key: str, content: str = "hi", **extra: Any) -> HTTPResult:
     body = {"model": "sandbox-chat", "messages": [{"role": "user", "content": content}], **extra}
     return http("POST", gw.base_url + CHAT, body, {"Authorization": f"Bearer {key}"})
 
 
-def _burst(gw: GatewayProcess, key: str, n: int, **extra: Any) -> list[HTTPResult]:
+def _burst(gw: Gateway, key: str, n: int, **extra: Any) -> list[HTTPResult]:
     with ThreadPoolExecutor(8) as pool:
         return list(pool.map(lambda _: _chat(gw, key, **extra), range(n)))
 
 
-def test_rpm_is_exact_across_workers_and_retry_after_is_honest(gw: GatewayProcess) -> None:
+def test_rpm_is_exact_across_workers_and_retry_after_is_honest(gw: Gateway) -> None:
     key = gw.create_key(rpm=10)
     started = time.monotonic()
     results = _burst(gw, key, 30)
@@ -71,7 +79,7 @@ def test_rpm_is_exact_across_workers_and_retry_after_is_honest(gw: GatewayProces
     assert _chat(gw, key).status == 429
 
 
-def test_tokens_are_estimated_then_corrected_streams_included(gw: GatewayProcess) -> None:
+def test_tokens_are_estimated_then_corrected_streams_included(gw: Gateway) -> None:
     key = gw.create_key(tpm=300)
     started = time.monotonic()
     first = _chat(gw, key, max_tokens=200)
@@ -110,7 +118,7 @@ def test_tokens_are_estimated_then_corrected_streams_included(gw: GatewayProcess
     assert "retry-after" not in too_big.headers
 
 
-def test_headers_on_every_response_of_a_limited_key(gw: GatewayProcess) -> None:
+def test_headers_on_every_response_of_a_limited_key(gw: Gateway) -> None:
     key = gw.create_key(rpm=100, tpm=10_000)
     auth = {"Authorization": f"Bearer {key}"}
     responses = {
@@ -137,7 +145,7 @@ def test_headers_on_every_response_of_a_limited_key(gw: GatewayProcess) -> None:
     assert "x-ratelimit-limit-requests" not in plain.headers
 
 
-def test_every_family_counts(gw: GatewayProcess) -> None:
+def test_every_family_counts(gw: Gateway) -> None:
     key = gw.create_key(rpm=2)
     auth = {"Authorization": f"Bearer {key}"}
     statuses = [
@@ -160,7 +168,7 @@ def test_every_family_counts(gw: GatewayProcess) -> None:
     assert speech.status == 429 and speech.json()["error"]["type"] == "rate_limit_error"
 
 
-def test_a_model_limit_protects_the_upstream_across_keys(gw: GatewayProcess) -> None:
+def test_a_model_limit_protects_the_upstream_across_keys(gw: Gateway) -> None:
     keys = [gw.create_key() for _ in range(3)]
     body = {"model": "quota-chat", "messages": [{"role": "user", "content": "x"}]}
     statuses = [
@@ -173,7 +181,8 @@ def test_a_model_limit_protects_the_upstream_across_keys(gw: GatewayProcess) -> 
     assert res.status == 429 and "the model 'quota-chat'" in res.json()["error"]["message"]
 
 
-def test_a_limit_change_applies_without_restart(gw: GatewayProcess, tmp_path: Path) -> None:
+@pytest.mark.process  # runs the `unigate` CLI
+def test_a_limit_change_applies_without_restart(gw: Gateway, tmp_path: Path) -> None:
     record = gw.create_key_record(rpm=2)
     key, key_id = record["key"], record["id"]
     assert [_chat(gw, key).status for _ in range(3)] == [200, 200, 429]
@@ -209,7 +218,7 @@ def _wait_for(check: Any, timeout: float = 5.0) -> None:
     raise AssertionError("the change did not apply in time")
 
 
-def test_readme_example(gw: GatewayProcess) -> None:
+def test_readme_example(gw: Gateway) -> None:
     section = README.read_text().split("\n## Limits and budgets\n", 1)[1].split("\n## ", 1)[0]
     found = re.search(r"```python\n(.*?)```", section, re.S)
     assert found

@@ -25,6 +25,8 @@ import pytest
 from tests.support.cluster import GatewayCluster, gateway_cluster
 from tests.support.net import HTTPResult, http
 
+pytestmark = pytest.mark.cluster
+
 CHAT = "/v1/chat/completions"
 CLIENTS = 16
 PRICE = 0.01  # per call of `priced-chat`: a budget of 10 covers exactly 1,000 calls

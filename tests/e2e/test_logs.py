@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import GatewayProcess
 from tests.support.net import http
 from tests.support.receiver import WebhookReceiver
+from tests.support.served import ServedGateway
 from unigate.auth.keys import display_prefix, hash_key
 
 FAST_MUSIC = {
@@ -24,11 +24,11 @@ FAST_MUSIC = {
 }
 
 
-def _access_lines(gw: GatewayProcess, request_line: str) -> list[str]:
+def _access_lines(gw: ServedGateway, request_line: str) -> list[str]:
     return [line for line in gw.log().splitlines() if "unigate.access" in line and request_line in line]
 
 
-def _wait_for_log(gw: GatewayProcess, pattern: str, timeout: float = 15) -> re.Match[str]:
+def _wait_for_log(gw: ServedGateway, pattern: str, timeout: float = 15) -> re.Match[str]:
     """The first match of `pattern` in the log; lines can follow the answer by a moment."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -39,7 +39,7 @@ def _wait_for_log(gw: GatewayProcess, pattern: str, timeout: float = 15) -> re.M
     raise AssertionError(f"no log line matches {pattern!r}:\n{gw.log()}")
 
 
-def _chat(gw: GatewayProcess, key: str, model: str = "sandbox-chat") -> Any:
+def _chat(gw: ServedGateway, key: str, model: str = "sandbox-chat") -> Any:
     return http(
         "POST",
         gw.base_url + "/v1/chat/completions",
@@ -49,7 +49,7 @@ def _chat(gw: GatewayProcess, key: str, model: str = "sandbox-chat") -> Any:
 
 
 def test_access_lines_carry_the_fields_and_no_key_material(
-    gateway_factory: Callable[..., GatewayProcess],
+    gateway_factory: Callable[..., ServedGateway],
 ) -> None:
     gw = gateway_factory()
     record = gw.create_key_record(name="logs")
@@ -100,7 +100,7 @@ def two_fakes() -> Iterator[tuple[FakeOpenAI, FakeOpenAI]]:
 
 
 def test_upstream_failures_fallback_cooldown_and_give_up_are_logged(
-    gateway_factory: Callable[..., GatewayProcess], two_fakes: tuple[FakeOpenAI, FakeOpenAI]
+    gateway_factory: Callable[..., ServedGateway], two_fakes: tuple[FakeOpenAI, FakeOpenAI]
 ) -> None:
     first, second = two_fakes
     first.mode = "fail500"
@@ -149,7 +149,7 @@ def test_upstream_failures_fallback_cooldown_and_give_up_are_logged(
     assert "sk-first-secret" not in log and "sk-2nd-secret" not in log
 
 
-def _submit_music(gw: GatewayProcess, key: str, prompt: str, hook: str = "") -> str:
+def _submit_music(gw: ServedGateway, key: str, prompt: str, hook: str = "") -> str:
     body = {"prompt": prompt, "title": "Logs", "tags": "folk", "mv": "chirp-v4"}
     if hook:
         body["notify_hook"] = hook
@@ -158,7 +158,7 @@ def _submit_music(gw: GatewayProcess, key: str, prompt: str, hook: str = "") -> 
     return str(res.json()["data"]["task_id"])
 
 
-def test_a_task_failure_is_logged(gateway_factory: Callable[..., GatewayProcess]) -> None:
+def test_a_task_failure_is_logged(gateway_factory: Callable[..., ServedGateway]) -> None:
     gw = gateway_factory(FAST_MUSIC)
     key = gw.create_key()
     task_id = _submit_music(gw, key, "[Verse]\nThis one breaks [sandbox:fail]")
@@ -176,7 +176,7 @@ def receiver() -> Iterator[WebhookReceiver]:
 
 
 def test_a_failed_webhook_attempt_is_logged(
-    gateway_factory: Callable[..., GatewayProcess], receiver: WebhookReceiver
+    gateway_factory: Callable[..., ServedGateway], receiver: WebhookReceiver
 ) -> None:
     gw = gateway_factory(FAST_MUSIC, env={"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"})
     receiver.fail_next = 1  # the first delivery gets a 500, the retry goes through

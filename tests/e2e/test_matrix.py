@@ -24,8 +24,9 @@ from google.genai import types
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import ADMIN_KEY, GatewayProcess
+from tests.support.gateway import ADMIN_KEY
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 UPSTREAMS = ("openai", "anthropic", "gemini")
 CLIENTS = ("openai", "anthropic", "genai")
@@ -53,7 +54,7 @@ class Seen:
 
 @dataclass
 class Rig:
-    gw: GatewayProcess
+    gw: ServedGateway
     key: str
     fakes: dict[str, Any]
 
@@ -71,9 +72,9 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                 {"name": f"via-{up}", "routes": [{"provider": p, "model": f"{up}-upstream-model"}]}
                 for up, p in (("openai", "oa"), ("anthropic", "an"), ("gemini", "ge"))
             ],
-            "limits": {"stream_keepalive": 0.1},
+            "limits": {"stream_keepalive": 0.05},
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("matrix")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("matrix")), config=config) as gw:
             yield Rig(gw, gw.create_key(), {"openai": oa, "anthropic": an, "gemini": ge})
 
 
@@ -331,7 +332,7 @@ KEEPALIVE = {"openai": b": keep-alive\n\n", "anthropic": b"event: ping\n", "gena
 @pytest.mark.parametrize("client", CLIENTS)
 def test_keepalive_during_upstream_silence_is_invisible_to_the_sdk(rig: Rig, client: str) -> None:
     fake = rig.fakes["openai"]
-    fake.mode, fake.slow_seconds = "slow_stream", 0.35  # > 3 keep-alive intervals per gap
+    fake.mode, fake.slow_seconds = "slow_stream", 0.18  # > 3 keep-alive intervals per gap
     try:
         seen = CLIENT_TYPES[client](rig).stream("via-openai")
     finally:
@@ -343,7 +344,7 @@ def test_keepalive_during_upstream_silence_is_invisible_to_the_sdk(rig: Rig, cli
 @pytest.mark.parametrize("client", CLIENTS)
 def test_keepalive_bytes_are_on_the_wire(rig: Rig, client: str) -> None:
     fake = rig.fakes["openai"]
-    fake.mode, fake.slow_seconds = "slow_stream", 0.35
+    fake.mode, fake.slow_seconds = "slow_stream", 0.18
     try:
         raw = _raw_stream(rig, client, "via-openai")
     finally:

@@ -16,30 +16,30 @@ import pytest
 from google import genai
 from google.genai import types
 
-from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import decode_audio, encode_tone, image_info, make_image, make_mask
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 MB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     config = {
         "sandbox": {"enabled": True},  # the sandbox's models beside a config file
         "limits": {"max_audio_upload": 2 * MB, "max_image_upload": 4 * MB},
     }
-    with GatewayProcess(Path(tmp_path_factory.mktemp("media-sandbox")), config=config) as g:
+    with ServedGateway(Path(tmp_path_factory.mktemp("media-sandbox")), config=config) as g:
         yield g
 
 
 @pytest.fixture(scope="module")
-def key(gw: GatewayProcess) -> str:
+def key(gw: ServedGateway) -> str:
     return gw.create_key()
 
 
 @pytest.fixture(scope="module")
-def client(gw: GatewayProcess, key: str) -> openai.OpenAI:
+def client(gw: ServedGateway, key: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
 
 
@@ -78,7 +78,7 @@ def test_transcription_formats(client: openai.OpenAI) -> None:
     assert isinstance(vtt, str) and vtt.startswith("WEBVTT")
 
 
-def test_text_formats_are_text_plain(gw: GatewayProcess, key: str) -> None:
+def test_text_formats_are_text_plain(gw: ServedGateway, key: str) -> None:
     body, ctype = _form(
         {"model": "sandbox-transcribe", "response_format": "srt"}, {"file": ("a.wav", encode_tone(1, "wav"))}
     )
@@ -188,7 +188,7 @@ def test_image_edit_one_and_several_and_mask(client: openai.OpenAI) -> None:
     assert m.getpixel((5, 128)) != a.getpixel((5, 128))
 
 
-def test_gemini_image_content(gw: GatewayProcess, key: str) -> None:
+def test_gemini_image_content(gw: ServedGateway, key: str) -> None:
     client = genai.Client(api_key=key, http_options=types.HttpOptions(base_url=gw.base_url))
     resp = client.models.generate_content(
         model="sandbox-image",
@@ -211,7 +211,7 @@ def test_gemini_image_content(gw: GatewayProcess, key: str) -> None:
 @pytest.mark.parametrize(
     ("fmt", "codec"), [("mp3", "mp3"), ("wav", "pcm_s16le"), ("opus", "opus"), ("pcm", None)]
 )
-def test_fish_tts(gw: GatewayProcess, key: str, fmt: str, codec: str | None) -> None:
+def test_fish_tts(gw: ServedGateway, key: str, fmt: str, codec: str | None) -> None:
     body = {"text": "Fish speaks too.", "format": fmt, "sample_rate": 44100 if fmt != "opus" else 48000}
     res = http("POST", gw.base_url + "/fish/v1/tts", body, {**_auth(key), "model": "s1"})
     assert res.status == 200 and res.headers["content-type"] == CONTENT_TYPES[fmt]
@@ -222,7 +222,7 @@ def test_fish_tts(gw: GatewayProcess, key: str, fmt: str, codec: str | None) -> 
     assert got_codec == codec and duration > 0.5 and rate == (48000 if fmt == "opus" else 44100)
 
 
-def test_fish_asr(gw: GatewayProcess, key: str) -> None:
+def test_fish_asr(gw: ServedGateway, key: str) -> None:
     body, ctype = _form(
         {"language": "en", "ignore_timestamps": "false"}, {"audio": ("a.wav", encode_tone(2.5, "wav"))}
     )
@@ -237,7 +237,7 @@ def test_fish_asr(gw: GatewayProcess, key: str) -> None:
 
 
 @pytest.mark.parametrize("variant", ["ultra", "core", "sd3"])
-def test_stability_image_and_json(gw: GatewayProcess, key: str, variant: str) -> None:
+def test_stability_image_and_json(gw: ServedGateway, key: str, variant: str) -> None:
     url = f"{gw.base_url}/stability/v2beta/stable-image/generate/{variant}"
     body, ctype = _form(
         {"prompt": "a fox", "aspect_ratio": "16:9", "output_format": "jpeg", "seed": "42"}, {}
@@ -256,7 +256,7 @@ def test_stability_image_and_json(gw: GatewayProcess, key: str, variant: str) ->
 # --- bad input: the family's own 4xx, never a 500 -----------------------------------------
 
 
-def test_json_where_multipart_is_required(gw: GatewayProcess, key: str) -> None:
+def test_json_where_multipart_is_required(gw: ServedGateway, key: str) -> None:
     res = http("POST", gw.base_url + "/v1/audio/transcriptions", {"model": "sandbox-transcribe"}, _auth(key))
     assert res.status == 400 and res.json()["error"]["code"] == "invalid_content_type"
     res = http(
@@ -265,7 +265,7 @@ def test_json_where_multipart_is_required(gw: GatewayProcess, key: str) -> None:
     assert res.status == 400 and "errors" in res.json()
 
 
-def test_missing_file_corrupt_audio_and_wrong_format(gw: GatewayProcess, key: str) -> None:
+def test_missing_file_corrupt_audio_and_wrong_format(gw: ServedGateway, key: str) -> None:
     url = gw.base_url + "/v1/audio/transcriptions"
     cases = [
         ({"model": "sandbox-transcribe"}, {}, "missing_required_parameter"),
@@ -295,7 +295,7 @@ def test_missing_file_corrupt_audio_and_wrong_format(gw: GatewayProcess, key: st
     assert res.status == 400 and set(res.json()) == {"status", "message"}
 
 
-def test_bad_speech_and_image_requests(gw: GatewayProcess, key: str) -> None:
+def test_bad_speech_and_image_requests(gw: ServedGateway, key: str) -> None:
     url = gw.base_url + "/v1/audio/speech"
     for body in (
         {"model": "sandbox-tts", "voice": "alloy"},
@@ -312,7 +312,7 @@ def test_bad_speech_and_image_requests(gw: GatewayProcess, key: str) -> None:
     assert res.status == 400
 
 
-def test_upload_over_the_limit_is_413(gw: GatewayProcess, key: str) -> None:
+def test_upload_over_the_limit_is_413(gw: ServedGateway, key: str) -> None:
     body, ctype = _form(
         {"model": "sandbox-transcribe"}, {"file": ("a.wav", encode_tone(60, "wav"))}
     )  # ~2.9 MB
@@ -320,7 +320,7 @@ def test_upload_over_the_limit_is_413(gw: GatewayProcess, key: str) -> None:
     assert res.status == 413 and res.json()["error"]["type"] == "invalid_request_error"
 
 
-def test_multipart_padding_and_huge_part_headers_fail_fast(gw: GatewayProcess, key: str) -> None:
+def test_multipart_padding_and_huge_part_headers_fail_fast(gw: ServedGateway, key: str) -> None:
     url = gw.base_url + "/v1/audio/transcriptions"
     padded = (
         b"\r\n" * (MB // 2) + b'--b\r\nContent-Disposition: form-data; name="model"\r\n\r\nx\r\n--b--\r\n'

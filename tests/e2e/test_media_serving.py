@@ -16,21 +16,21 @@ import openai
 import pytest
 
 from tests.support.fake_openai_videos import FakeOpenAIVideos
-from tests.support.gateway import GatewayProcess
 from tests.support.net import HTTPResult, http
+from tests.support.served import ServedGateway
 from tests.support.video import wait_for
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     config = {"sandbox": {"enabled": True, "task_seconds": 1}, "tasks": {"poll_interval": 0.2}}
-    with GatewayProcess(tmp_path_factory.mktemp("media-serving"), config=config) as gateway:
+    with ServedGateway(tmp_path_factory.mktemp("media-serving"), config=config) as gateway:
         yield gateway
 
 
-def _image_url(gw: GatewayProcess) -> str:
+def _image_url(gw: ServedGateway) -> str:
     key = gw.create_key()
     res = http(
         "POST",
@@ -46,7 +46,7 @@ def _head(url: str) -> HTTPResult:
     return http("HEAD", url)
 
 
-def test_an_overlong_name_is_404_and_never_logged_in_full(gw: GatewayProcess) -> None:
+def test_an_overlong_name_is_404_and_never_logged_in_full(gw: ServedGateway) -> None:
     name = "a" * 5000 + ".png"
     for method in ("GET", "HEAD"):
         res = http(method, gw.base_url + "/media/" + name)
@@ -57,7 +57,7 @@ def test_an_overlong_name_is_404_and_never_logged_in_full(gw: GatewayProcess) ->
     assert "a" * 300 not in log and "unhandled error" not in log and "Traceback" not in log
 
 
-def test_stored_media_typed_by_content_with_nosniff_and_head(gw: GatewayProcess) -> None:
+def test_stored_media_typed_by_content_with_nosniff_and_head(gw: ServedGateway) -> None:
     url = _image_url(gw)
     got = http("GET", url)
     assert got.status == 200 and got.body.startswith(PNG)
@@ -74,7 +74,7 @@ def test_stored_media_typed_by_content_with_nosniff_and_head(gw: GatewayProcess)
     assert f"GET /media/{name[:8]}…" in gw.log() and name not in gw.log()
 
 
-def test_content_that_is_not_its_claimed_type_is_an_attachment(gw: GatewayProcess) -> None:
+def test_content_that_is_not_its_claimed_type_is_an_attachment(gw: ServedGateway) -> None:
     media = gw.workdir / "data" / "media"
     media.mkdir(parents=True, exist_ok=True)
     (media / "planted-0123456789abcdef.png").write_bytes(b"<html><script>alert(1)</script></html>")
@@ -92,7 +92,7 @@ def test_content_that_is_not_its_claimed_type_is_an_attachment(gw: GatewayProces
     assert avatar.headers["content-type"] == "image/png"
 
 
-def test_task_files_get_and_head(gw: GatewayProcess) -> None:
+def test_task_files_get_and_head(gw: ServedGateway) -> None:
     key = gw.create_key()
     auth = {"Authorization": f"Bearer {key}"}
     res = http(
@@ -130,7 +130,7 @@ def test_private_upstream_file_head(tmp_path: Path) -> None:
             "models": [{"name": "sora-2", "routes": [{"provider": "sora"}]}],
             "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.5},
         }
-        with GatewayProcess(tmp_path, config=config) as gw:
+        with ServedGateway(tmp_path, config=config) as gw:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
@@ -149,7 +149,7 @@ def test_a_task_file_link_never_tells_an_unfinished_task_from_an_unknown_id(tmp_
     """`/media/tasks/...` takes no key: an id that exists but has no file yet answers exactly
     what an id that never existed does, for every index, variant and method."""
     config = {"sandbox": {"enabled": True, "task_seconds": 120}}  # stays unfinished throughout
-    with GatewayProcess(tmp_path, config=config) as gw:
+    with ServedGateway(tmp_path, config=config) as gw:
         auth = {"Authorization": f"Bearer {gw.create_key()}"}
         body = {"model": "sandbox-video", "prompt": "a red kite", "duration": 1, "width": 160, "height": 120}
         res = http("POST", gw.base_url + "/v1/video/generations", body, auth)

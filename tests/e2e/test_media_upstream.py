@@ -24,13 +24,14 @@ from tests.support.fake_stability import FakeStability
 from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import big_wav, decode_audio, encode_tone, image_info, make_image, make_mask
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 MB = 1024 * 1024
 
 
 @dataclass
 class Rig:
-    gw: GatewayProcess
+    gw: ServedGateway | GatewayProcess
     key: str
     oa: FakeOpenAIMedia
     fish: FakeFish
@@ -44,6 +45,16 @@ class Rig:
 
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    yield from _rig(Path(tmp_path_factory.mktemp("media-up")), ServedGateway)
+
+
+@pytest.fixture
+def process_rig(tmp_path: Path) -> Iterator[Rig]:
+    """The same in front of a real `unigate serve`, whose memory a test reads."""
+    yield from _rig(tmp_path, GatewayProcess)
+
+
+def _rig(workdir: Path, server: type[ServedGateway] | type[GatewayProcess]) -> Iterator[Rig]:
     with FakeOpenAIMedia() as oa, FakeFish() as fish, FakeStability() as stab, FakeGemini() as gem:
         routes = {
             "whisper": ("oa", "whisper-1"),
@@ -69,7 +80,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             ],
             "limits": {"max_audio_upload": 25 * MB},
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("media-up")), config=config) as gw:
+        with server(workdir, config=config) as gw:
             yield Rig(gw, gw.create_key(), oa, fish, stab, gem)
 
 
@@ -221,7 +232,11 @@ def test_stability_relayed_both_accepts(rig: Rig, variant: str) -> None:
     assert res.status == 400 and res.json()["errors"]
 
 
-def test_memory_flat_relaying_a_20mb_upload_and_a_long_speech_stream(rig: Rig, tmp_path: Path) -> None:
+@pytest.mark.process  # the server process's own memory
+def test_memory_flat_relaying_a_20mb_upload_and_a_long_speech_stream(
+    process_rig: Rig, tmp_path: Path
+) -> None:
+    rig = process_rig
     path = tmp_path / "big.wav"
     big_wav(path, 20)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -256,8 +271,8 @@ def test_memory_flat_relaying_a_20mb_upload_and_a_long_speech_stream(rig: Rig, t
     assert peak - before < 20, f"gateway RSS peaked {peak - before:.1f} MB above baseline during the stream"
 
 
-def _rss_mb(gw: GatewayProcess) -> float:
-    assert gw.proc is not None
+def _rss_mb(gw: ServedGateway | GatewayProcess) -> float:
+    assert isinstance(gw, GatewayProcess) and gw.proc is not None
     for line in Path(f"/proc/{gw.proc.pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024

@@ -8,12 +8,12 @@ import io
 import re
 from pathlib import Path
 
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def test_the_readme_example(sandbox_gateway: GatewayProcess) -> None:
+def test_the_readme_example(sandbox_gateway: ServedGateway) -> None:
     section = README.read_text().split("\n## Moderations\n", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"```python\n(.*?)```", section, re.S)
     key = sandbox_gateway.create_key()

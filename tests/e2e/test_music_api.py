@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from tests.support.gateway import GatewayProcess
 from tests.support.music import (
     PNG_SIGNATURE,
     TASK_FIELDS,
@@ -34,6 +33,7 @@ from tests.support.music import (
     wav_seconds,
 )
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 MUSIC_SECONDS = 3.0
 CONFIG: dict[str, Any] = {
@@ -72,19 +72,19 @@ UPLOADED_WAV = make_wav(seconds=2.0, freq=330.0)
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     """A fast sandbox gateway (music tasks finish in ~3 s), private addresses refused."""
-    with GatewayProcess(tmp_path_factory.mktemp("music"), config=CONFIG) as gateway:
+    with ServedGateway(tmp_path_factory.mktemp("music"), config=CONFIG) as gateway:
         yield gateway
 
 
 @pytest.fixture(scope="module")
-def client(gw: GatewayProcess) -> MusicClient:
+def client(gw: ServedGateway) -> MusicClient:
     return MusicClient(gw.base_url, gw.create_key(name="music-owner"))
 
 
 @pytest.fixture(scope="module")
-def other_client(gw: GatewayProcess) -> MusicClient:
+def other_client(gw: ServedGateway) -> MusicClient:
     return MusicClient(gw.base_url, gw.create_key(name="music-other"))
 
 
@@ -95,10 +95,10 @@ def wav_server() -> Iterator[FileServer]:
 
 
 @pytest.fixture(scope="module")
-def private_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def private_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     """The same gateway, but the operator allows private (loopback) URLs and hooks."""
     env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}
-    with GatewayProcess(tmp_path_factory.mktemp("music-private"), config=CONFIG, env=env) as gateway:
+    with ServedGateway(tmp_path_factory.mktemp("music-private"), config=CONFIG, env=env) as gateway:
         yield gateway
 
 
@@ -194,7 +194,7 @@ def _download(url: str) -> tuple[str, bytes]:
     return res.headers.get("content-type", ""), res.body
 
 
-def _assert_media_url(url: str, gw: GatewayProcess, suffix: str) -> None:
+def _assert_media_url(url: str, gw: ServedGateway, suffix: str) -> None:
     assert url.startswith(gw.base_url + "/media/"), url
     assert url.endswith(suffix), url
 
@@ -320,7 +320,7 @@ def test_music_task_moves_forward_through_running_states(first_wave: dict[str, R
             assert snap["start_time"] >= snap["submit_time"]
 
 
-def test_music_task_success_record(first_wave: dict[str, Run], gw: GatewayProcess):
+def test_music_task_success_record(first_wave: dict[str, Run], gw: ServedGateway):
     run = first_wave["music"]
     task = run.final
     assert_music_task_shape(task)
@@ -418,7 +418,7 @@ def test_lyrics_task_returns_text_with_sections(first_wave: dict[str, Run]):
 # --------------------------------------------------------------------------- upload and extend
 
 
-def test_upload_audio_task_succeeds_with_one_clip(first_wave: dict[str, Run], gw: GatewayProcess):
+def test_upload_audio_task_succeeds_with_one_clip(first_wave: dict[str, Run], gw: ServedGateway):
     run = first_wave["upload"]
     submitted = run.submitted
     assert_music_task_shape(submitted)
@@ -438,17 +438,17 @@ def test_upload_audio_task_succeeds_with_one_clip(first_wave: dict[str, Run], gw
     assert data == UPLOADED_WAV
 
 
-def test_extend_uploaded_clip(second_wave: dict[str, Run], first_wave: dict[str, Run], gw: GatewayProcess):
+def test_extend_uploaded_clip(second_wave: dict[str, Run], first_wave: dict[str, Run], gw: ServedGateway):
     _assert_extension(second_wave["extend_upload"], first_wave["upload"].final["data"][0]["id"], 1, gw)
 
 
 def test_extend_clip_of_finished_music_task(
-    second_wave: dict[str, Run], first_wave: dict[str, Run], gw: GatewayProcess
+    second_wave: dict[str, Run], first_wave: dict[str, Run], gw: ServedGateway
 ):
     _assert_extension(second_wave["extend_music"], first_wave["music"].final["data"][1]["id"], 2, gw)
 
 
-def _assert_extension(run: Run, source_clip: str, continue_at: int, gw: GatewayProcess) -> None:
+def _assert_extension(run: Run, source_clip: str, continue_at: int, gw: ServedGateway) -> None:
     for task in (run.submitted, run.final):
         assert_music_task_shape(task)
         assert task["action"] == "MUSIC"
@@ -482,7 +482,7 @@ def test_continue_clip_id_in_upper_case_finds_the_clip(first_wave: dict[str, Run
 
 
 def test_extending_an_unreadable_wav_upload_does_not_stall_other_tasks(
-    gateway_factory: Callable[..., GatewayProcess],
+    gateway_factory: Callable[..., ServedGateway],
 ):
     """A float WAV (valid audio the sandbox cannot splice) is uploaded and extended; an
     unrelated task submitted alongside must still finish, and the extension must end."""
@@ -507,7 +507,7 @@ def test_extending_an_unreadable_wav_upload_does_not_stall_other_tasks(
     assert final[extend["task_id"]]["status"] in ("SUCCESS", "FAILURE")
 
 
-def test_task_past_its_deadline_fails_with_timeout(gateway_factory: Callable[..., GatewayProcess]):
+def test_task_past_its_deadline_fails_with_timeout(gateway_factory: Callable[..., ServedGateway]):
     config = {
         **CONFIG,
         "sandbox": {"music_seconds": 60},
@@ -571,16 +571,18 @@ def test_upload_without_file_field_is_400(client: MusicClient):
 
 
 def test_upload_by_loopback_url_is_refused_by_default(client: MusicClient, wav_server: FileServer):
+    earlier = len(wav_server.requests)  # the module's other tests share the server
     res = client.post("/suno/upload/audio", {"url": wav_server.base_url + "/x.wav"})
     assert_error_envelope(res, 400, "url_refused")
     port = wav_server.base_url.rsplit(":", 1)[1]
     res = client.post("/suno/upload/audio", {"url": f"http://localhost:{port}/x.wav"})
     assert_error_envelope(res, 400, "url_refused")
-    assert ("GET", "/x.wav") not in wav_server.requests
+    assert wav_server.requests[earlier:] == []
 
 
-def test_upload_by_url_when_private_addresses_allowed(private_gw: GatewayProcess, wav_server: FileServer):
+def test_upload_by_url_when_private_addresses_allowed(private_gw: ServedGateway, wav_server: FileServer):
     client = MusicClient(private_gw.base_url, private_gw.create_key(name="private"))
+    earlier = len(wav_server.requests)
     res = client.post("/suno/upload/audio", {"url": wav_server.base_url + "/x.wav", "title": "From URL"})
     assert res.status == 200, res.body
     task = res.json()["data"]
@@ -591,11 +593,11 @@ def test_upload_by_url_when_private_addresses_allowed(private_gw: GatewayProcess
     assert final["data"][0]["title"] == "From URL"
     _, data = _download(final["data"][0]["audio_url"])
     assert data == UPLOADED_WAV
-    assert ("GET", "/x.wav") in wav_server.requests
+    assert ("GET", "/x.wav") in wav_server.requests[earlier:]
 
 
 def test_loopback_notify_hook_accepted_and_echoed_when_private_allowed(
-    private_gw: GatewayProcess, wav_server: FileServer
+    private_gw: ServedGateway, wav_server: FileServer
 ):
     client = MusicClient(private_gw.base_url, private_gw.create_key(name="hooked"))
     hook = wav_server.base_url + "/hook"
@@ -676,7 +678,7 @@ def test_fetch_of_another_keys_task_is_404(first_wave: dict[str, Run], other_cli
 # --------------------------------------------------------------------------- auth and permissions
 
 
-def test_missing_key_is_401(gw: GatewayProcess):
+def test_missing_key_is_401(gw: ServedGateway):
     anonymous = MusicClient(gw.base_url, None)
     assert_error_envelope(anonymous.post("/suno/submit/music", MUSIC_REQUEST), 401, "missing_api_key")
     assert_error_envelope(anonymous.get(f"/suno/fetch/{uuid.uuid4()}"), 401, "missing_api_key")
@@ -684,13 +686,13 @@ def test_missing_key_is_401(gw: GatewayProcess):
 
 
 @pytest.mark.parametrize("key", ["not-a-key", "ugk_" + "A" * 49])
-def test_bad_key_is_401(gw: GatewayProcess, key: str):
+def test_bad_key_is_401(gw: ServedGateway, key: str):
     bad = MusicClient(gw.base_url, key)
     assert_error_envelope(bad.post("/suno/submit/music", MUSIC_REQUEST), 401, "invalid_api_key")
     assert_error_envelope(bad.post("/suno/submit/lyrics", LYRICS_REQUEST), 401, "invalid_api_key")
 
 
-def test_revoked_key_is_401(gw: GatewayProcess):
+def test_revoked_key_is_401(gw: ServedGateway):
     record = gw.create_key_record(name="music-revoked")
     revoked = MusicClient(gw.base_url, record["key"])
     assert revoked.submit(MUSIC_REQUEST)["status"] == "SUBMITTED"
@@ -698,7 +700,7 @@ def test_revoked_key_is_401(gw: GatewayProcess):
     assert_error_envelope(revoked.post("/suno/submit/music", MUSIC_REQUEST), 401)
 
 
-def test_key_restricted_to_other_model_is_403(gw: GatewayProcess):
+def test_key_restricted_to_other_model_is_403(gw: ServedGateway):
     limited = MusicClient(gw.base_url, gw.create_key(name="v35-only", models=["chirp-v3-5"]))
     assert_error_envelope(limited.post("/suno/submit/music", MUSIC_REQUEST), 403, "model_not_allowed")
     # Omitting mv means the default model (chirp-v4), which this key may not use either.
@@ -709,7 +711,7 @@ def test_key_restricted_to_other_model_is_403(gw: GatewayProcess):
     assert all(clip["model_name"] == "chirp-v3-5" for clip in allowed["data"])
 
 
-def test_key_without_music_family_is_403(gw: GatewayProcess):
+def test_key_without_music_family_is_403(gw: ServedGateway):
     text_only = MusicClient(gw.base_url, gw.create_key(name="text-only", families=["text"]))
     for res in (
         text_only.post("/suno/submit/music", MUSIC_REQUEST),
@@ -834,7 +836,7 @@ def test_odd_fetch_paths_and_methods_never_500(client: MusicClient):
     assert_error_envelope(res, 405)
 
 
-def test_server_log_has_no_unhandled_errors(gw: GatewayProcess, first_wave: dict[str, Run]):
+def test_server_log_has_no_unhandled_errors(gw: ServedGateway, first_wave: dict[str, Run]):
     log = gw.log()
     assert "unhandled error" not in log
     assert "Traceback" not in log

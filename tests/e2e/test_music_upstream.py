@@ -27,8 +27,8 @@ from tests.support.fake_suno import (
     WEIRD,
     FakeSuno,
 )
-from tests.support.gateway import GatewayProcess
 from tests.support.net import HTTPResult, http
+from tests.support.served import ServedGateway
 
 PRICE = 0.5
 TERMINAL = ("SUCCESS", "FAILURE")
@@ -76,7 +76,7 @@ def _until(check: Callable[[], T | None], what: str, timeout: float = 10.0, step
 class Music:
     """A music-family client of one gateway with one key."""
 
-    def __init__(self, gw: GatewayProcess, key: str) -> None:
+    def __init__(self, gw: ServedGateway, key: str) -> None:
         self.gw = gw
         self.headers = {"Authorization": f"Bearer {key}"}
 
@@ -105,23 +105,23 @@ class Music:
         return _until(check, f"task {task_id} to be {status}", timeout)
 
 
-def _admin_task(gw: GatewayProcess, task_id: str) -> dict[str, Any]:
+def _admin_task(gw: ServedGateway, task_id: str) -> dict[str, Any]:
     res = gw.admin("GET", f"/admin/tasks/{task_id}")
     assert res.status == 200, res.body
     return dict(res.json())
 
 
-def _ledger(gw: GatewayProcess, task_id: str) -> list[tuple[str, float]]:
+def _ledger(gw: ServedGateway, task_id: str) -> list[tuple[str, float]]:
     return sorted((e["kind"], e["amount"]) for e in _admin_task(gw, task_id)["ledger"])
 
 
-def _db(gw: GatewayProcess, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+def _db(gw: ServedGateway, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     path = gw.workdir / "data" / "unigate.db"
     with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as conn:
         return conn.execute(sql, args).fetchall()
 
 
-def _nothing_recorded_for(gw: GatewayProcess, key_id: str) -> None:
+def _nothing_recorded_for(gw: ServedGateway, key_id: str) -> None:
     assert _db(gw, "SELECT id FROM tasks WHERE key_id = ?", key_id) == []
     assert _db(gw, "SELECT kind, amount FROM billing_ledger WHERE key_id = ?", key_id) == []
 
@@ -139,8 +139,8 @@ def shared_fake() -> Iterator[FakeSuno]:
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory, shared_fake: FakeSuno) -> Iterator[GatewayProcess]:
-    with GatewayProcess(tmp_path_factory.mktemp("music"), config=_config(shared_fake)) as gw:
+def shared(tmp_path_factory: pytest.TempPathFactory, shared_fake: FakeSuno) -> Iterator[ServedGateway]:
+    with ServedGateway(tmp_path_factory.mktemp("music"), config=_config(shared_fake)) as gw:
         yield gw
 
 
@@ -156,7 +156,7 @@ def relay(shared_fake: FakeSuno) -> Iterator[FakeSuno]:
     [("id", "chirp-v4", "chirp-v4"), ("record", "chirp-v3-5", "chirp-v3-5-upstream")],
 )
 def test_full_lifecycle(
-    shared: GatewayProcess, relay: FakeSuno, shape: str, mv: str, upstream_mv: str
+    shared: ServedGateway, relay: FakeSuno, shape: str, mv: str, upstream_mv: str
 ) -> None:
     relay.reset(submit_shape=shape, manual=True)
     music = Music(shared, shared.create_key())
@@ -221,7 +221,7 @@ def test_full_lifecycle(
 
 
 @pytest.mark.parametrize("shape", ["id", "record"])
-def test_continuation_sends_the_upstream_clip_id(shared: GatewayProcess, relay: FakeSuno, shape: str) -> None:
+def test_continuation_sends_the_upstream_clip_id(shared: ServedGateway, relay: FakeSuno, shape: str) -> None:
     relay.reset(submit_shape=shape)
     music = Music(shared, shared.create_key())
     first = music.submit_ok({**SONG, "mv": "chirp-v4"})
@@ -242,7 +242,7 @@ def test_continuation_sends_the_upstream_clip_id(shared: GatewayProcess, relay: 
     music.wait(follow["task_id"], "SUCCESS")
 
 
-def test_continuation_keeps_the_routes_upstream_model(shared: GatewayProcess, relay: FakeSuno) -> None:
+def test_continuation_keeps_the_routes_upstream_model(shared: ServedGateway, relay: FakeSuno) -> None:
     """A continuation is pinned to the clip's provider, but must still send the route's mapped
     upstream model (`chirp-v3-5` -> `chirp-v3-5-upstream`), like the original submit did."""
     music = Music(shared, shared.create_key())
@@ -259,7 +259,7 @@ def test_continuation_keeps_the_routes_upstream_model(shared: GatewayProcess, re
 
 @pytest.mark.parametrize(("script", "reason"), [("fail", FAIL_REASON), ("clip_error", CLIP_ERROR)])
 def test_failure_is_refunded_exactly_once(
-    shared: GatewayProcess, relay: FakeSuno, script: str, reason: str
+    shared: ServedGateway, relay: FakeSuno, script: str, reason: str
 ) -> None:
     relay.reset(script=script)
     key = shared.create_key_record(budget=PRICE)
@@ -283,7 +283,7 @@ def test_failure_is_refunded_exactly_once(
     assert music.submit({**SONG, "mv": "chirp-v4"}).status == 200
 
 
-def test_rejected_submit_is_relayed_and_not_charged(shared: GatewayProcess, relay: FakeSuno) -> None:
+def test_rejected_submit_is_relayed_and_not_charged(shared: ServedGateway, relay: FakeSuno) -> None:
     relay.reset(submit_reject=True)
     key = shared.create_key_record(budget=PRICE)
     music = Music(shared, key["key"])
@@ -300,7 +300,7 @@ def test_rejected_submit_is_relayed_and_not_charged(shared: GatewayProcess, rela
     assert music.submit({**SONG, "mv": "chirp-v4"}).status == 200
 
 
-def test_submit_500_answers_502(shared: GatewayProcess, relay: FakeSuno) -> None:
+def test_submit_500_answers_502(shared: ServedGateway, relay: FakeSuno) -> None:
     relay.reset(submit_status=500)
     key = shared.create_key_record()
     res = Music(shared, key["key"]).submit({**SONG, "mv": "chirp-v4"})
@@ -311,7 +311,7 @@ def test_submit_500_answers_502(shared: GatewayProcess, relay: FakeSuno) -> None
     _nothing_recorded_for(shared, key["id"])
 
 
-def test_unknown_upstream_status_does_not_end_the_task(shared: GatewayProcess, relay: FakeSuno) -> None:
+def test_unknown_upstream_status_does_not_end_the_task(shared: ServedGateway, relay: FakeSuno) -> None:
     relay.reset(script="unknown", unknown_stages=4)
     music = Music(shared, shared.create_key())
     task_id = music.submit_ok({**SONG, "mv": "chirp-v4"})["task_id"]
@@ -334,7 +334,7 @@ def test_unknown_upstream_status_does_not_end_the_task(shared: GatewayProcess, r
     assert _ledger(shared, task_id) == [("reserve", PRICE)]
 
 
-def test_polls_are_batched_and_stop_when_done(shared: GatewayProcess, relay: FakeSuno) -> None:
+def test_polls_are_batched_and_stop_when_done(shared: ServedGateway, relay: FakeSuno) -> None:
     relay.reset(fetches_per_stage=2)
     music = Music(shared, shared.create_key())
     task_ids = [
@@ -353,7 +353,7 @@ def test_polls_are_batched_and_stop_when_done(shared: GatewayProcess, relay: Fak
     assert len(after) == len(ours), "finished tasks are never polled again"
 
 
-def test_lyrics_task(shared: GatewayProcess, relay: FakeSuno) -> None:
+def test_lyrics_task(shared: ServedGateway, relay: FakeSuno) -> None:
     music = Music(shared, shared.create_key())
     task_id = music.submit_ok({"prompt": "a song about green tests"}, action="lyrics")["task_id"]
     sent = relay.submits()[-1]
@@ -366,7 +366,7 @@ def test_lyrics_task(shared: GatewayProcess, relay: FakeSuno) -> None:
 # --- tests that need their own gateway -------------------------------------------------------
 
 
-def test_falls_back_to_the_second_relay(gateway_factory: Callable[..., GatewayProcess]) -> None:
+def test_falls_back_to_the_second_relay(gateway_factory: Callable[..., ServedGateway]) -> None:
     with FakeSuno(submit_status=500) as broken, FakeSuno(api_key="sk-relay2") as second:
         gw = gateway_factory(_config(broken, second))
         music = Music(gw, gw.create_key())
@@ -381,7 +381,7 @@ def test_falls_back_to_the_second_relay(gateway_factory: Callable[..., GatewayPr
         assert _ledger(gw, task_id) == [("reserve", PRICE)]
 
 
-def test_stalled_task_times_out_and_is_refunded_once(gateway_factory: Callable[..., GatewayProcess]) -> None:
+def test_stalled_task_times_out_and_is_refunded_once(gateway_factory: Callable[..., ServedGateway]) -> None:
     with FakeSuno(script="stall") as fake:
         gw = gateway_factory(_config(fake, deadline=4))
         music = Music(gw, gw.create_key())
@@ -403,8 +403,8 @@ def test_stalled_task_times_out_and_is_refunded_once(gateway_factory: Callable[.
 
 def _restart(tmp_path: Path, fake: FakeSuno, in_flight_poll: bool) -> None:
     config = _config(fake)
-    first = GatewayProcess(tmp_path, config=config).start()
-    second: GatewayProcess | None = None
+    first = ServedGateway(tmp_path, config=config).start()
+    second: ServedGateway | None = None
     try:
         key = first.create_key()
         music = Music(first, key)
@@ -420,7 +420,7 @@ def _restart(tmp_path: Path, fake: FakeSuno, in_flight_poll: bool) -> None:
         fake.fetch_delay = 0.0
         assert fake.advance(up, 2) == "complete"
 
-        second = GatewayProcess(tmp_path, config=config).start()
+        second = ServedGateway(tmp_path, config=config).start()
         try:
             record = Music(second, key).wait(task_id, "SUCCESS", timeout=8)
         except AssertionError as exc:

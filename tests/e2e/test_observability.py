@@ -27,6 +27,8 @@ from tests.support.net import HTTPResult, http
 from tests.support.otlp_collector import OTLPCollector
 from tests.support.receiver import WebhookReceiver
 
+pytestmark = pytest.mark.process
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 METRICS_TOKEN = "mt_" + secrets.token_hex(12)
 IN, OUT = 1000.0, 2000.0  # fallback-chat's prices per million tokens

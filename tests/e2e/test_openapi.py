@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.gateway import ADMIN_KEY, GatewayProcess
+from tests.support.gateway import ADMIN_KEY
 from tests.support.net import http
 from tests.support.schemathesis_hooks import PROTECTED_KEY_ENV
+from tests.support.served import ServedGateway
 
 ROOT = Path(__file__).resolve().parents[2]
 VENDOR = ROOT / "src" / "unigate" / "web" / "vendor" / "swagger-ui-dist"
@@ -50,16 +51,16 @@ CHECKS = (
 
 
 @pytest.fixture(scope="module")
-def fuzz_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def fuzz_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     """The sandbox with jobs that never finish during the run: schemathesis submits hundreds of
     music and video tasks, and rendering them (x264, audio synthesis) would only compete with
     the run for the CPU. Finished records are checked against the document separately."""
     config = {"sandbox": {"enabled": True, "music_seconds": 3600, "task_seconds": 3600}}
-    with GatewayProcess(tmp_path_factory.mktemp("fuzz"), config=config) as gw:
+    with ServedGateway(tmp_path_factory.mktemp("fuzz"), config=config) as gw:
         yield gw
 
 
-def test_openapi_json_is_served(sandbox_gateway: GatewayProcess) -> None:
+def test_openapi_json_is_served(sandbox_gateway: ServedGateway) -> None:
     res = http("GET", sandbox_gateway.base_url + "/openapi.json")
     assert res.status == 200
     assert res.headers["content-type"] == "application/json"
@@ -70,7 +71,7 @@ def test_openapi_json_is_served(sandbox_gateway: GatewayProcess) -> None:
     assert http("GET", sandbox_gateway.base_url + "/openapi.json").body == res.body
 
 
-def test_docs_page_runs_no_inline_script(sandbox_gateway: GatewayProcess) -> None:
+def test_docs_page_runs_no_inline_script(sandbox_gateway: ServedGateway) -> None:
     res = http("GET", sandbox_gateway.base_url + "/docs")
     assert res.status == 200
     assert res.headers["content-type"] == "text/html; charset=utf-8"
@@ -94,7 +95,7 @@ def test_docs_page_runs_no_inline_script(sandbox_gateway: GatewayProcess) -> Non
     assert http("GET", sandbox_gateway.base_url + "/docs/assets/VERSION").status == 404
 
 
-def test_readme_example(sandbox_gateway: GatewayProcess, tmp_path: Path) -> None:
+def test_readme_example(sandbox_gateway: ServedGateway, tmp_path: Path) -> None:
     section = README.read_text().split("\n## API description\n", 1)[1].split("\n## ", 1)[0]
     [shell] = re.findall(r"```sh\n(.*?)```", section, re.S)
     script = shell.replace("http://127.0.0.1:8000", sandbox_gateway.base_url)
@@ -103,7 +104,7 @@ def test_readme_example(sandbox_gateway: GatewayProcess, tmp_path: Path) -> None
     assert (version, word) == ("1.0.0", "paths") and int(paths) > 50
 
 
-def _config(gw: GatewayProcess, key: str, workdir: Path) -> Path:
+def _config(gw: ServedGateway, key: str, workdir: Path) -> Path:
     checks = "\n".join(f"[checks.{name}]\nenabled = true" for name in CHECKS)
     text = f"""
 base-url = "{gw.base_url}"
@@ -166,7 +167,8 @@ def _summary(report: dict[str, Any], output: str) -> str:
     )
 
 
-def test_schemathesis_every_operation(fuzz_gateway: GatewayProcess, tmp_path: Path) -> None:
+@pytest.mark.fuzz
+def test_schemathesis_every_operation(fuzz_gateway: ServedGateway, tmp_path: Path) -> None:
     record = fuzz_gateway.create_key_record(name="schemathesis")  # no rate limit, no budget
     key, key_id = record["key"], record["id"]
     config = _config(fuzz_gateway, key, tmp_path)

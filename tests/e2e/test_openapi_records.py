@@ -17,6 +17,8 @@ from schemathesis.core.transport import Response
 from tests.support.gateway import ADMIN_KEY, GatewayProcess
 from tests.support.media_fixtures import encode_tone, make_image, make_mask
 
+pytestmark = pytest.mark.fuzz
+
 CONFIG = {"sandbox": {"enabled": True, "music_seconds": 2, "task_seconds": 1.5}}
 Call = Callable[..., Response]
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.gateway import GatewayProcess
 from tests.support.net import HTTPResult, http
+from tests.support.served import ServedGateway
 
 IMAGE_PATHS = [
     "/v1beta/models/sandbox-image:generateContent",
@@ -22,7 +22,7 @@ IMAGE_PATHS = [
 CONTENTS = [{"role": "user", "parts": [{"text": "a lighthouse"}]}]
 
 
-def _gemini(gw: GatewayProcess, key: str, path: str, body: dict[str, Any]) -> HTTPResult:
+def _gemini(gw: ServedGateway, key: str, path: str, body: dict[str, Any]) -> HTTPResult:
     return http("POST", gw.base_url + path, body, {"x-goog-api-key": key})
 
 
@@ -50,13 +50,13 @@ def _refused_in_gemini_shape(res: HTTPResult) -> None:
     ],
 )
 def test_text_key_gets_no_image_output(
-    sandbox_gateway: GatewayProcess, path: str, config: dict[str, Any]
+    sandbox_gateway: ServedGateway, path: str, config: dict[str, Any]
 ) -> None:
     key = sandbox_gateway.create_key(families=["text"])
     _refused_in_gemini_shape(_gemini(sandbox_gateway, key, path, {"contents": CONTENTS, **config}))
 
 
-def test_text_key_same_as_images_endpoint(sandbox_gateway: GatewayProcess) -> None:
+def test_text_key_same_as_images_endpoint(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(families=["text"])
     res = http(
         "POST",
@@ -67,7 +67,7 @@ def test_text_key_same_as_images_endpoint(sandbox_gateway: GatewayProcess) -> No
     assert res.status == 403 and res.json()["error"]["code"] == "family_not_allowed"
 
 
-def test_audio_output_needs_audio(sandbox_gateway: GatewayProcess) -> None:
+def test_audio_output_needs_audio(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(families=["text"])
     for config in (
         {"generationConfig": {"responseModalities": ["AUDIO"]}},
@@ -93,7 +93,7 @@ def test_audio_output_needs_audio(sandbox_gateway: GatewayProcess) -> None:
         assert res.json()["error"]["code"] == "family_not_allowed"
 
 
-def test_unknown_modality_is_refused_not_guessed(sandbox_gateway: GatewayProcess) -> None:
+def test_unknown_modality_is_refused_not_guessed(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(families=["text"])
     res = _gemini(
         sandbox_gateway,
@@ -104,7 +104,7 @@ def test_unknown_modality_is_refused_not_guessed(sandbox_gateway: GatewayProcess
     assert res.status == 400 and res.json()["error"]["status"] == "INVALID_ARGUMENT"
 
 
-def test_text_key_keeps_text(sandbox_gateway: GatewayProcess) -> None:
+def test_text_key_keeps_text(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(families=["text"])
     for path in ("/v1beta/models/sandbox-chat:generateContent", "/v1/models/sandbox-chat:generateContent"):
         for config in ({}, {"generationConfig": {"responseModalities": ["TEXT"]}}):
@@ -117,7 +117,7 @@ def test_text_key_keeps_text(sandbox_gateway: GatewayProcess) -> None:
     assert res.status == 200, res.body
 
 
-def test_image_key_gets_image_output_but_not_text(sandbox_gateway: GatewayProcess) -> None:
+def test_image_key_gets_image_output_but_not_text(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key(families=["image"])
     body = {"contents": CONTENTS, "generationConfig": {"responseModalities": ["TEXT", "IMAGE"]}}
     res = _gemini(sandbox_gateway, key, "/v1beta/models/sandbox-image:generateContent", body)
@@ -129,7 +129,7 @@ def test_image_key_gets_image_output_but_not_text(sandbox_gateway: GatewayProces
     assert res.status == 403 and res.json()["error"]["status"] == "PERMISSION_DENIED"
 
 
-def test_model_of_another_family_needs_it(sandbox_gateway: GatewayProcess) -> None:
+def test_model_of_another_family_needs_it(sandbox_gateway: ServedGateway) -> None:
     """An image model reached through a text path still needs `image`."""
     key = sandbox_gateway.create_key(families=["text"])
     res = _gemini(
@@ -143,7 +143,7 @@ def test_model_of_another_family_needs_it(sandbox_gateway: GatewayProcess) -> No
     assert res.status == 403 and res.json()["error"]["code"] == "family_not_allowed"
 
 
-def test_veo_needs_video(sandbox_gateway: GatewayProcess) -> None:
+def test_veo_needs_video(sandbox_gateway: ServedGateway) -> None:
     body = {"instances": [{"prompt": "a paper boat"}], "parameters": {"durationSeconds": 1}}
     for version in ("v1beta", "v1"):
         path = f"/{version}/models/veo-3.0-generate-001:predictLongRunning"

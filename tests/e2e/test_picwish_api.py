@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 from PIL import Image, ImageChops, ImageDraw, ImageFont
 
-from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import make_image
 from tests.support.net import HTTPResult, http
+from tests.support.readme import code_blocks, section, shell_commands
 from tests.support.receiver import WebhookReceiver
+from tests.support.served import ServedGateway
 from tests.support.task_client import FileServer, Polled, TaskClient, multipart, poll_until
 from tests.support.video import sandbox_config
 
@@ -32,24 +33,24 @@ BACKGROUND = (70, 130, 180)
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     config = sandbox_config(2.0)
     config["tasks"] = {**config["tasks"], "poll_interval": 0.2}
     for model in config["models"]:
         if model["name"] == "picwish/segmentation":
             model["price_per_call"] = PRICE
     env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}
-    with GatewayProcess(Path(tmp_path_factory.mktemp("picwish")), config=config, env=env) as g:
+    with ServedGateway(Path(tmp_path_factory.mktemp("picwish")), config=config, env=env) as g:
         yield g
 
 
 @pytest.fixture(scope="module")
-def key_record(gw: GatewayProcess) -> dict[str, Any]:
+def key_record(gw: ServedGateway) -> dict[str, Any]:
     return gw.create_key_record(name="picwish")
 
 
 @pytest.fixture(scope="module")
-def client(gw: GatewayProcess, key_record: dict[str, Any]) -> TaskClient:
+def client(gw: ServedGateway, key_record: dict[str, Any]) -> TaskClient:
     return TaskClient(gw.base_url, {"X-API-KEY": key_record["key"]})
 
 
@@ -203,7 +204,7 @@ def test_image_url_sync_and_signed_callbacks(client: TaskClient, key_record: dic
         assert deliveries[-1].body == query  # the callback body is the query's body
 
 
-def test_an_undecodable_image_fails_the_task_and_is_refunded(gw: GatewayProcess, client: TaskClient) -> None:
+def test_an_undecodable_image_fails_the_task_and_is_refunded(gw: ServedGateway, client: TaskClient) -> None:
     broken = b"\x89PNG\r\n\x1a\n" + b"\x00" * 200  # PNG's signature, then nothing decodable
     polled = _run(client, "/api/tasks/visual/segmentation", {}, broken)
     data = polled.final["data"]
@@ -212,7 +213,7 @@ def test_an_undecodable_image_fails_the_task_and_is_refunded(gw: GatewayProcess,
     assert sorted((e["kind"], e["amount"]) for e in ledger) == [("refund", PRICE), ("reserve", PRICE)]
 
 
-def test_a_task_is_found_only_through_its_tool_and_key(gw: GatewayProcess, client: TaskClient) -> None:
+def test_a_task_is_found_only_through_its_tool_and_key(gw: ServedGateway, client: TaskClient) -> None:
     res = _create(client, "/api/tasks/visual/scale", {}, make_image(20, 20))
     task_id = res.json()["data"]["task_id"]
     key = client.headers["X-API-KEY"]
@@ -230,7 +231,7 @@ def test_a_task_is_found_only_through_its_tool_and_key(gw: GatewayProcess, clien
     assert vidu.status == 404 and vidu.json()["reason"] == "TaskNotFound"
 
 
-def test_keys_by_x_api_key_or_bearer_and_the_visual_family(gw: GatewayProcess, client: TaskClient) -> None:
+def test_keys_by_x_api_key_or_bearer_and_the_visual_family(gw: ServedGateway, client: TaskClient) -> None:
     body, content_type = multipart(
         {"scale_factor": "1"}, {"image_file": ("a.png", make_image(8, 8), "image/png")}
     )
@@ -294,7 +295,7 @@ def test_bad_input_is_a_4xx_in_picwishs_shape(client: TaskClient) -> None:
     assert plain.status == 400 and set(plain.json()) == {"status", "message"}
 
 
-def test_an_unsafe_callback_url_is_refused(sandbox_gateway: GatewayProcess) -> None:
+def test_an_unsafe_callback_url_is_refused(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key()
     for hook in ("http://127.0.0.1:9/hook", "http://169.254.169.254/latest", "gopher://example.com/"):
         body, content_type = multipart(
@@ -317,7 +318,7 @@ def fake_picwish() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def upstream_gw(tmp_path_factory: pytest.TempPathFactory, fake_picwish: Any) -> Iterator[GatewayProcess]:
+def upstream_gw(tmp_path_factory: pytest.TempPathFactory, fake_picwish: Any) -> Iterator[ServedGateway]:
     provider = {
         "name": "pw",
         "protocol": "picwish",
@@ -329,17 +330,18 @@ def upstream_gw(tmp_path_factory: pytest.TempPathFactory, fake_picwish: Any) -> 
         "models": [{"name": "picwish/*", "price_per_call": PRICE, "routes": [{"provider": "pw"}]}],
         "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.5},
     }
-    with GatewayProcess(Path(tmp_path_factory.mktemp("picwish-upstream")), config=config) as g:
+    with ServedGateway(Path(tmp_path_factory.mktemp("picwish-upstream")), config=config) as g:
         yield g
 
 
 @pytest.fixture(scope="module")
-def upstream_client(upstream_gw: GatewayProcess) -> TaskClient:
+def upstream_client(upstream_gw: ServedGateway) -> TaskClient:
     return TaskClient(upstream_gw.base_url, {"X-API-KEY": upstream_gw.create_key()})
 
 
 def test_tools_through_a_picwish_upstream(upstream_client: TaskClient, fake_picwish: Any) -> None:
     fake_picwish.reset()
+    earlier = len(fake_picwish.submits())  # the module's other tests share the fake
     upload = _subject()
     segmented = _run(
         upstream_client, "/api/tasks/visual/segmentation", {"output_type": "1", "crop": "1"}, upload
@@ -348,7 +350,7 @@ def test_tools_through_a_picwish_upstream(upstream_client: TaskClient, fake_picw
     assert data["state"] == 1 and 4 in segmented.states
     assert data["image"].startswith(fake_picwish.root + "/files/") and data["mask"].endswith("-mask.png")
     assert _image(data["image"]).format == "PNG"
-    [submit] = fake_picwish.submits()
+    [submit] = fake_picwish.submits()[earlier:]
     assert submit.headers["x-api-key"] == "pw-secret" and submit.files["image_file"][0].size == len(upload)
     assert submit.fields["output_type"] == ["1"] and submit.fields["crop"] == ["1"]
     res = _create(upstream_client, "/api/tasks/document/ocr", {"sync": "1", "format": "docx"}, _words_image())
@@ -357,7 +359,7 @@ def test_tools_through_a_picwish_upstream(upstream_client: TaskClient, fake_picw
 
 
 def test_an_upstream_failure_is_minus_one_with_its_reason_and_refunded_once(
-    upstream_gw: GatewayProcess, upstream_client: TaskClient, fake_picwish: Any
+    upstream_gw: ServedGateway, upstream_client: TaskClient, fake_picwish: Any
 ) -> None:
     fake_picwish.reset(script="fail", fail_reason="The image has no subject.")
     polled = _run(upstream_client, "/api/tasks/visual/scale", {"scale_factor": "4"}, make_image(40, 40))
@@ -372,12 +374,16 @@ def test_an_upstream_failure_is_minus_one_with_its_reason_and_refunded_once(
 
 
 # The README's curl example, run as written (against this gateway's address, photo.jpg made here).
-README_CURL = """curl -s http://127.0.0.1:8000/api/tasks/visual/segmentation -H "X-API-KEY: $KEY" \\
-  -F image_file=@photo.jpg -F output_type=1 -F sync=1"""
+[README_CURL] = [
+    command
+    for block in code_blocks(section("Sound effects, lip sync and visual tools"), "sh")
+    for command in shell_commands(block)
+    if "/api/tasks/visual/segmentation" in command
+]
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl command")
-def test_the_readme_curl_example(gw: GatewayProcess, client: TaskClient, tmp_path: Path) -> None:
+def test_the_readme_curl_example(gw: ServedGateway, client: TaskClient, tmp_path: Path) -> None:
     photo = Image.open(io.BytesIO(_subject())).convert("RGB")
     photo.save(tmp_path / "photo.jpg", "JPEG", quality=95)
     command = README_CURL.replace("http://127.0.0.1:8000", gw.base_url)

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.gateway import GatewayProcess, serve_refused
+from tests.support.gateway import serve_refused
 from tests.support.net import free_port, http
+from tests.support.served import ServedGateway
 from unigate.config import check_public_url
 
 EVIL = {"Host": "evil.example", "X-Forwarded-Host": "evil.example"}
@@ -25,7 +26,7 @@ CONFIG: dict[str, Any] = {
 }
 
 
-def _links(gw: GatewayProcess) -> list[str]:
+def _links(gw: ServedGateway) -> list[str]:
     """Every kind of link the gateway makes, each asked for with a forged Host header."""
     key = gw.create_key()
     auth = {"Authorization": f"Bearer {key}", **EVIL}
@@ -84,7 +85,7 @@ def _links(gw: GatewayProcess) -> list[str]:
 
 
 def test_a_forged_host_never_reaches_a_link(tmp_path: Path) -> None:
-    with GatewayProcess(tmp_path, config=CONFIG) as gw:
+    with ServedGateway(tmp_path, config=CONFIG) as gw:
         links = _links(gw)
         assert links and all(link.startswith(gw.base_url + "/") for link in links), links
         assert not any("evil" in link for link in links)
@@ -92,7 +93,7 @@ def test_a_forged_host_never_reaches_a_link(tmp_path: Path) -> None:
 
 
 def test_configured_public_url_is_used(tmp_path: Path) -> None:
-    with GatewayProcess(tmp_path, config={**CONFIG, "public_url": "https://gw.example.com/"}) as gw:
+    with ServedGateway(tmp_path, config={**CONFIG, "public_url": "https://gw.example.com/"}) as gw:
         links = _links(gw)
         assert all(link.startswith("https://gw.example.com/") for link in links), links
         assert any(link.startswith("https://gw.example.com/media/") for link in links)
@@ -102,7 +103,7 @@ def test_configured_public_url_is_used(tmp_path: Path) -> None:
 
 def test_the_environment_wins_over_the_file(tmp_path: Path) -> None:
     env = {"UNIGATE_PUBLIC_URL": "http://gw.internal:8443/unigate"}
-    with GatewayProcess(tmp_path, config={**CONFIG, "public_url": "https://gw.example.com"}, env=env) as gw:
+    with ServedGateway(tmp_path, config={**CONFIG, "public_url": "https://gw.example.com"}, env=env) as gw:
         key = gw.create_key()
         res = http(
             "POST",
@@ -129,6 +130,7 @@ def test_good_values_are_normalised() -> None:
     assert check_public_url("http://[::1]:8000/base/") == "http://[::1]:8000/base"
 
 
+@pytest.mark.process
 def test_serve_refuses_a_bad_public_url(tmp_path: Path) -> None:
     _, proc = serve_refused(tmp_path, "public_url: ftp://gw.example.com\n")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

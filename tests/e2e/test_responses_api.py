@@ -19,8 +19,8 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from tests.support.gateway import GatewayProcess
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 WEATHER = {
@@ -37,13 +37,13 @@ WEATHER = {
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    with GatewayProcess(Path(tmp_path_factory.mktemp("responses"))) as gateway:
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
+    with ServedGateway(Path(tmp_path_factory.mktemp("responses"))) as gateway:
         yield gateway
 
 
 @pytest.fixture(scope="module")
-def client(gw: GatewayProcess) -> openai.OpenAI:
+def client(gw: ServedGateway) -> openai.OpenAI:
     return openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
 
 
@@ -142,7 +142,7 @@ def test_delete_and_missing_ids(client: openai.OpenAI) -> None:
         client.responses.retrieve(unstored.id)
 
 
-def test_another_keys_response_is_not_found(gw: GatewayProcess, client: openai.OpenAI) -> None:
+def test_another_keys_response_is_not_found(gw: ServedGateway, client: openai.OpenAI) -> None:
     resp = client.responses.create(model="sandbox-chat", input="Mine")
     other = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(name="other"), max_retries=0)
     for call in (
@@ -182,7 +182,7 @@ def test_unhonoured_fields_are_named_in_a_header(client: openai.OpenAI) -> None:
     assert "x-unigate-dropped-fields" not in plain.headers
 
 
-def test_bad_requests_in_openai_shape(gw: GatewayProcess, client: openai.OpenAI) -> None:
+def test_bad_requests_in_openai_shape(gw: ServedGateway, client: openai.OpenAI) -> None:
     key = client.api_key
     for body, param in (
         ({"input": "x"}, "model"),
@@ -204,7 +204,7 @@ def test_bad_requests_in_openai_shape(gw: GatewayProcess, client: openai.OpenAI)
     assert res.status == 404 and res.json()["error"]["code"] == "model_not_found"
 
 
-def _usage(gw: GatewayProcess, key_id: str) -> dict[str, Any]:
+def _usage(gw: ServedGateway, key_id: str) -> dict[str, Any]:
     deadline = time.monotonic() + 10
     while True:
         rows = gw.admin("GET", "/admin/usage?group_by=key,endpoint").json()["data"]
@@ -214,7 +214,7 @@ def _usage(gw: GatewayProcess, key_id: str) -> dict[str, Any]:
         time.sleep(0.2)
 
 
-def test_usage_is_counted_like_chat(gw: GatewayProcess) -> None:
+def test_usage_is_counted_like_chat(gw: ServedGateway) -> None:
     record = gw.create_key_record(name="counted")
     client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=record["key"], max_retries=0)
     resp = client.responses.create(model="sandbox-chat", input="Count me")
@@ -232,11 +232,11 @@ def test_usage_is_counted_like_chat(gw: GatewayProcess) -> None:
 
 
 def test_a_second_gateway_process_continues_the_conversation(
-    gw: GatewayProcess, client: openai.OpenAI, tmp_path: Path
+    gw: ServedGateway, client: openai.OpenAI, tmp_path: Path
 ) -> None:
     first = client.responses.create(model="sandbox-chat", input="My name is Grace")
     database = f"sqlite:///{gw.workdir / 'data' / 'unigate.db'}"
-    with GatewayProcess(tmp_path, env={"UNIGATE_DATABASE_URL": database}) as second:
+    with ServedGateway(tmp_path, env={"UNIGATE_DATABASE_URL": database}) as second:
         there = openai.OpenAI(base_url=second.base_url + "/v1", api_key=client.api_key, max_retries=0)
         two = there.responses.create(model="sandbox-chat", input="Second turn", previous_response_id=first.id)
         assert "turn 2" in two.output_text
@@ -244,7 +244,7 @@ def test_a_second_gateway_process_continues_the_conversation(
     assert "turn 3" in three.output_text
 
 
-def test_the_readme_example(gw: GatewayProcess, client: openai.OpenAI) -> None:
+def test_the_readme_example(gw: ServedGateway, client: openai.OpenAI) -> None:
     section = README.read_text().split("\n## Responses API\n", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"```python\n(.*?)```", section, re.S)
     code = block.replace("http://127.0.0.1:8000", gw.base_url).replace('"ugk_..."', repr(client.api_key))

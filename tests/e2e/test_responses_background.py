@@ -18,13 +18,14 @@ import pytest
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_openai_responses import FakeOpenAIResponses
 from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 SLOW_WORDS = "one two three four five six seven eight nine ten"
 
 
 @dataclass
 class Setup:
-    gw: GatewayProcess
+    gw: ServedGateway
     client: openai.OpenAI
     slow: FakeOpenAI
     native: FakeOpenAIResponses
@@ -53,7 +54,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                 {"name": "native-chat", "routes": [{"provider": "native", "model": "gpt-native"}]},
             ],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("responses-bg")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("responses-bg")), config=config) as gw:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
             yield Setup(gw, client, slow, native)
 
@@ -180,7 +181,7 @@ def test_another_process_fetches_and_cancels_it(up: Setup, tmp_path: Path) -> No
     up.slow.slow_seconds = 1.0  # a 10 s run: still running when the second process is up
     accepted = up.client.responses.create(model="slow-chat", input="Across processes", background=True)
     database = f"sqlite:///{up.gw.workdir / 'data' / 'unigate.db'}"
-    with GatewayProcess(tmp_path, env={"UNIGATE_DATABASE_URL": database}) as second:
+    with ServedGateway(tmp_path, env={"UNIGATE_DATABASE_URL": database}) as second:
         there = openai.OpenAI(base_url=second.base_url + "/v1", api_key=up.client.api_key, max_retries=0)
         deadline = time.monotonic() + 10
         while there.responses.retrieve(accepted.id).status != "in_progress":
@@ -196,6 +197,7 @@ def test_another_process_fetches_and_cancels_it(up: Setup, tmp_path: Path) -> No
     assert up.client.responses.retrieve(accepted.id).status == "cancelled"
 
 
+@pytest.mark.process
 def test_a_dead_workers_response_is_run_again_by_another_process(up: Setup, tmp_path: Path) -> None:
     """kill -9 of the process running a background response: another process sharing the
     database claims it when the lease lapses and runs it to completion."""

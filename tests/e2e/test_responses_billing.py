@@ -21,6 +21,8 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_openai_responses import FakeOpenAIResponses
 from tests.support.gateway import GatewayProcess
 
+pytestmark = pytest.mark.process
+
 WORDS = " ".join(f"word{i}" for i in range(40))
 IN, OUT = 100_000.0, 1_000_000.0  # per million tokens: 0.1 per prompt token, 1 per output token
 

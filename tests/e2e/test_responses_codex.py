@@ -24,8 +24,8 @@ import yaml
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import GatewayProcess
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 TRANSLATED = ("sandbox-chat", "chat-only", "claude-chat", "gemini-chat")
 CRM: dict[str, Any] = {
@@ -85,7 +85,7 @@ def codex_request(model: str, items: list[dict[str, Any]], tools: list[dict[str,
 
 @dataclass
 class Gateway:
-    gw: GatewayProcess
+    gw: ServedGateway
     key: str
     client: openai.OpenAI
     claude: FakeAnthropic
@@ -107,7 +107,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                 {"name": "gemini-chat", "routes": [{"provider": "gem", "model": "gemini-up"}]},
             ],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("codex")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("codex")), config=config) as gw:
             key = gw.create_key()
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
             yield Gateway(gw, key, client, claude)

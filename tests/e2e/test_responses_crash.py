@@ -13,9 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import openai
+import pytest
 
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import GatewayProcess
+
+pytestmark = pytest.mark.process
 
 WORDS = " ".join(f"w{i}" for i in range(150))
 RUNS = 40

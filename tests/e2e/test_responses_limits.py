@@ -15,29 +15,29 @@ import openai
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 WORDS = "slow words from a thinking model"
 
 
 @dataclass
 class Setup:
-    gw: GatewayProcess
+    gw: ServedGateway
     slow: FakeOpenAI
 
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    with FakeOpenAI(mode="slow_stream", slow_seconds=0.5, reply_text=WORDS) as slow:
+    with FakeOpenAI(mode="slow_stream", slow_seconds=0.2, reply_text=WORDS) as slow:
         config = {
             "sandbox": {"enabled": True},
-            "limits": {"stream_keepalive": 0.15},
+            "limits": {"stream_keepalive": 0.05},
             "providers": [
                 {"name": "slow", "protocol": "openai", "base_url": slow.base_url, "api_key": "sk-slow-up"},
             ],
             "models": [{"name": "slow-chat", "routes": [{"provider": "slow", "model": "gpt-slow"}]}],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("responses-limits")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("responses-limits")), config=config) as gw:
             yield Setup(gw, slow)
 
 
@@ -98,7 +98,7 @@ def test_a_quiet_translated_stream_carries_comments_the_sdk_skips(up: Setup) -> 
         model="slow-chat", input="Think slowly", stream=True
     ) as r:
         raw = b"".join(r.iter_bytes())
-    assert raw.count(b": keep-alive\n\n") >= 3  # 0.5 s silences, comments every 0.15 s
+    assert raw.count(b": keep-alive\n\n") >= 3  # 0.2 s silences, comments every 0.05 s
     assert b"[DONE]" not in raw and b"response.completed" in raw
     events = list(client.responses.create(model="slow-chat", input="Think slowly", stream=True))
     assert events[-1].type == "response.completed"

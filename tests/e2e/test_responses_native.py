@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from tests.support.fake_openai_responses import FakeOpenAIResponses, Seen
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 SECRET = "sk-upstream-native-0123456789"
 UPSTREAM = "upstream-resp-v2"
@@ -36,7 +36,7 @@ WEATHER: Any = {
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeOpenAIResponses, GatewayProcess]]:
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeOpenAIResponses, ServedGateway]]:
     with FakeOpenAIResponses() as fake:
         config = {
             "providers": [
@@ -53,19 +53,19 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeOpenAIRe
                 {"name": "gw-same", "routes": [{"provider": "native"}]},  # the id sent as is
             ],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("native")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("native")), config=config) as gw:
             yield fake, gw
 
 
 @pytest.fixture
-def fake(rig: tuple[FakeOpenAIResponses, GatewayProcess]) -> Iterator[FakeOpenAIResponses]:
+def fake(rig: tuple[FakeOpenAIResponses, ServedGateway]) -> Iterator[FakeOpenAIResponses]:
     rig[0].mode = "ok"
     yield rig[0]
     rig[0].mode = "ok"
 
 
 @pytest.fixture(scope="module")
-def client(rig: tuple[FakeOpenAIResponses, GatewayProcess]) -> openai.OpenAI:
+def client(rig: tuple[FakeOpenAIResponses, ServedGateway]) -> openai.OpenAI:
     gw = rig[1]
     return openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
 
@@ -174,7 +174,7 @@ def test_upstream_rejection_relayed_without_the_key(client: openai.OpenAI, fake:
     assert "the request is bad" in info.value.message and SECRET not in str(info.value.body)
 
 
-def test_usage_counted_from_the_upstream(rig: tuple[FakeOpenAIResponses, GatewayProcess]) -> None:
+def test_usage_counted_from_the_upstream(rig: tuple[FakeOpenAIResponses, ServedGateway]) -> None:
     gw = rig[1]
     record = gw.create_key_record(name="native-counted")
     client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=record["key"], max_retries=0)
@@ -211,7 +211,7 @@ def test_azure_v1_surface(tmp_path: Path) -> None:
             ],
             "models": [{"name": "gw-azure", "routes": [{"provider": "azure", "model": "my-deployment"}]}],
         }
-        with GatewayProcess(tmp_path, config=config) as gw:
+        with ServedGateway(tmp_path, config=config) as gw:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
             plain = client.responses.create(model="gw-azure", input="Hello Azure")
             events = list(client.responses.create(model="gw-azure", input="Stream, Azure", stream=True))

@@ -19,7 +19,7 @@ from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_openai_responses import FakeOpenAIResponses
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 WEATHER = {
     "type": "function",
@@ -82,7 +82,7 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstreams]:
                 {"name": "native-chat", "routes": [{"provider": "native", "model": "gpt-native"}]},
             ],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("responses-up")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("responses-up")), config=config) as gw:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
             yield Upstreams(client, chat, claude, gemini, native)
 

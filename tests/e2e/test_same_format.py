@@ -6,7 +6,6 @@ token counts ask the upstream that can count; translated streams start with the 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,9 @@ import pytest
 
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
-from tests.support.gateway import GatewayProcess
 from tests.support.net import HTTPResult, free_port, http
+from tests.support.served import ServedGateway
+from tests.support.waits import until
 
 BETAS = "context-management-2025-06-27,interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14"
 # Not what a serialiser would write back: key order, spacing, a `\u` escape, and a nested
@@ -35,7 +35,7 @@ MESSAGES_BODY = (
 
 
 class Setup:
-    def __init__(self, gw: GatewayProcess, claude: FakeAnthropic, gemini: FakeGemini) -> None:
+    def __init__(self, gw: ServedGateway, claude: FakeAnthropic, gemini: FakeGemini) -> None:
         self.gw, self.claude, self.gemini = gw, claude, gemini
         self.key = gw.create_key()
 
@@ -80,7 +80,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                 },
             ],
         }
-        with GatewayProcess(Path(tmp_path_factory.mktemp("same-format")), config=config) as gw:
+        with ServedGateway(Path(tmp_path_factory.mktemp("same-format")), config=config) as gw:
             yield Setup(gw, claude, gemini)
 
 
@@ -118,9 +118,12 @@ def test_messages_stream_relays_bytes_and_accounts_usage(setup: Setup) -> None:
     # The client sent no version: the adapter's default goes upstream.
     assert fake.headers[-1]["anthropic-version"] == "2023-06-01"
     assert fake.headers[-1]["anthropic-beta"] == "interleaved-thinking-2025-05-14"
-    time.sleep(1.3)  # one usage flush
-    rows = setup.gw.admin("GET", "/admin/usage?group_by=model").json()["data"]
-    row = next(r for r in rows if r["model"] == "claude-chat")
+
+    def accounted() -> dict[str, Any] | None:  # once the usage flush has run
+        rows = setup.gw.admin("GET", "/admin/usage?group_by=model").json()["data"]
+        return next((r for r in rows if r["model"] == "claude-chat"), None)
+
+    row = until(accounted, "the stream's usage row")
     assert row["prompt_tokens"] >= 21 and row["completion_tokens"] >= 9
 
 

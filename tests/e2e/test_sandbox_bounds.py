@@ -14,27 +14,27 @@ from typing import Any
 
 import pytest
 
-from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import make_image
 from tests.support.net import HTTPResult, http
+from tests.support.served import ServedGateway
 
 QUICK = 2.0  # seconds: a refusal does no real work (the probe's cases took 2-87 s)
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     config = {"sandbox": {"enabled": True}, "limits": {"max_image_upload": 64 * 1024 * 1024}}
-    with GatewayProcess(Path(tmp_path_factory.mktemp("sandbox-bounds")), config=config) as g:
+    with ServedGateway(Path(tmp_path_factory.mktemp("sandbox-bounds")), config=config) as g:
         yield g
 
 
 @pytest.fixture(scope="module")
-def key(gw: GatewayProcess) -> str:
+def key(gw: ServedGateway) -> str:
     return gw.create_key()
 
 
 def _post(
-    gw: GatewayProcess, key: str, path: str, body: Any, headers: dict[str, str] | None = None
+    gw: ServedGateway, key: str, path: str, body: Any, headers: dict[str, str] | None = None
 ) -> HTTPResult:
     return http("POST", gw.base_url + path, body, {"Authorization": f"Bearer {key}", **(headers or {})})
 
@@ -66,14 +66,14 @@ def _schema_chat(schema: dict[str, Any]) -> dict[str, Any]:
     ],
 )
 def test_huge_json_schema_minimums_are_refused(
-    gw: GatewayProcess, key: str, schema: dict[str, Any], words: str
+    gw: ServedGateway, key: str, schema: dict[str, Any], words: str
 ) -> None:
     res = _refused_quickly(lambda: _post(gw, key, "/v1/chat/completions", _schema_chat(schema)))
     error = res.json()["error"]
     assert error["param"] == "response_format" and words in error["message"], error
 
 
-def test_huge_tool_schema_and_too_many_tools_are_refused(gw: GatewayProcess, key: str) -> None:
+def test_huge_tool_schema_and_too_many_tools_are_refused(gw: ServedGateway, key: str) -> None:
     def tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
         return {"type": "function", "function": {"name": name, "parameters": parameters}}
 
@@ -110,7 +110,7 @@ def _form(fields: dict[str, str], files: dict[str, tuple[str, bytes]]) -> tuple[
     return out.getvalue(), f"multipart/form-data; boundary={boundary}"
 
 
-def test_image_edit_of_a_7000px_image_with_n_10_is_refused(gw: GatewayProcess, key: str) -> None:
+def test_image_edit_of_a_7000px_image_with_n_10_is_refused(gw: ServedGateway, key: str) -> None:
     huge = make_image(7000, 7000, "jpeg")
     body, ctype = _form(
         {"model": "sandbox-image", "prompt": "paint it", "n": "10"}, {"image": ("big.jpg", huge)}
@@ -146,14 +146,14 @@ def test_image_edit_of_a_7000px_image_with_n_10_is_refused(gw: GatewayProcess, k
     ],
 )
 def test_embeddings_beyond_openais_limits_are_refused(
-    gw: GatewayProcess, key: str, change: dict[str, Any], param: str
+    gw: ServedGateway, key: str, change: dict[str, Any], param: str
 ) -> None:
     body = {"model": "sandbox-embedding", "input": ["a text"] * 2048, "dimensions": 256, **change}
     res = _refused_quickly(lambda: _post(gw, key, "/v1/embeddings", body))
     assert res.json()["error"]["param"] == param
 
 
-def test_long_speech_is_refused(gw: GatewayProcess, key: str) -> None:
+def test_long_speech_is_refused(gw: ServedGateway, key: str) -> None:
     text = "word " * 3000  # 15,000 characters
     speech = {"model": "sandbox-tts", "input": text, "voice": "alloy"}
     assert (
@@ -168,7 +168,7 @@ def test_long_speech_is_refused(gw: GatewayProcess, key: str) -> None:
     )
 
 
-def test_healthz_stays_fast_during_heavy_legitimate_calls(gw: GatewayProcess, key: str) -> None:
+def test_healthz_stays_fast_during_heavy_legitimate_calls(gw: ServedGateway, key: str) -> None:
     """The largest embeddings OpenAI allows (2048 inputs x 3072 dimensions) and ten big
     images run in worker threads: the event loop keeps answering `/healthz` meanwhile."""
     heavy: list[tuple[str, dict[str, Any]]] = [

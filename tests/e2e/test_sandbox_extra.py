@@ -11,6 +11,8 @@ import pytest
 from tests.support.gateway import GatewayProcess
 from tests.support.net import http
 
+pytestmark = pytest.mark.process
+
 
 def test_without_the_media_extra(tmp_path: Path) -> None:
     hide = tmp_path / "hide"

@@ -17,6 +17,7 @@ from google.genai import types
 
 from tests.support.gateway import GatewayProcess, serve_refused
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -31,8 +32,8 @@ def _readme_config() -> str:
 def test_the_readme_config_runs_as_written_with_the_sandbox_kept(tmp_path: Path) -> None:
     config = tmp_path / "gateway.yaml"
     config.write_text(_readme_config())
-    gw = GatewayProcess(tmp_path, env={"UNIGATE_CONFIG": str(config)})
-    # Set after construction: GatewayProcess clears vendor keys from the inherited environment.
+    gw = ServedGateway(tmp_path, env={"UNIGATE_CONFIG": str(config)})
+    # Set after construction: ServedGateway clears vendor keys from the inherited environment.
     gw.env.update({"OPENAI_API_KEY": "sk-unused", "TOGETHER_API_KEY": "t-unused"})
     with gw:
         key = gw.create_key()
@@ -47,6 +48,7 @@ def test_the_readme_config_runs_as_written_with_the_sandbox_kept(tmp_path: Path)
         assert providers == {"main-openai", "backup", "sandbox"}
 
 
+@pytest.mark.process
 def test_a_default_naming_no_model_stops_the_start(tmp_path: Path) -> None:
     _, proc = serve_refused(
         tmp_path,
@@ -60,6 +62,7 @@ def test_a_default_naming_no_model_stops_the_start(tmp_path: Path) -> None:
     assert "media.default_video_model: no model 'sora-2' is defined" in line
 
 
+@pytest.mark.process
 def test_unbacked_built_in_defaults_are_one_log_line(tmp_path: Path) -> None:
     config = {
         "providers": [{"name": "o", "protocol": "openai", "base_url": "http://127.0.0.1:9/v1"}],
@@ -75,15 +78,15 @@ def test_unbacked_built_in_defaults_are_one_log_line(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def key(sandbox_gateway: GatewayProcess) -> str:
+def key(sandbox_gateway: ServedGateway) -> str:
     return sandbox_gateway.create_key()
 
 
-def _openai(gw: GatewayProcess, key: str) -> openai.OpenAI:
+def _openai(gw: ServedGateway, key: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
 
 
-def test_chat_and_embeddings_with_the_wrong_kind(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_chat_and_embeddings_with_the_wrong_kind(sandbox_gateway: ServedGateway, key: str) -> None:
     client = _openai(sandbox_gateway, key)
     with pytest.raises(openai.NotFoundError) as chat:
         client.chat.completions.create(model="chirp-v4", messages=[{"role": "user", "content": "x"}])
@@ -99,7 +102,7 @@ def test_chat_and_embeddings_with_the_wrong_kind(sandbox_gateway: GatewayProcess
     assert client.embeddings.create(model="sandbox-embedding", input="x").data
 
 
-def test_anthropic_and_music_shapes(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_anthropic_and_music_shapes(sandbox_gateway: ServedGateway, key: str) -> None:
     client = anthropic.Anthropic(base_url=sandbox_gateway.base_url, api_key=key, max_retries=0)
     with pytest.raises(anthropic.NotFoundError) as err:
         client.messages.create(
@@ -124,7 +127,7 @@ def _names(models: Any) -> set[str]:
     return {m.id for m in models}
 
 
-def test_models_listed_by_family(sandbox_gateway: GatewayProcess) -> None:
+def test_models_listed_by_family(sandbox_gateway: ServedGateway) -> None:
     gw = sandbox_gateway
     music_key = gw.create_key(families=["music"])
     listed = _names(_openai(gw, music_key).models.list())

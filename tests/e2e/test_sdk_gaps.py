@@ -15,35 +15,35 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from tests.support.gateway import GatewayProcess
 from tests.support.net import HTTPResult, http
+from tests.support.served import ServedGateway
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 @pytest.fixture(scope="module")
-def key(sandbox_gateway: GatewayProcess) -> str:
+def key(sandbox_gateway: ServedGateway) -> str:
     return sandbox_gateway.create_key()
 
 
-def _genai(gw: GatewayProcess, key: str, version: str | None = None) -> genai.Client:
+def _genai(gw: ServedGateway, key: str, version: str | None = None) -> genai.Client:
     # google-genai's default API version is v1; Google's own docs use v1beta. Both are served.
     options = types.HttpOptions(base_url=gw.base_url, api_version=version)
     return genai.Client(api_key=key, http_options=options)
 
 
-def _anthropic(gw: GatewayProcess, key: str) -> anthropic.Anthropic:
+def _anthropic(gw: ServedGateway, key: str) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=gw.base_url, api_key=key, max_retries=0)
 
 
-def _post(gw: GatewayProcess, path: str, body: dict[str, Any], key: str) -> HTTPResult:
+def _post(gw: ServedGateway, path: str, body: dict[str, Any], key: str) -> HTTPResult:
     return http("POST", gw.base_url + path, body, {"x-goog-api-key": key})
 
 
 # --- google-genai: embeddings ---------------------------------------------------------------
 
 
-def test_embed_content_batch_matches_openai_embeddings(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_embed_content_batch_matches_openai_embeddings(sandbox_gateway: ServedGateway, key: str) -> None:
     client = _genai(sandbox_gateway, key)
     result = client.models.embed_content(
         model="sandbox-embedding",
@@ -67,9 +67,7 @@ def test_embed_content_batch_matches_openai_embeddings(sandbox_gateway: GatewayP
 
 
 @pytest.mark.parametrize("version", ["v1beta", "v1"])
-def test_embed_content_single_in_gemini_shape(
-    sandbox_gateway: GatewayProcess, key: str, version: str
-) -> None:
+def test_embed_content_single_in_gemini_shape(sandbox_gateway: ServedGateway, key: str, version: str) -> None:
     res = _post(
         sandbox_gateway,
         f"/{version}/models/sandbox-embedding:embedContent",
@@ -80,7 +78,7 @@ def test_embed_content_single_in_gemini_shape(
     assert list(res.json()) == ["embedding"] and len(res.json()["embedding"]["values"]) == 16
 
 
-def test_embed_errors_in_google_shape(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_embed_errors_in_google_shape(sandbox_gateway: ServedGateway, key: str) -> None:
     mixed = {
         "requests": [
             {"content": {"parts": [{"text": "a"}]}, "outputDimensionality": 8},
@@ -102,7 +100,7 @@ def test_embed_errors_in_google_shape(sandbox_gateway: GatewayProcess, key: str)
 
 
 @pytest.mark.parametrize("version", ["v1beta", None])
-def test_models_list_pages_and_get(sandbox_gateway: GatewayProcess, key: str, version: str | None) -> None:
+def test_models_list_pages_and_get(sandbox_gateway: ServedGateway, key: str, version: str | None) -> None:
     client = _genai(sandbox_gateway, key, version)
     openai_ids = [
         m["id"]
@@ -121,7 +119,7 @@ def test_models_list_pages_and_get(sandbox_gateway: GatewayProcess, key: str, ve
 
 
 @pytest.mark.parametrize("version", ["v1beta", None])
-def test_models_only_those_the_key_may_use(sandbox_gateway: GatewayProcess, version: str | None) -> None:
+def test_models_only_those_the_key_may_use(sandbox_gateway: ServedGateway, version: str | None) -> None:
     client = _genai(sandbox_gateway, sandbox_gateway.create_key(models=["sandbox-emb*"]), version)
     assert [m.name for m in client.models.list()] == ["models/sandbox-embedding"]
     with pytest.raises(errors.ClientError) as hidden:
@@ -133,7 +131,7 @@ def test_models_only_those_the_key_may_use(sandbox_gateway: GatewayProcess, vers
 
 
 def test_unknown_and_wrong_method_under_v1beta_in_google_shape(
-    sandbox_gateway: GatewayProcess, key: str
+    sandbox_gateway: ServedGateway, key: str
 ) -> None:
     base, headers = sandbox_gateway.base_url, {"x-goog-api-key": key}
     unknown = http("GET", base + "/v1beta/nothing/here", headers=headers)
@@ -151,7 +149,7 @@ def test_unknown_and_wrong_method_under_v1beta_in_google_shape(
     assert wrong.status == 405 and wrong.headers["allow"] == "GET" and "error" in wrong.json()
 
 
-def test_every_405_lists_the_path_methods(sandbox_gateway: GatewayProcess) -> None:
+def test_every_405_lists_the_path_methods(sandbox_gateway: ServedGateway) -> None:
     base = sandbox_gateway.base_url
     cases = {
         "/v1/chat/completions": ("GET", "POST"),
@@ -175,7 +173,7 @@ TOOL = {
 }
 
 
-def test_count_tokens_equals_the_sandbox_usage(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_count_tokens_equals_the_sandbox_usage(sandbox_gateway: ServedGateway, key: str) -> None:
     client = _anthropic(sandbox_gateway, key)
     request: dict[str, Any] = {
         "model": "sandbox-chat",
@@ -191,7 +189,7 @@ def test_count_tokens_equals_the_sandbox_usage(sandbox_gateway: GatewayProcess, 
     assert 0 < shorter.input_tokens < counted.input_tokens
 
 
-def test_count_tokens_errors_in_anthropic_shape(sandbox_gateway: GatewayProcess) -> None:
+def test_count_tokens_errors_in_anthropic_shape(sandbox_gateway: ServedGateway) -> None:
     client = _anthropic(sandbox_gateway, sandbox_gateway.create_key(models=["sandbox-chat"]))
     with pytest.raises(anthropic.NotFoundError) as unknown:
         client.messages.count_tokens(model="no-such-model", messages=[{"role": "user", "content": "x"}])
@@ -200,7 +198,7 @@ def test_count_tokens_errors_in_anthropic_shape(sandbox_gateway: GatewayProcess)
         client.messages.count_tokens(model="sandbox-embedding", messages=[{"role": "user", "content": "x"}])
 
 
-def test_anthropic_models_list_and_retrieve(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_anthropic_models_list_and_retrieve(sandbox_gateway: ServedGateway, key: str) -> None:
     client = _anthropic(sandbox_gateway, key)
     first = client.models.list(limit=2)
     assert len(first.data) == 2 and first.has_more and first.last_id == first.data[-1].id
@@ -220,7 +218,7 @@ def test_anthropic_models_list_and_retrieve(sandbox_gateway: GatewayProcess, key
     assert missing.value.body["type"] == "error"  # type: ignore[index]
 
 
-def test_anthropic_models_only_those_the_key_may_use(sandbox_gateway: GatewayProcess) -> None:
+def test_anthropic_models_only_those_the_key_may_use(sandbox_gateway: ServedGateway) -> None:
     client = _anthropic(sandbox_gateway, sandbox_gateway.create_key(models=["sandbox-c*"]))
     assert [m.id for m in client.models.list()] == ["sandbox-chat"]
     with pytest.raises(anthropic.NotFoundError):
@@ -237,7 +235,7 @@ def _readme_snippet(heading: str) -> str:
     return found.group(1)
 
 
-def _run(snippet: str, gw: GatewayProcess, key: str) -> str:
+def _run(snippet: str, gw: ServedGateway, key: str) -> str:
     code = snippet.replace("http://127.0.0.1:8000", gw.base_url).replace('"ugk_..."', repr(key))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -245,14 +243,14 @@ def _run(snippet: str, gw: GatewayProcess, key: str) -> str:
     return out.getvalue()
 
 
-def test_readme_anthropic_snippet(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_readme_anthropic_snippet(sandbox_gateway: ServedGateway, key: str) -> None:
     lines = _run(_readme_snippet("Anthropic SDK"), sandbox_gateway, key).splitlines()
     assert lines[0] and lines[1]  # the reply, then the streamed text
     assert int(lines[2]) > 0  # the token count
     assert "sandbox-chat sandbox-chat" in lines[3:]
 
 
-def test_readme_genai_snippet(sandbox_gateway: GatewayProcess, key: str) -> None:
+def test_readme_genai_snippet(sandbox_gateway: ServedGateway, key: str) -> None:
     lines = _run(_readme_snippet("google-genai"), sandbox_gateway, key).splitlines()
     assert lines[0] and lines[1]
     assert lines[2] == "[64, 64]"

@@ -10,9 +10,12 @@ import time
 from pathlib import Path
 
 import openai
+import pytest
 
 from tests.support.gateway import GatewayProcess, serve_refused
 from tests.support.net import http
+
+pytestmark = pytest.mark.process
 
 
 def test_admin_key_generated_and_printed_once(tmp_path: Path) -> None:
@@ -91,6 +94,7 @@ def test_two_workers_share_revocation(tmp_path: Path) -> None:
         assert statuses == {401}
 
 
+@pytest.mark.services
 def test_gateway_on_postgres(tmp_path: Path, postgres_url: str) -> None:
     from tests.conftest import _fresh_postgres_database
 

@@ -16,6 +16,8 @@ import pytest
 from tests.support.gateway import GatewayProcess
 from tests.support.net import http
 
+pytestmark = pytest.mark.process
+
 LIMITS = {"UNIGATE_HEADER_TIMEOUT": "1", "UNIGATE_BODY_TIMEOUT": "1", "UNIGATE_MAX_CONNECTIONS": "300"}
 
 

@@ -31,6 +31,8 @@ from tests.support.postgres import fresh_database
 from tests.support.s3 import TEST_CREDENTIALS, S3Server, credentials_in_env, s3_server
 from tests.support.video import wait_for
 
+pytestmark = [pytest.mark.process, pytest.mark.services]
+
 MUSIC_SECONDS = 3.0
 
 

@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.soak, pytest.mark.process]
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
 
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.support.gateway import GatewayProcess
 from tests.support.loopback import LoopbackServer
 from tests.support.net import HTTPResult, free_port, http
+from tests.support.served import ServedGateway
 
 
 @dataclass
@@ -74,24 +74,24 @@ def _corpus(port: int) -> list[str]:
     return urls
 
 
-Field = Callable[[GatewayProcess, str, str], HTTPResult]
+Field = Callable[[ServedGateway, str, str], HTTPResult]
 
 
-def _music_hook(gw: GatewayProcess, key: str, url: str) -> HTTPResult:
+def _music_hook(gw: ServedGateway, key: str, url: str) -> HTTPResult:
     body = {"prompt": "la", "mv": "chirp-v4", "title": "t", "tags": "pop", "notify_hook": url}
     return http("POST", gw.base_url + "/suno/submit/music", body, {"Authorization": f"Bearer {key}"})
 
 
-def _music_upload(gw: GatewayProcess, key: str, url: str) -> HTTPResult:
+def _music_upload(gw: ServedGateway, key: str, url: str) -> HTTPResult:
     return http("POST", gw.base_url + "/suno/upload/audio", {"url": url}, {"Authorization": f"Bearer {key}"})
 
 
-def _kling_callback(gw: GatewayProcess, key: str, url: str) -> HTTPResult:
+def _kling_callback(gw: ServedGateway, key: str, url: str) -> HTTPResult:
     body = {"prompt": "a kite", "callback_url": url}
     return http("POST", gw.base_url + "/kling/v1/videos/text2video", body, {"Authorization": f"Bearer {key}"})
 
 
-def _kling_image(gw: GatewayProcess, key: str, url: str) -> HTTPResult:
+def _kling_image(gw: ServedGateway, key: str, url: str) -> HTTPResult:
     return http(
         "POST",
         gw.base_url + "/kling/v1/videos/image2video",
@@ -100,17 +100,17 @@ def _kling_image(gw: GatewayProcess, key: str, url: str) -> HTTPResult:
     )
 
 
-def _vidu_lip_sync(gw: GatewayProcess, key: str, url: str) -> HTTPResult:
+def _vidu_lip_sync(gw: ServedGateway, key: str, url: str) -> HTTPResult:
     body = {"video_url": url, "audio_url": url}
     return http("POST", gw.base_url + "/ent/v2/lip-sync", body, {"Authorization": f"Token {key}"})
 
 
-def _vidu_callback(gw: GatewayProcess, key: str, url: str) -> HTTPResult:
+def _vidu_callback(gw: ServedGateway, key: str, url: str) -> HTTPResult:
     body = {"prompt": "rain", "duration": 2, "callback_url": url}
     return http("POST", gw.base_url + "/ent/v2/text2audio", body, {"Authorization": f"Token {key}"})
 
 
-def _picwish_image(gw: GatewayProcess, key: str, url: str) -> HTTPResult:
+def _picwish_image(gw: ServedGateway, key: str, url: str) -> HTTPResult:
     form = '--b\r\nContent-Disposition: form-data; name="image_url"\r\n\r\n' + url + "\r\n--b--\r\n"
     headers = {"X-API-KEY": key, "Content-Type": "multipart/form-data; boundary=b"}
     return http(
@@ -118,7 +118,7 @@ def _picwish_image(gw: GatewayProcess, key: str, url: str) -> HTTPResult:
     )
 
 
-def _unified_image(gw: GatewayProcess, key: str, url: str) -> HTTPResult:
+def _unified_image(gw: ServedGateway, key: str, url: str) -> HTTPResult:
     body = {"model": "sandbox-video", "prompt": "x", "image": url}
     return http("POST", gw.base_url + "/v1/video/generations", body, {"Authorization": f"Bearer {key}"})
 
@@ -141,7 +141,7 @@ def canary() -> Iterator[Canary]:
         yield server
 
 
-def test_no_corpus_url_is_ever_dialled(sandbox_gateway: GatewayProcess, canary: Canary) -> None:
+def test_no_corpus_url_is_ever_dialled(sandbox_gateway: ServedGateway, canary: Canary) -> None:
     key = sandbox_gateway.create_key()
     corpus = _corpus(canary.port)
     outcomes: dict[int, int] = {}
@@ -172,7 +172,7 @@ def test_redirects_are_never_followed(tmp_path: Any, canary: Canary) -> None:
     with Canary(redirect_to=f"http://127.0.0.1:{canary.port}/secret") as redirector:
         env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}
         config = {"sandbox": {"enabled": True, "music_seconds": 0.5}, "tasks": {"poll_interval": 0.2}}
-        with GatewayProcess(tmp_path, config=config, env=env) as gw:
+        with ServedGateway(tmp_path, config=config, env=env) as gw:
             key = gw.create_key()
             before = canary.hits
             res = _music_upload(gw, key, f"http://127.0.0.1:{redirector.port}/song.wav")

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.gateway import GatewayProcess
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 UNSAFE = ("http://127.0.0.1:9/start.png", "http://169.254.169.254/latest/meta-data", "http://10.0.0.8/a.png")
 
 
 @pytest.mark.parametrize("url", UNSAFE)
 def test_unsafe_input_urls_are_refused_in_each_familys_shape(
-    sandbox_gateway: GatewayProcess, url: str
+    sandbox_gateway: ServedGateway, url: str
 ) -> None:
     key = sandbox_gateway.create_key()
     base = sandbox_gateway.base_url

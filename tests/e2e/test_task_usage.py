@@ -4,13 +4,13 @@ addresses for local testing."""
 
 from __future__ import annotations
 
-from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import make_image
 from tests.support.net import http
+from tests.support.served import ServedGateway
 from tests.support.video import wait_for
 
 
-def test_task_submits_are_in_the_usage_records(sandbox_gateway: GatewayProcess) -> None:
+def test_task_submits_are_in_the_usage_records(sandbox_gateway: ServedGateway) -> None:
     key_record = sandbox_gateway.create_key_record()
     key, key_id = key_record["key"], key_record["id"]
     base, auth = sandbox_gateway.base_url, {"Authorization": f"Bearer {key}"}
@@ -37,7 +37,7 @@ def test_task_submits_are_in_the_usage_records(sandbox_gateway: GatewayProcess) 
     assert rows["openai-video.text2video"]["model"] == "sandbox-video"  # type: ignore[index]
 
 
-def test_a_refused_hook_says_how_to_allow_private_addresses(sandbox_gateway: GatewayProcess) -> None:
+def test_a_refused_hook_says_how_to_allow_private_addresses(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key()
     auth = {"Authorization": f"Bearer {key}"}
     music = http("POST", sandbox_gateway.base_url + "/suno/submit/music",

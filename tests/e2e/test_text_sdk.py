@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 
 WEATHER_TOOL = {
     "type": "function",
@@ -42,7 +42,7 @@ class Backend:
 def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
     workdir = tmp_path_factory.mktemp(request.param)
     if request.param == "sandbox":
-        with GatewayProcess(workdir) as gw:
+        with ServedGateway(workdir) as gw:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
             yield Backend("sandbox", client, "sandbox-chat", "sandbox-embedding", None)
         return
@@ -61,7 +61,7 @@ def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
                 {"name": "gw-embed", "routes": [{"provider": "fake", "model": "upstream-embed-v1"}]},
             ],
         }
-        with GatewayProcess(workdir, config=config) as gw:
+        with ServedGateway(workdir, config=config) as gw:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
             yield Backend(
                 "upstream", client, "gw-chat", "gw-embed", fake, "upstream-chat-v2", "upstream-embed-v1"

@@ -9,7 +9,7 @@ import openai
 
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.gateway import GatewayProcess
+from tests.support.served import ServedGateway
 from unigate.providers.headers import upstream_headers
 
 
@@ -47,7 +47,7 @@ def test_configured_headers_never_override_credentials(tmp_path: Path) -> None:
                 {"name": "via-anthropic", "routes": [{"provider": "a"}]},
             ],
         }
-        with GatewayProcess(tmp_path, config=config) as gw:
+        with ServedGateway(tmp_path, config=config) as gw:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
             for model in ("via-openai", "via-anthropic"):
                 client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}])

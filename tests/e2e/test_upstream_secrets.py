@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from tests.support.fake_echo import FakeEcho
-from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import make_image
 from tests.support.net import HTTPResult, http
+from tests.support.served import ServedGateway
 
 PNG_1PX = make_image(1, 1)
 
@@ -56,7 +56,7 @@ def echo() -> Iterator[FakeEcho]:
 @pytest.fixture(scope="module")
 def gw(
     tmp_path_factory: pytest.TempPathFactory, echo: FakeEcho, keys: dict[str, str]
-) -> Iterator[GatewayProcess]:
+) -> Iterator[ServedGateway]:
     url = echo.url
 
     def provider(name: str, protocol: str, base: str, **extra: Any) -> dict[str, Any]:
@@ -93,12 +93,12 @@ def gw(
         "routing": {"cooldown_after_failures": 1000},
         "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.4},
     }
-    with GatewayProcess(tmp_path_factory.mktemp("secrets"), config=config) as gateway:
+    with ServedGateway(tmp_path_factory.mktemp("secrets"), config=config) as gateway:
         yield gateway
 
 
 @pytest.fixture(scope="module")
-def key(gw: GatewayProcess) -> str:
+def key(gw: ServedGateway) -> str:
     return gw.create_key()
 
 
@@ -281,7 +281,7 @@ def _calls(key: str) -> list[tuple[str, str, str, Any, dict[str, str], tuple[int
 
 
 def test_error_answers_never_carry_upstream_credentials(
-    gw: GatewayProcess, echo: FakeEcho, keys: dict[str, str], key: str
+    gw: ServedGateway, echo: FakeEcho, keys: dict[str, str], key: str
 ) -> None:
     redacted = 0
     for name, method, path, body, headers, statuses in _calls(key):
@@ -314,7 +314,7 @@ def test_error_answers_never_carry_upstream_credentials(
     ],
 )
 def test_errors_inside_streams_are_scrubbed(
-    gw: GatewayProcess,
+    gw: ServedGateway,
     echo: FakeEcho,
     keys: dict[str, str],
     key: str,
@@ -333,7 +333,7 @@ def test_errors_inside_streams_are_scrubbed(
 
 
 def test_failed_jobs_quoting_credentials_are_scrubbed(
-    gw: GatewayProcess, echo: FakeEcho, keys: dict[str, str], key: str
+    gw: ServedGateway, echo: FakeEcho, keys: dict[str, str], key: str
 ) -> None:
     bearer = {"Authorization": f"Bearer {key}"}
     kling = http("POST", gw.base_url + "/kling/v1/videos/text2video",
@@ -363,7 +363,7 @@ def test_failed_jobs_quoting_credentials_are_scrubbed(
     _check(echo, keys, record, (200,))
 
 
-def test_nothing_reached_the_log(gw: GatewayProcess, echo: FakeEcho, keys: dict[str, str], key: str) -> None:
+def test_nothing_reached_the_log(gw: ServedGateway, echo: FakeEcho, keys: dict[str, str], key: str) -> None:
     # Runs after the others in this module: everything they made the gateway log.
     test_error_answers_never_carry_upstream_credentials(gw, echo, keys, key)
     log = gw.log()

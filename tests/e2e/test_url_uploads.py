@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.gateway import GatewayProcess
 from tests.support.music import MusicClient, make_wav, poll_until_terminal
 from tests.support.net import http
+from tests.support.served import ServedGateway
 
 MAX_UPLOAD = 3 * 1024 * 1024
 CONFIG: dict[str, Any] = {
@@ -79,13 +79,13 @@ def source() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}  # the source is on loopback
-    with GatewayProcess(tmp_path_factory.mktemp("url-uploads"), config=CONFIG, env=env) as gateway:
+    with ServedGateway(tmp_path_factory.mktemp("url-uploads"), config=CONFIG, env=env) as gateway:
         yield gateway
 
 
-def test_a_big_url_upload_is_stored_whole(gw: GatewayProcess, source: str) -> None:
+def test_a_big_url_upload_is_stored_whole(gw: ServedGateway, source: str) -> None:
     assert len(BIG_WAV) > 1024 * 1024
     client = MusicClient(gw.base_url, gw.create_key())
     res = client.post("/suno/upload/audio", {"url": source + "/big.wav"})
@@ -100,14 +100,14 @@ def test_a_big_url_upload_is_stored_whole(gw: GatewayProcess, source: str) -> No
     assert any(f.stat().st_size == len(BIG_WAV) and f.read_bytes() == BIG_WAV for f in files)
 
 
-def test_past_the_limit_is_413(gw: GatewayProcess, source: str) -> None:
+def test_past_the_limit_is_413(gw: ServedGateway, source: str) -> None:
     client = MusicClient(gw.base_url, gw.create_key())
     res = client.post("/suno/upload/audio", {"url": source + "/huge.wav"})
     assert res.status == 413, res.body
     assert res.json()["data"] is None
 
 
-def test_a_body_cut_short_fails_clearly(gw: GatewayProcess, source: str) -> None:
+def test_a_body_cut_short_fails_clearly(gw: ServedGateway, source: str) -> None:
     client = MusicClient(gw.base_url, gw.create_key())
     res = client.post("/suno/upload/audio", {"url": source + "/cut.wav"})
     assert res.status == 400, res.body

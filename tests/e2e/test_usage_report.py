@@ -9,6 +9,7 @@ import csv
 import io
 import re
 import shlex
+import sqlite3
 import subprocess
 import sys
 import time
@@ -20,9 +21,11 @@ from typing import Any
 import openai
 import pytest
 
-from tests.support.gateway import ADMIN_KEY, GatewayProcess
+from tests.support.gateway import ADMIN_KEY
 from tests.support.net import http
 from tests.support.receiver import WebhookReceiver
+from tests.support.served import ServedGateway
+from tests.support.waits import until
 
 CONFIG = {
     "providers": [
@@ -46,7 +49,7 @@ METRICS = set(_METRIC_ORDER)
 
 @dataclass
 class Traffic:
-    gw: GatewayProcess
+    gw: ServedGateway
     a: str  # key id: 2 chat calls, 1 stream, 1 music task
     b: str  # key id: 1 chat call, 1 call to a dead route
     task_id: str
@@ -57,7 +60,7 @@ class Traffic:
 def traffic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traffic]:
     started = time.time()
     env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}
-    with GatewayProcess(tmp_path_factory.mktemp("usage"), config=CONFIG, env=env) as gw:
+    with ServedGateway(tmp_path_factory.mktemp("usage"), config=CONFIG, env=env) as gw:
         a, b = gw.create_key_record(name="a"), gw.create_key_record(name="b")
         chat_a = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=a["key"], max_retries=0)
         chat_b = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=b["key"], max_retries=0)
@@ -83,7 +86,7 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traffic]:
         yield Traffic(gw, a["id"], b["id"], task_id, started)
 
 
-def _music_task(gw: GatewayProcess, key: str, hook: str) -> str:
+def _music_task(gw: ServedGateway, key: str, hook: str) -> str:
     res = http(
         "POST",
         gw.base_url + "/suno/submit/music",
@@ -265,7 +268,7 @@ def test_usage_requires_the_admin_key(traffic: Traffic) -> None:
 # --- unigate usage ---------------------------------------------------------------------------
 
 
-def _cli(gw: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(gw: ServedGateway, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "unigate", "usage", *args],
         env=gw.env,
@@ -277,6 +280,7 @@ def _cli(gw: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.process  # runs the `unigate` CLI
 def test_cli_prints_the_same_report(traffic: Traffic) -> None:
     proc = _cli(traffic.gw, "--group-by", "key,model", "--bucket", "hour", "--csv")
     assert proc.returncode == 0, proc.stderr
@@ -292,6 +296,7 @@ def test_cli_prints_the_same_report(traffic: Traffic) -> None:
     assert empty.returncode == 0 and "no usage in this range" in empty.stdout
 
 
+@pytest.mark.process  # runs the `unigate` CLI
 @pytest.mark.parametrize(
     ("args", "named"),
     [
@@ -317,7 +322,7 @@ def _section(heading: str) -> str:
     return README.read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
 
 
-def _run_python(block: str, gw: GatewayProcess) -> list[str]:
+def _run_python(block: str, gw: ServedGateway) -> list[str]:
     code = block.replace("http://127.0.0.1:8000", gw.base_url).replace('"uga_..."', repr(ADMIN_KEY))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -325,6 +330,7 @@ def _run_python(block: str, gw: GatewayProcess) -> list[str]:
     return out.getvalue().splitlines()
 
 
+@pytest.mark.process  # runs the `unigate` CLI
 def test_readme_usage_and_cost_examples(traffic: Traffic) -> None:
     section = _section("Usage and cost")
     [python] = re.findall(r"```python\n(.*?)```", section, re.S)
@@ -345,3 +351,22 @@ def test_readme_dashboard_example(traffic: Traffic) -> None:
     lines = _run_python(python, traffic.gw)
     assert lines[0].split()[0] == "502" and "dead-chat" in lines[0], lines
     assert lines[-1] == f"{traffic.task_id} SUCCESS active delivered", lines
+
+
+def test_usage_is_written_every_flush_seconds(tmp_path: Path) -> None:
+    """`usage.flush_seconds`: three calls, each waited for until its row is in the database
+    (what other workers and replicas read), take three flushes; at 0.1 s they are all in well
+    within a second (at the default 1 s, two)."""
+    config = {"sandbox": {"enabled": True}, "usage": {"flush_seconds": 0.1}}
+    with ServedGateway(tmp_path, config=config) as gw:
+        chat = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
+        started = time.monotonic()
+        for calls in (1, 2, 3):
+            chat.chat.completions.create(model="sandbox-chat", messages=[{"role": "user", "content": "hi"}])
+
+            def stored(n: int = calls) -> bool:
+                with contextlib.closing(sqlite3.connect(tmp_path / "data" / "unigate.db")) as db:
+                    return db.execute("SELECT SUM(requests) FROM usage_records").fetchone()[0] == n
+
+            until(stored, f"call {calls} in the usage table", timeout=5, step=0.02)
+        assert time.monotonic() - started < 1.0

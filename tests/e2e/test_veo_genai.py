@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import make_image
+from tests.support.served import ServedGateway
 from tests.support.video import decode_video, sandbox_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,11 +36,11 @@ def run_genai2(
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    with GatewayProcess(tmp_path_factory.mktemp("veo-genai"), config=sandbox_config(1.0)) as g:
+    with ServedGateway(tmp_path_factory.mktemp("veo-genai"), config=sandbox_config(1.0)) as g:
         yield g
 
 
-def test_generate_videos_then_operations_get_then_download(gw: GatewayProcess, tmp_path: Path) -> None:
+def test_generate_videos_then_operations_get_then_download(gw: ServedGateway, tmp_path: Path) -> None:
     key = gw.create_key()
     result = run_genai2(gw.base_url, key, "veo-3.0-generate-001", "a paper boat on a pond", tmp_path)
     assert result["error"] is None and result["polls"] >= 1
@@ -52,7 +52,7 @@ def test_generate_videos_then_operations_get_then_download(gw: GatewayProcess, t
     assert abs(decoded.seconds - 2.0) < 0.1
 
 
-def test_generate_videos_from_an_image(gw: GatewayProcess, tmp_path: Path) -> None:
+def test_generate_videos_from_an_image(gw: ServedGateway, tmp_path: Path) -> None:
     image = tmp_path / "start.png"
     image.write_bytes(make_image(640, 360, "png", color=(20, 180, 40)))
     result = run_genai2(
@@ -78,7 +78,7 @@ def test_generate_videos_through_a_gemini_upstream(
             "models": [{"name": "veo-3.0-generate-001", "routes": [{"provider": "google"}]}],
             "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.5},
         }
-        with GatewayProcess(tmp_path_factory.mktemp("veo-upstream"), config=config) as gw:
+        with ServedGateway(tmp_path_factory.mktemp("veo-upstream"), config=config) as gw:
             result = run_genai2(gw.base_url, gw.create_key(), "veo-3.0-generate-001", "a comet", tmp_path)
         [submit] = veo.submits()
         assert submit.params()["instances"][0]["prompt"] == "a comet"

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.gateway import GatewayProcess
 from tests.support.net import http
 from tests.support.video import decode_video, sandbox_config, wait_for
+
+pytestmark = pytest.mark.process
 
 
 def test_video_tasks_survive_kill_9(tmp_path: Path) -> None:

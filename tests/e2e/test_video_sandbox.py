@@ -17,10 +17,10 @@ import openai
 import pytest
 from PIL import Image
 
-from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import make_image
 from tests.support.net import HTTPResult, http
 from tests.support.receiver import WebhookReceiver
+from tests.support.served import ServedGateway
 from tests.support.video import decode_video, sandbox_config, wait_for
 
 PRICE = 0.25
@@ -28,18 +28,18 @@ FAIL = "[sandbox:fail] a storm"
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     config = sandbox_config(1.5, tasks={"poll_interval": 0.2, "max_poll_interval": 0.5})
     config["models"].append(
         {"name": "priced-video", "price_per_call": PRICE, "routes": [{"provider": "sandbox"}]}
     )
     env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}
-    with GatewayProcess(Path(tmp_path_factory.mktemp("video-sandbox")), config=config, env=env) as g:
+    with ServedGateway(Path(tmp_path_factory.mktemp("video-sandbox")), config=config, env=env) as g:
         yield g
 
 
 @pytest.fixture(scope="module")
-def key_record(gw: GatewayProcess) -> dict[str, Any]:
+def key_record(gw: ServedGateway) -> dict[str, Any]:
     return gw.create_key_record()
 
 
@@ -49,7 +49,7 @@ def key(key_record: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def client(gw: GatewayProcess, key: str) -> openai.OpenAI:
+def client(gw: ServedGateway, key: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
 
 
@@ -118,7 +118,7 @@ def test_input_reference_starts_the_video_from_the_image(client: openai.OpenAI) 
     assert first.getpixel((8, 8))[0] > 150  # the corner is still the red image
 
 
-def test_list_pages_through_only_the_callers_videos(gw: GatewayProcess, client: openai.OpenAI) -> None:
+def test_list_pages_through_only_the_callers_videos(gw: ServedGateway, client: openai.OpenAI) -> None:
     other = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
     ids = [
         other.videos.create(prompt=f"clip {i}", model="sandbox-video", seconds="1", size="128x128").id
@@ -157,7 +157,7 @@ def test_delete_removes_a_finished_video_only(client: openai.OpenAI) -> None:
 
 
 def test_a_failed_video_reports_its_error_and_is_refunded_once(
-    gw: GatewayProcess, client: openai.OpenAI
+    gw: ServedGateway, client: openai.OpenAI
 ) -> None:
     video = client.videos.create_and_poll(prompt=FAIL, model="priced-video", seconds="1", size="128x128")
     assert video.status == "failed" and video.progress == 100
@@ -170,7 +170,7 @@ def test_a_failed_video_reports_its_error_and_is_refunded_once(
 
 
 def test_a_video_is_invisible_to_other_keys_and_other_families(
-    gw: GatewayProcess, client: openai.OpenAI, key: str
+    gw: ServedGateway, client: openai.OpenAI, key: str
 ) -> None:
     video = client.videos.create(prompt="mine", model="sandbox-video", seconds="1", size="128x128")
     stranger = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
@@ -197,7 +197,7 @@ def test_a_video_is_invisible_to_other_keys_and_other_families(
     ],
 )
 def test_bad_video_requests_get_openai_400s(
-    gw: GatewayProcess, key: str, body: dict[str, Any], param: str
+    gw: ServedGateway, key: str, body: dict[str, Any], param: str
 ) -> None:
     res = http("POST", gw.base_url + "/v1/videos", body, _auth(key))
     assert res.status == 400, res.body
@@ -218,13 +218,13 @@ def test_a_non_image_reference_and_an_unknown_model_are_refused(client: openai.O
 # --- unified /v1/video/generations -------------------------------------------------------
 
 
-def _unified(gw: GatewayProcess, key: str, task_id: str) -> dict[str, Any]:
+def _unified(gw: ServedGateway, key: str, task_id: str) -> dict[str, Any]:
     res = http("GET", f"{gw.base_url}/v1/video/generations/{task_id}", headers=_auth(key))
     assert res.status == 200, res.body
     return dict(res.json())
 
 
-def test_unified_generation_reaches_a_url_with_the_requested_video(gw: GatewayProcess, key: str) -> None:
+def test_unified_generation_reaches_a_url_with_the_requested_video(gw: ServedGateway, key: str) -> None:
     body = {"model": "sandbox-video", "prompt": "a red kite", "duration": 2, "width": 320, "height": 240,
             "fps": 12, "seed": 7, "metadata": {"style": "watercolor"}}  # fmt: skip
     res = http("POST", gw.base_url + "/v1/video/generations", body, _auth(key))
@@ -247,7 +247,7 @@ def test_unified_generation_reaches_a_url_with_the_requested_video(gw: GatewayPr
     assert (decoded.width, decoded.height, decoded.frames) == (320, 240, 24)
 
 
-def test_unified_failure_and_bad_input(gw: GatewayProcess, key: str) -> None:
+def test_unified_failure_and_bad_input(gw: ServedGateway, key: str) -> None:
     res = http(
         "POST", gw.base_url + "/v1/video/generations", {"model": "sandbox-video", "prompt": FAIL}, _auth(key)
     )
@@ -270,14 +270,14 @@ def test_unified_failure_and_bad_input(gw: GatewayProcess, key: str) -> None:
 # --- Kling native ------------------------------------------------------------------------
 
 
-def _kling(gw: GatewayProcess, key: str, path: str, body: dict[str, Any] | None = None) -> HTTPResult:
+def _kling(gw: ServedGateway, key: str, path: str, body: dict[str, Any] | None = None) -> HTTPResult:
     return http(
         "POST" if body is not None else "GET", gw.base_url + "/kling/v1/videos/" + path, body, _auth(key)
     )
 
 
 def test_kling_text2video_in_klings_envelope_with_a_signed_callback(
-    gw: GatewayProcess, key: str, key_record: dict[str, Any]
+    gw: ServedGateway, key: str, key_record: dict[str, Any]
 ) -> None:
     with WebhookReceiver(secret=key_record["webhook_secret"]) as receiver:
         body = {"prompt": "a fox in the snow", "duration": "5", "aspect_ratio": "9:16",
@@ -310,7 +310,7 @@ def test_kling_text2video_in_klings_envelope_with_a_signed_callback(
         assert {d.body["task_id"] for d in deliveries} == {data["task_id"]}
 
 
-def test_kling_image2video_and_klings_errors(gw: GatewayProcess, key: str) -> None:
+def test_kling_image2video_and_klings_errors(gw: ServedGateway, key: str) -> None:
     image = base64.b64encode(make_image(256, 256, "jpeg")).decode()
     res = _kling(gw, key, "image2video", {"model_name": "kling-v1-6", "image": image, "duration": 5})
     assert res.status == 200, res.body
@@ -338,7 +338,7 @@ def test_kling_image2video_and_klings_errors(gw: GatewayProcess, key: str) -> No
 # --- Veo (Gemini API operations) ---------------------------------------------------------
 
 
-def test_veo_operation_done_and_the_uri_downloads_with_the_callers_key(gw: GatewayProcess, key: str) -> None:
+def test_veo_operation_done_and_the_uri_downloads_with_the_callers_key(gw: ServedGateway, key: str) -> None:
     model = "veo-3.0-generate-001"
     goog = {"x-goog-api-key": key}
     body = {
@@ -366,7 +366,7 @@ def test_veo_operation_done_and_the_uri_downloads_with_the_callers_key(gw: Gatew
     assert http("GET", uri, headers=other).status == 404
 
 
-def test_veo_failure_and_bad_input_in_googles_shape(gw: GatewayProcess, key: str) -> None:
+def test_veo_failure_and_bad_input_in_googles_shape(gw: ServedGateway, key: str) -> None:
     goog = {"x-goog-api-key": key}
     url = f"{gw.base_url}/v1beta/models/veo-2.0-generate-001:predictLongRunning"
     name = http(

@@ -20,10 +20,10 @@ from tests.support.fake_kling import FakeKling
 from tests.support.fake_openai_videos import FakeOpenAIVideos
 from tests.support.fake_veo import FakeVeo
 from tests.support.fake_vidu import FakeVidu
-from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import make_image
 from tests.support.net import http
 from tests.support.receiver import WebhookReceiver
+from tests.support.served import ServedGateway
 from tests.support.video import decode_video, wait_for
 
 PRICE = 0.5
@@ -36,7 +36,7 @@ def fakes() -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Iterator[ServedGateway]:
     sora, kling, vidu, veo = fakes["sora"], fakes["kling"], fakes["vidu"], fakes["veo"]
     config = {
         "providers": [
@@ -55,12 +55,12 @@ def gw(tmp_path_factory: pytest.TempPathFactory, fakes: dict[str, Any]) -> Itera
         "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.5},
     }
     env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}
-    with GatewayProcess(Path(tmp_path_factory.mktemp("video-upstream")), config=config, env=env) as g:
+    with ServedGateway(Path(tmp_path_factory.mktemp("video-upstream")), config=config, env=env) as g:
         yield g
 
 
 @pytest.fixture(scope="module")
-def key_record(gw: GatewayProcess) -> dict[str, Any]:
+def key_record(gw: ServedGateway) -> dict[str, Any]:
     return gw.create_key_record()
 
 
@@ -70,7 +70,7 @@ def key(key_record: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def client(gw: GatewayProcess, key: str) -> openai.OpenAI:
+def client(gw: ServedGateway, key: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
 
 
@@ -87,7 +87,7 @@ def _auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def _ledger(gw: GatewayProcess, task_id: str) -> list[tuple[str, float]]:
+def _ledger(gw: ServedGateway, task_id: str) -> list[tuple[str, float]]:
     return sorted(
         (e["kind"], e["amount"]) for e in gw.admin("GET", f"/admin/tasks/{task_id}").json()["ledger"]
     )
@@ -97,12 +97,14 @@ def _ledger(gw: GatewayProcess, task_id: str) -> list[tuple[str, float]]:
 
 
 def test_openai_sdk_through_a_videos_relay(
-    gw: GatewayProcess, client: openai.OpenAI, fakes: dict[str, Any]
+    gw: ServedGateway, client: openai.OpenAI, fakes: dict[str, Any]
 ) -> None:
     sora: FakeOpenAIVideos = fakes["sora"]
+    # The module's other tests share the fake: only what this one sent counts.
+    earlier, calls, jobs = len(sora.submits()), len(sora.calls()), len(sora.job_ids())
     video = client.videos.create_and_poll(prompt="a harbour", model="sora-2", seconds="8", size="1280x720")
     assert video.status == "completed" and video.progress == 100 and video.seconds == "8"
-    [submit] = sora.submits()
+    [submit] = sora.submits()[earlier:]
     assert submit.params()["prompt"] == "a harbour" and submit.params()["model"] == "sora-2"
     assert submit.params()["seconds"] == "8" and submit.params()["size"] == "1280x720"
     assert submit.headers["authorization"] == f"Bearer {sora.api_key}"
@@ -111,9 +113,10 @@ def test_openai_sdk_through_a_videos_relay(
     assert content[4:8] == b"ftyp" and decode_video(content).codec == "h264"
     thumb = client.videos.download_content(video.id, variant="thumbnail")
     assert thumb.response.headers["content-type"] == "image/webp"
-    assert [c.path.rsplit("=", 1)[-1] for c in sora.downloads()] == ["video", "thumbnail"]
+    downloads = [c for c in sora.calls()[calls:] if c.kind == "download"]
+    assert [c.path.rsplit("=", 1)[-1] for c in downloads] == ["video", "thumbnail"]
     # Remix and delete go to the relay with its own id for the video.
-    upstream_id = sora.job_ids()[0]
+    upstream_id = sora.job_ids()[jobs]
     remix = client.videos.remix(video.id, prompt="the harbour at night")
     assert remix.remixed_from_video_id == video.id and client.videos.poll(remix.id).status == "completed"
     assert sora.calls()[-1].path.startswith("/v1/videos/") and any(
@@ -125,7 +128,7 @@ def test_openai_sdk_through_a_videos_relay(
 
 
 def test_an_upstream_video_failure_fails_the_task_and_refunds_once(
-    gw: GatewayProcess, client: openai.OpenAI, fakes: dict[str, Any]
+    gw: ServedGateway, client: openai.OpenAI, fakes: dict[str, Any]
 ) -> None:
     fakes["sora"].reset(script="fail", fail_reason="the prompt was refused (fake)")
     video = client.videos.create_and_poll(prompt="forbidden", model="sora-2")
@@ -145,9 +148,10 @@ def test_a_rejected_submit_is_relayed_and_never_charged(client: openai.OpenAI, f
 
 
 def test_kling_native_request_goes_to_kling_as_it_is(
-    gw: GatewayProcess, key: str, key_record: dict[str, Any], fakes: dict[str, Any]
+    gw: ServedGateway, key: str, key_record: dict[str, Any], fakes: dict[str, Any]
 ) -> None:
     kling: FakeKling = fakes["kling"]
+    earlier = len(kling.submits())  # the module's other tests share the fake
     with WebhookReceiver(secret=key_record["webhook_secret"]) as receiver:
         camera = {"type": "simple", "config": {"zoom": 5}}
         body = {"model_name": "kling-v1-6", "prompt": "a lantern", "duration": "10", "mode": "pro",
@@ -155,7 +159,7 @@ def test_kling_native_request_goes_to_kling_as_it_is(
         res = http("POST", gw.base_url + "/kling/v1/videos/text2video", body, _auth(key))
         assert res.status == 200, res.body
         task_id = res.json()["data"]["task_id"]
-        [submit] = kling.submits()
+        [submit] = kling.submits()[earlier:]
         sent = submit.params()
         assert sent["model_name"] == "kling-v1-6" and sent["camera_control"] == body["camera_control"]
         assert "callback_url" not in sent  # the gateway delivers its own, signed
@@ -174,7 +178,7 @@ def test_kling_native_request_goes_to_kling_as_it_is(
         assert all(d.valid_signature for d in receiver.snapshot())
 
 
-def test_kling_failure_and_unknown_states(gw: GatewayProcess, key: str, fakes: dict[str, Any]) -> None:
+def test_kling_failure_and_unknown_states(gw: ServedGateway, key: str, fakes: dict[str, Any]) -> None:
     kling: FakeKling = fakes["kling"]
     kling.reset(script="unknown", unknown_stages=3)
     res = http(
@@ -210,7 +214,7 @@ def test_kling_failure_and_unknown_states(gw: GatewayProcess, key: str, fakes: d
 
 
 def test_unified_and_openai_bodies_reach_kling_rebuilt(
-    gw: GatewayProcess, key: str, client: openai.OpenAI, fakes: dict[str, Any]
+    gw: ServedGateway, key: str, client: openai.OpenAI, fakes: dict[str, Any]
 ) -> None:
     kling: FakeKling = fakes["kling"]
     body = {"model": "kling-clips", "prompt": "wide shot", "duration": 9, "width": 1280, "height": 720,
@@ -230,7 +234,7 @@ def test_unified_and_openai_bodies_reach_kling_rebuilt(
     assert client.videos.download_content(video.id).read()[4:8] == b"ftyp"
 
 
-def test_image2video_sends_kling_raw_base64(gw: GatewayProcess, key: str, fakes: dict[str, Any]) -> None:
+def test_image2video_sends_kling_raw_base64(gw: ServedGateway, key: str, fakes: dict[str, Any]) -> None:
     png = make_image(64, 64, "png")
     body = {
         "model": "kling-v1-6",
@@ -246,7 +250,7 @@ def test_image2video_sends_kling_raw_base64(gw: GatewayProcess, key: str, fakes:
 # --- Vidu video -----------------------------------------------------------------------------
 
 
-def test_unified_video_on_vidu(gw: GatewayProcess, key: str, fakes: dict[str, Any]) -> None:
+def test_unified_video_on_vidu(gw: ServedGateway, key: str, fakes: dict[str, Any]) -> None:
     vidu: FakeVidu = fakes["vidu"]
     body = {"model": "viduq1", "prompt": "a tram", "duration": 4, "seed": 3}
     created = http("POST", gw.base_url + "/v1/video/generations", body, _auth(key)).json()
@@ -264,9 +268,10 @@ def test_unified_video_on_vidu(gw: GatewayProcess, key: str, fakes: dict[str, An
 
 
 def test_veo_operation_relayed_and_its_file_fetched_with_the_gateways_key(
-    gw: GatewayProcess, key: str, fakes: dict[str, Any]
+    gw: ServedGateway, key: str, fakes: dict[str, Any]
 ) -> None:
     veo: FakeVeo = fakes["veo"]
+    earlier = len(veo.downloads())  # the module's other tests share the fake
     goog = {"x-goog-api-key": key}
     body = {"instances": [{"prompt": "a comet"}], "parameters": {"aspectRatio": "16:9", "durationSeconds": 8}}
     res = http("POST", f"{gw.base_url}/v1beta/models/veo-3.0-generate-001:predictLongRunning", body, goog)
@@ -281,14 +286,14 @@ def test_veo_operation_relayed_and_its_file_fetched_with_the_gateways_key(
     assert uri.startswith(gw.base_url)  # never the upstream's, whose link needs its key
     video = http("GET", uri, headers=goog)
     assert video.status == 200 and decode_video(video.body).codec == "h264"
-    downloads = veo.downloads()
+    downloads = veo.downloads()[earlier:]
     assert downloads and downloads[0].headers.get("x-goog-api-key") == veo.api_key
     assert len(downloads) == 2 and downloads[1].path.startswith("/download-data/")  # the redirect, followed
     assert _ledger(gw, name.rsplit("/", 1)[1]) == [("reserve", PRICE)]
 
 
 def test_veo_filtered_result_is_a_failure_with_the_reason(
-    gw: GatewayProcess, key: str, fakes: dict[str, Any]
+    gw: ServedGateway, key: str, fakes: dict[str, Any]
 ) -> None:
     fakes["veo"].reset(script="filtered")
     goog = {"x-goog-api-key": key}

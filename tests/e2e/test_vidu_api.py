@@ -21,10 +21,11 @@ import av
 import pytest
 from PIL import Image
 
-from tests.support.gateway import GatewayProcess
 from tests.support.media_fixtures import encode_tone, make_image
 from tests.support.net import http
+from tests.support.readme import code_blocks, section, shell_commands
 from tests.support.receiver import WebhookReceiver
+from tests.support.served import ServedGateway
 from tests.support.task_client import FileServer, TaskClient, poll_until
 from tests.support.video import decode_video, sandbox_config
 from unigate_sandbox.media.speech import speech_duration
@@ -35,14 +36,14 @@ ERROR_KEYS = {"code", "reason", "message", "metadata"}
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     config = sandbox_config(2.0)
     config["tasks"] = {**config["tasks"], "poll_interval": 0.2}
     for model in config["models"]:
         if model["name"] in ("audio1.0", "lip-sync"):
             model["price_per_call"] = PRICE
     env = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}
-    with GatewayProcess(Path(tmp_path_factory.mktemp("vidu")), config=config, env=env) as g:
+    with ServedGateway(Path(tmp_path_factory.mktemp("vidu")), config=config, env=env) as g:
         yield g
 
 
@@ -61,12 +62,12 @@ def files() -> Iterator[FileServer]:
 
 
 @pytest.fixture(scope="module")
-def key_record(gw: GatewayProcess) -> dict[str, Any]:
+def key_record(gw: ServedGateway) -> dict[str, Any]:
     return gw.create_key_record(name="vidu")
 
 
 @pytest.fixture(scope="module")
-def client(gw: GatewayProcess, key_record: dict[str, Any]) -> TaskClient:
+def client(gw: ServedGateway, key_record: dict[str, Any]) -> TaskClient:
     return TaskClient(gw.base_url, {"Authorization": f"Token {key_record['key']}"})
 
 
@@ -157,7 +158,7 @@ def test_lip_sync_from_text_with_signed_callbacks(
 
 
 def test_a_failing_task_reports_its_reason_and_is_refunded_once(
-    gw: GatewayProcess, client: TaskClient, files: FileServer
+    gw: ServedGateway, client: TaskClient, files: FileServer
 ) -> None:
     sound = client.call(
         "POST", "/ent/v2/text2audio", {"model": "audio1.0", "prompt": "[sandbox:fail] thunder"}
@@ -173,7 +174,7 @@ def test_a_failing_task_reports_its_reason_and_is_refunded_once(
         assert sorted((e["kind"], e["amount"]) for e in ledger) == [("refund", PRICE), ("reserve", PRICE)]
 
 
-def test_a_task_is_found_only_through_vidu_and_by_its_key(gw: GatewayProcess, client: TaskClient) -> None:
+def test_a_task_is_found_only_through_vidu_and_by_its_key(gw: ServedGateway, client: TaskClient) -> None:
     res = client.call("POST", "/ent/v2/text2audio", {"model": "audio1.0", "prompt": "wind", "duration": 2})
     task_id = res.json()["task_id"]
     key = client.headers["Authorization"].split()[1]
@@ -188,7 +189,7 @@ def test_a_task_is_found_only_through_vidu_and_by_its_key(gw: GatewayProcess, cl
     assert client.call("GET", f"/ent/v2/tasks/{task_id}/creations").status == 200
 
 
-def test_token_and_bearer_keys_and_the_audio_family(gw: GatewayProcess, client: TaskClient) -> None:
+def test_token_and_bearer_keys_and_the_audio_family(gw: ServedGateway, client: TaskClient) -> None:
     key = client.headers["Authorization"].split()[1]
     body = {"model": "audio1.0", "prompt": "a door creaks", "duration": 2}
     assert (
@@ -204,7 +205,7 @@ def test_token_and_bearer_keys_and_the_audio_family(gw: GatewayProcess, client: 
         assert res.status == status and res.json()["reason"] == reason and set(res.json()) == ERROR_KEYS
 
 
-def test_bad_input_is_a_4xx_in_vidus_shape(gw: GatewayProcess, client: TaskClient, files: FileServer) -> None:
+def test_bad_input_is_a_4xx_in_vidus_shape(gw: ServedGateway, client: TaskClient, files: FileServer) -> None:
     video = files.url("face.mp4")
     cases: list[tuple[str, Any, int]] = [
         ("text2audio", {"model": "audio1.0"}, 400),  # no prompt
@@ -235,7 +236,7 @@ def test_bad_input_is_a_4xx_in_vidus_shape(gw: GatewayProcess, client: TaskClien
     assert raw.status == 400 and raw.json()["reason"] == "BadRequest"
 
 
-def test_an_unsafe_callback_url_is_refused(sandbox_gateway: GatewayProcess) -> None:
+def test_an_unsafe_callback_url_is_refused(sandbox_gateway: ServedGateway) -> None:
     key = sandbox_gateway.create_key()
     for hook in ("http://127.0.0.1:9/hook", "file:///etc/passwd", "http://169.254.169.254/latest"):
         body = {"model": "audio1.0", "prompt": "rain", "callback_url": hook}
@@ -257,7 +258,7 @@ def fake_vidu() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def upstream_gw(tmp_path_factory: pytest.TempPathFactory, fake_vidu: Any) -> Iterator[GatewayProcess]:
+def upstream_gw(tmp_path_factory: pytest.TempPathFactory, fake_vidu: Any) -> Iterator[ServedGateway]:
     provider = {"name": "vidu", "protocol": "vidu", "base_url": fake_vidu.base_url, "api_key": "vidu-secret"}
     config = {
         "providers": [provider],
@@ -267,12 +268,12 @@ def upstream_gw(tmp_path_factory: pytest.TempPathFactory, fake_vidu: Any) -> Ite
         ],
         "tasks": {"poll_interval": 0.2, "max_poll_interval": 0.5},
     }
-    with GatewayProcess(Path(tmp_path_factory.mktemp("vidu-upstream")), config=config) as g:
+    with ServedGateway(Path(tmp_path_factory.mktemp("vidu-upstream")), config=config) as g:
         yield g
 
 
 @pytest.fixture(scope="module")
-def upstream_client(upstream_gw: GatewayProcess) -> TaskClient:
+def upstream_client(upstream_gw: ServedGateway) -> TaskClient:
     return TaskClient(upstream_gw.base_url, {"Authorization": f"Token {upstream_gw.create_key()}"})
 
 
@@ -305,7 +306,7 @@ def test_text2audio_and_lip_sync_through_a_vidu_upstream(upstream_client: TaskCl
 
 
 def test_an_upstream_failure_is_failed_with_its_code_and_refunded_once(
-    upstream_gw: GatewayProcess, upstream_client: TaskClient, fake_vidu: Any
+    upstream_gw: ServedGateway, upstream_client: TaskClient, fake_vidu: Any
 ) -> None:
     fake_vidu.reset(script="fail", fail_reason="CreationPolicyViolation")
     res = upstream_client.call("POST", "/ent/v2/text2audio", {"model": "audio1.0", "prompt": "a scream"})
@@ -324,16 +325,16 @@ def test_an_upstream_failure_is_failed_with_its_code_and_refunded_once(
     assert refused.status == 400 and set(refused.json()) == ERROR_KEYS, refused.body
 
 
-# The README's curl example, run as written (against this gateway's address).
-README_SUBMIT = """curl -s http://127.0.0.1:8000/ent/v2/text2audio \\
-  -H "Authorization: Token $KEY" -H "Content-Type: application/json" \\
-  -d '{"model": "audio1.0", "prompt": "rain on a tin roof", "duration": 5}'"""
-README_QUERY = (
-    """curl -s http://127.0.0.1:8000/ent/v2/tasks/$TASK_ID/creations -H "Authorization: Token $KEY\""""
-)
+# The README's curl examples, run as written (against this gateway's address).
+[README_SUBMIT, README_QUERY] = [
+    command
+    for block in code_blocks(section("Sound effects, lip sync and visual tools"), "sh")
+    for command in shell_commands(block)
+    if "/ent/v2/" in command
+]
 
 
-def _sh(gw: GatewayProcess, command: str, **env: str) -> dict[str, Any]:
+def _sh(gw: ServedGateway, command: str, **env: str) -> dict[str, Any]:
     command = command.replace("http://127.0.0.1:8000", gw.base_url)
     done = subprocess.run(["bash", "-c", command], capture_output=True, env={**os.environ, **env}, timeout=30)
     assert done.returncode == 0, done.stderr
@@ -342,7 +343,7 @@ def _sh(gw: GatewayProcess, command: str, **env: str) -> dict[str, Any]:
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl command")
-def test_the_readme_curl_example(gw: GatewayProcess, key_record: dict[str, Any]) -> None:
+def test_the_readme_curl_example(gw: ServedGateway, key_record: dict[str, Any]) -> None:
     key = key_record["key"]
     created = _sh(gw, README_SUBMIT, KEY=key)
     assert created["state"] == "created" and created["duration"] == 5

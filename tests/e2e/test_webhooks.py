@@ -14,6 +14,7 @@ import pytest
 from tests.support.gateway import GatewayProcess
 from tests.support.net import http
 from tests.support.receiver import WebhookReceiver
+from tests.support.served import ServedGateway
 
 FAST = {
     "providers": [{"name": "sandbox", "protocol": "sandbox"}],
@@ -35,13 +36,13 @@ def receiver() -> Iterator[WebhookReceiver]:
     hook.stop()
 
 
-def _key(gw: GatewayProcess, receiver: WebhookReceiver) -> str:
+def _key(gw: ServedGateway, receiver: WebhookReceiver) -> str:
     record = gw.create_key_record(name="hooks")
     receiver.secret = gw.admin("GET", f"/admin/keys/{record['id']}").json()["webhook_secret"]
     return str(record["key"])
 
 
-def _submit(gw: GatewayProcess, key: str, hook: str, prompt: str = "a song about rivers") -> Any:
+def _submit(gw: ServedGateway, key: str, hook: str, prompt: str = "a song about rivers") -> Any:
     return http(
         "POST",
         gw.base_url + "/suno/submit/music",
@@ -60,7 +61,7 @@ def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def test_every_status_change_is_delivered_signed(
-    gateway_factory: Callable[..., GatewayProcess], receiver: WebhookReceiver
+    gateway_factory: Callable[..., ServedGateway], receiver: WebhookReceiver
 ) -> None:
     gw = gateway_factory(FAST, env=PRIVATE_OK)
     key = _key(gw, receiver)
@@ -85,7 +86,7 @@ def test_every_status_change_is_delivered_signed(
 
 
 def test_receiver_failing_twice_still_gets_every_event(
-    gateway_factory: Callable[..., GatewayProcess], receiver: WebhookReceiver
+    gateway_factory: Callable[..., ServedGateway], receiver: WebhookReceiver
 ) -> None:
     gw = gateway_factory(FAST, env=PRIVATE_OK)
     key = _key(gw, receiver)
@@ -106,7 +107,7 @@ def test_receiver_failing_twice_still_gets_every_event(
 
 
 def test_receiver_answering_410_gets_no_further_event_of_that_task(
-    gateway_factory: Callable[..., GatewayProcess], receiver: WebhookReceiver
+    gateway_factory: Callable[..., ServedGateway], receiver: WebhookReceiver
 ) -> None:
     """410 Gone ends the hook for that task: the event is not retried, later events of the
     task are never sent (recorded as skipped), the admin view says `gone`, a log line says
@@ -136,6 +137,7 @@ def test_receiver_answering_410_gets_no_further_event_of_that_task(
     assert f"for task {task_id}: the endpoint answered 410 Gone" in gw.log()
 
 
+@pytest.mark.process
 def test_kill_9_loses_no_task_and_no_event(tmp_path: Path, receiver: WebhookReceiver) -> None:
     gw = GatewayProcess(tmp_path, config=FAST, env=PRIVATE_OK).start()
     key = _key(gw, receiver)
@@ -197,7 +199,7 @@ def _loopback_hostname() -> str:
         "ftp://example.com/x",
     ],
 )
-def test_private_hooks_refused_at_submit(sandbox_gateway: GatewayProcess, hook: str) -> None:
+def test_private_hooks_refused_at_submit(sandbox_gateway: ServedGateway, hook: str) -> None:
     key = sandbox_gateway.create_key()
     res = _submit(sandbox_gateway, key, hook)
     assert res.status == 400
@@ -206,7 +208,7 @@ def test_private_hooks_refused_at_submit(sandbox_gateway: GatewayProcess, hook: 
 
 
 def test_hostname_resolving_to_loopback_refused_at_delivery(
-    gateway_factory: Callable[..., GatewayProcess], receiver: WebhookReceiver
+    gateway_factory: Callable[..., ServedGateway], receiver: WebhookReceiver
 ) -> None:
     gw = gateway_factory(FAST)
     key = _key(gw, receiver)

@@ -73,8 +73,8 @@ class Tally:
 
 
 class Run:
-    """What a corpus module's tests report to its last one: the tally, the /healthz probes,
-    and what ran when (spans), each with a way to run it again."""
+    """What a corpus module's tests report to its fixture's teardown: the tally, the /healthz
+    probes, and what ran when (spans), each with a way to run it again."""
 
     def __init__(self) -> None:
         self.tally = Tally()

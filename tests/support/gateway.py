@@ -11,13 +11,31 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.support import config_yaml
+from tests.support import config_yaml, markers
 from tests.support.net import HTTPResult, free_port, http
 
 ADMIN_KEY = "uga_test_" + secrets.token_hex(16)
 
 
-class GatewayProcess:
+class GatewayCalls:
+    """The admin calls a test makes on a running gateway (a process or one served in-process)."""
+
+    base_url: str
+
+    def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> HTTPResult:
+        return http(method, self.base_url + path, body, {"Authorization": f"Bearer {ADMIN_KEY}"})
+
+    def create_key(self, **spec: Any) -> str:
+        return str(self.create_key_record(**spec)["key"])
+
+    def create_key_record(self, **spec: Any) -> dict[str, Any]:
+        spec.setdefault("name", "test")
+        res = self.admin("POST", "/admin/keys", spec)
+        assert res.status == 201, res.body
+        return dict(res.json())
+
+
+class GatewayProcess(GatewayCalls):
     def __init__(
         self,
         workdir: Path,
@@ -50,24 +68,13 @@ class GatewayProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30) -> GatewayProcess:
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [
-                *self.prefix,
-                sys.executable,
-                "-m",
-                "unigate",
-                "serve",
-                "--port",
-                str(self.port),
-                "--workers",
-                str(self.workers),
-            ],
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.workdir,
-        )
+        markers.require("process", "a `unigate serve` process")
+        command = [*self.prefix, sys.executable, "-m", "unigate", "serve"]
+        command += ["--port", str(self.port), "--workers", str(self.workers)]
+        with self.log_path.open("ab") as log:  # the child writes to its own copy of the descriptor
+            self.proc = subprocess.Popen(
+                command, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -77,7 +84,7 @@ class GatewayProcess:
                     return self
             except OSError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.05)
         raise RuntimeError(f"gateway did not become ready:\n{self.log()}")
 
     def stop(self) -> None:
@@ -97,21 +104,6 @@ class GatewayProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> HTTPResult:
-        return http(method, self.base_url + path, body, {"Authorization": f"Bearer {ADMIN_KEY}"})
-
-    def create_key(self, **spec: Any) -> str:
-        spec.setdefault("name", "test")
-        res = self.admin("POST", "/admin/keys", spec)
-        assert res.status == 201, res.body
-        return str(res.json()["key"])
-
-    def create_key_record(self, **spec: Any) -> dict[str, Any]:
-        spec.setdefault("name", "test")
-        res = self.admin("POST", "/admin/keys", spec)
-        assert res.status == 201, res.body
-        return dict(res.json())
-
     def __enter__(self) -> GatewayProcess:
         return self.start()
 
@@ -121,6 +113,7 @@ class GatewayProcess:
 
 def serve_refused(workdir: Path, config_text: str | bytes) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """Run `unigate serve` on a config that must be refused before it starts."""
+    markers.require("process", "a `unigate serve` process")
     config = workdir / "bad.yaml"
     if isinstance(config_text, bytes):
         config.write_bytes(config_text)

@@ -9,6 +9,7 @@ reaches them over real HTTP exactly as in a served gateway.
 from __future__ import annotations
 
 import asyncio
+import gc
 import secrets
 import threading
 from collections.abc import Coroutine
@@ -62,6 +63,7 @@ class InProcessGateway:
         answer = await self._lifespan_out.get()
         if answer["type"] != "lifespan.startup.complete":
             raise RuntimeError(f"gateway start-up failed: {answer}")
+        gc.unfreeze()  # the app froze the test process's objects too (see served.py)
         self._client = self.client()
 
     def stop(self) -> None:
@@ -69,8 +71,8 @@ class InProcessGateway:
             self.run(self._stop())
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
-            if not self._thread.is_alive():
-                self._loop.close()
+        if not self._thread.is_alive() and not self._loop.is_closed():
+            self._loop.close()  # also one never started
 
     async def _stop(self) -> None:
         if self._client is not None:

@@ -17,16 +17,21 @@ class LoopbackServer:
         raise NotImplementedError
 
     def _init_server(self) -> None:
-        self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        # Made by start(): a fake that is built but never started holds no loop to close.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
 
     def start(self) -> Self:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
         return self
 
     def stop(self) -> None:
+        if self._loop is None or self._thread is None:
+            return
         if self._runner is not None:
             asyncio.run_coroutine_threadsafe(self._shutdown(self._runner), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -45,4 +45,5 @@ def http(
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return HTTPResult(resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read())
     except urllib.error.HTTPError as exc:
-        return HTTPResult(exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read())
+        with exc:  # it holds the response's connection
+            return HTTPResult(exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read())

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support import markers
 from tests.support.net import free_port
 
 
@@ -58,6 +59,7 @@ def postgres_server() -> Iterator[str]:
 
 @contextmanager
 def postgres_cluster() -> Iterator[Cluster]:
+    markers.require("services", "a PostgreSQL server")
     bindir = _bindir()
     if bindir is None:
         raise RuntimeError(

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support import markers
 from tests.support.net import free_port
 
 
@@ -30,6 +31,7 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        markers.require("services", "a Redis server")
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server not found: install Debian's redis-server (scripts/test.sh does)")

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.support import markers
 from tests.support.net import free_port
 
 # Fake credentials: moto accepts any. Named like the real variables so the gateway's client
@@ -51,6 +52,7 @@ class S3Server:
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> None:
+        markers.require("services", "an S3 server")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL,

@@ -79,6 +79,7 @@ def test_a_running_response_is_followed_to_its_terminal_event(tmp_path: Path) ->
         final = {"id": "resp_1", "status": "completed"}
         assert await runs.set_state("resp_1", final, [_event(4, "response.completed")])
         body, _ = await follower
+        await runs.engine.dispose()
         return body
 
     body = asyncio.run(run())
@@ -89,7 +90,9 @@ def test_a_cancelled_response_ends_at_once(tmp_path: Path) -> None:
     async def run() -> tuple[bytes, float]:
         runs, _ = await _setup(tmp_path)
         assert await runs.cancel("resp_1", "key_a", {"id": "resp_1", "status": "cancelled"})
-        return await _follow(runs)
+        followed = await _follow(runs)
+        await runs.engine.dispose()
+        return followed
 
     body, took = asyncio.run(run())
     assert body.count(b"event: ") == 3 and took < 1.0

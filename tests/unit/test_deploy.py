@@ -86,6 +86,7 @@ def _substituted_site(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.services
 @pytest.mark.skipif(not os.access(NGINX, os.X_OK), reason="nginx not installed (scripts/test.sh installs it)")
 def test_nginx_site_passes_nginx_t(tmp_path: Path) -> None:
     site = _substituted_site(tmp_path)
@@ -135,6 +136,7 @@ def test_systemd_units_have_the_keys_that_matter(tmp_path: Path) -> None:
         assert f"\n{name}=" in example, name
 
 
+@pytest.mark.services
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
 @pytest.mark.parametrize("name", ["unigate.service", "unigate-migrate.service"])
 def test_systemd_analyze_verify_finds_nothing(tmp_path: Path, name: str) -> None:

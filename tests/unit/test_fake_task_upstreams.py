@@ -73,7 +73,8 @@ def get_no_redirect(url: str, headers: dict[str, str]) -> tuple[int, dict[str, s
         with opener.open(urllib.request.Request(url, headers=headers), timeout=10) as resp:
             return resp.status, dict(resp.headers)
     except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers)
+        with exc:  # it holds the response's connection
+            return exc.code, dict(exc.headers)
 
 
 # ------------------------------------------------------------------------- fixtures

@@ -75,6 +75,7 @@ def _run(database_url: str, redis_url: str | None, body: Callable[..., Awaitable
     asyncio.run(run())
 
 
+@pytest.mark.services
 def test_a_revocation_reaches_a_subscribed_worker_at_once(database_url: str, redis: RedisServer) -> None:
     async def body(a: Worker, b: Worker, store: KeyStore) -> None:
         await _until(lambda: a.fanout.subscribed and b.fanout.subscribed, 5)
@@ -92,6 +93,7 @@ def test_a_revocation_reaches_a_subscribed_worker_at_once(database_url: str, red
     _run(database_url, redis.url, body)
 
 
+@pytest.mark.services
 def test_a_missed_message_is_caught_by_the_database_check(
     database_url: str, redis: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,6 +128,7 @@ def test_without_redis_the_database_is_read_twice_a_second(database_url: str) ->
     _run(database_url, None, body)
 
 
+@pytest.mark.services
 def test_reloads_reach_the_others_not_the_asker_and_coalesce(database_url: str, redis: RedisServer) -> None:
     async def body(a: Worker, b: Worker, store: KeyStore) -> None:
         await _until(lambda: a.fanout.subscribed and b.fanout.subscribed, 5)
@@ -144,6 +147,7 @@ def test_reloads_reach_the_others_not_the_asker_and_coalesce(database_url: str, 
     _run(database_url, redis.url, body)
 
 
+@pytest.mark.services
 def test_the_subscriber_reconnects_by_itself(postgres_url: str, redis: RedisServer) -> None:
     async def body(a: Worker, b: Worker, store: KeyStore) -> None:
         await _until(lambda: b.fanout.subscribed, 5)

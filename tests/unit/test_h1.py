@@ -634,7 +634,11 @@ def test_streamed_body_resent_whole_on_retry(loop: str, read_it: bool) -> None:
                 resp = await call(pool, body=body, headers={"Content-Type": body.content_type})
                 assert await resp.read() == b"ok"
             assert [len(r.body) for r in server.requests] == [0, body.length if read_it else 0, body.length]
-            assert parse_form(server.requests[2].body, body.content_type.encode()).file("file") is not None
+            received = parse_form(server.requests[2].body, body.content_type.encode())
+            try:
+                assert received.file("file") is not None
+            finally:
+                received.close()
             assert server.connections == 2
 
     try:

@@ -28,6 +28,8 @@ from unigate.limits.redis_script import BUDGET_IDLE, PREFIX
 from unigate.observability.metrics import Metrics
 from unigate.store.redis import connect
 
+pytestmark = pytest.mark.services
+
 T = TypeVar("T")
 
 

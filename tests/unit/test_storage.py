@@ -36,7 +36,7 @@ def _s3_storage(server: S3Server, **extra: Any) -> S3Storage:
     return S3Storage(StorageConfig(**server.storage_config(server.create_bucket(), **extra)))
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.services)])
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
     if request.param == "local":
         return LocalStorage(tmp_path)
@@ -125,6 +125,7 @@ def test_local_write_failure_is_storage_unavailable(tmp_path: Path) -> None:
         run(LocalStorage(tmp_path).put(media_key("x.png"), b"x"))
 
 
+@pytest.mark.services
 def test_s3_objects_live_under_the_prefix(s3: S3Server) -> None:
     bucket = s3.create_bucket()
     config = StorageConfig(**s3.storage_config(bucket, prefix="team-a/"))
@@ -148,6 +149,7 @@ def test_s3_addressing_follows_path_style() -> None:
     assert "endpoint" not in aws.store.config and aws.store.prefix == "p"
 
 
+@pytest.mark.services
 def test_s3_check_passes_and_refuses_a_missing_bucket(s3: S3Server) -> None:
     run(_s3_storage(s3).check())
     missing = S3Storage(StorageConfig(**s3.storage_config("no-such-bucket-here")))
@@ -156,6 +158,7 @@ def test_s3_check_passes_and_refuses_a_missing_bucket(s3: S3Server) -> None:
     assert "NoSuchBucket" in caught.value.detail
 
 
+@pytest.mark.services
 def test_s3_unreachable_is_storage_unavailable_fast_and_without_secrets(
     s3: S3Server, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -181,6 +184,7 @@ def test_s3_unreachable_is_storage_unavailable_fast_and_without_secrets(
     assert "cannot read media/a.png" in caplog.text  # a short name is shown whole
 
 
+@pytest.mark.services
 def test_stored_journal_shares_records_between_processes(s3: S3Server, tmp_path: Path) -> None:
     store = _s3_storage(s3)
     writer, reader = journal_for(store, tmp_path, "jobs"), journal_for(store, tmp_path, "jobs")

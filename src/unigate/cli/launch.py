@@ -57,32 +57,35 @@ def _json_logs() -> bool:
     return True
 
 
+def uvicorn_options() -> dict[str, Any]:
+    """How uvicorn runs the app, whatever the address and workers (the test suite serves the app
+    in-process with these too)."""
+    from unigate.edge.server_guard import GuardedHttpToolsProtocol
+
+    return {
+        "loop": "uvloop",
+        "http": GuardedHttpToolsProtocol,  # httptools, with head/body timeouts and limits
+        "ws": "none",  # the gateway serves no WebSocket: the websockets package stays unloaded
+        "log_level": "warning",
+        "access_log": False,
+        "timeout_keep_alive": 30,
+        "lifespan": "on",
+        # Said outright: the app's __call__ returns the request coroutine instead of being one,
+        # which uvicorn's auto-detection would take for ASGI 2.
+        "interface": "asgi3",
+    }
+
+
 def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None]) -> None:
     import uvicorn
     from uvicorn.supervisors.multiprocess import Multiprocess
 
     from unigate.cli.supervisor import ReloadingMultiprocess, block_sighup
-    from unigate.edge.server_guard import GuardedHttpToolsProtocol
 
     # None: uvicorn installs no handlers of its own; its loggers reach unigate's.
     logging: dict[str, Any] = {"log_config": None} if _json_logs() else {}
     config = uvicorn.Config(
-        APP,
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        loop="uvloop",
-        http=GuardedHttpToolsProtocol,  # httptools, with head/body timeouts and limits
-        ws="none",  # the gateway serves no WebSocket: the websockets package stays unloaded
-        log_level="warning",
-        access_log=False,
-        timeout_keep_alive=30,
-        lifespan="on",
-        # Said outright: the app's __call__ returns the request coroutine instead of being one,
-        # which uvicorn's auto-detection would take for ASGI 2.
-        interface="asgi3",
-        **logging,
+        APP, factory=True, host=host, port=port, workers=workers, **uvicorn_options(), **logging
     )
     # Bound and listening here, before the app starts: connections made from now on wait in
     # the backlog and are served once the workers are up.

@@ -14,7 +14,6 @@ import asyncio
 import logging
 import os
 import secrets
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO
 
@@ -62,7 +61,7 @@ class LocalStorage:
         if head_only or len(head) >= size:
             await asyncio.to_thread(f.close)
             return StoredObject(size, head, no_chunks())
-        return StoredObject(size, head, _chunks(f))
+        return StoredObject(size, head, _Chunks(f))
 
     async def exists(self, key: str) -> bool:
         return await asyncio.to_thread(self._path(key).is_file)
@@ -99,12 +98,28 @@ def _open(path: Path, head_only: bool) -> tuple[IO[bytes], int, bytes]:
     return f, size, head
 
 
-async def _chunks(f: IO[bytes]) -> AsyncIterator[bytes]:
-    try:
-        while chunk := await asyncio.to_thread(f.read, CHUNK):
-            yield chunk
-    finally:
-        await asyncio.to_thread(f.close)
+class _Chunks:
+    """The rest of an open file in CHUNK pieces. `aclose` closes the file even when no chunk
+    was read: an async generator's `finally` would only run once it had started."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self._f = f
+
+    def __aiter__(self) -> _Chunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._f.closed:
+            raise StopAsyncIteration
+        chunk = await asyncio.to_thread(self._f.read, CHUNK)
+        if not chunk:
+            await self.aclose()
+            raise StopAsyncIteration
+        return chunk
+
+    async def aclose(self) -> None:
+        if not self._f.closed:
+            await asyncio.to_thread(self._f.close)
 
 
 def _delete(folder: Path, start: str) -> None:

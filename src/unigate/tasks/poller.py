@@ -34,9 +34,6 @@ from unigate.tasks.service import TaskService
 
 log = logging.getLogger("unigate.tasks")
 
-# Short enough that tasks held by a crashed process resume soon; a poll outliving its lease
-# only means a duplicate poll, which the compare-and-set transition makes harmless.
-_LEASE_SECONDS = 20.0
 _MAX_IDLE_DELAY = 1.0
 
 
@@ -53,7 +50,7 @@ class Poller:
         self._loop = Periodic("task-poller", self._step, 0.25)
         self._idle_delay = 0.25
         # A database outage interrupted a round: leases taken or held here may not have been
-        # given back, and would keep their tasks waiting until they lapse (_LEASE_SECONDS).
+        # given back, and would keep their tasks waiting until they lapse (tasks.lease_seconds).
         self._stranded = False
         self.polls = 0  # upstream poll calls made (observability, tests)
 
@@ -76,19 +73,21 @@ class Poller:
 
     async def _step(self) -> float:
         worked = await self.tick()
-        # Idle: back off to 1 s (tasks are due at poll_interval granularity anyway); busy: go on.
-        self._idle_delay = 0.25 if worked else min(self._idle_delay * 2, _MAX_IDLE_DELAY)
+        # Idle: back off to 1 s, or poll_interval when shorter (tasks are due at that granularity
+        # anyway); busy: go on.
+        idle_cap = min(_MAX_IDLE_DELAY, self.config.poll_interval)
+        self._idle_delay = min(0.25, idle_cap) if worked else min(self._idle_delay * 2, idle_cap)
         return 0.05 if worked >= self.batch else self._idle_delay
 
     async def tick(self) -> int:
         if self._stranded:
             # Between ticks this poller holds only leases it could not give back: release them
             # as soon as the database answers again, so those tasks are polled at once (by any
-            # poller) instead of _LEASE_SECONDS after the outage began.
+            # poller) instead of a lease's length after the outage began.
             await self.store.release_leases(self.owner)
             self._stranded = False
         try:
-            leased = await self.store.lease_due(self.owner, self.batch, _LEASE_SECONDS)
+            leased = await self.store.lease_due(self.owner, self.batch, self.config.lease_seconds)
         except Exception as exc:
             # The connection can die after the server committed the claim: the leases may be ours.
             self._stranded = is_outage(exc)
