@@ -60,6 +60,10 @@ echo "== mypy"; .venv/bin/mypy
 # each, to keep the suite's time in view.
 timed="soak or cluster or fuzz"
 echo "== pytest (every marker but $timed, in parallel)"
-.venv/bin/python -m pytest -p no:cacheprovider -m "not ($timed)" --durations=20 "$@"
+# Both runs go to the end (a failure in the first must not hide one in the second); the
+# suite fails if either did.
+status=0
+.venv/bin/python -m pytest -p no:cacheprovider -m "not ($timed)" --durations=20 "$@" || status=$?
 echo "== pytest ($timed, one at a time)"
-exec .venv/bin/python -m pytest -p no:cacheprovider -m "$timed" -n 0 --durations=20 "$@"
+.venv/bin/python -m pytest -p no:cacheprovider -m "$timed" -n 0 --durations=20 "$@" || status=$?
+exit "$status"

@@ -3,6 +3,7 @@ processes for the tests marked `process`), all on 127.0.0.1; the run order optio
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 from collections.abc import Callable, Iterator
@@ -89,6 +90,15 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # Before the test's fixtures: a module-scoped gateway starts in its first test's setup.
     markers.running({mark.name for mark in item.iter_markers()})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _collect_at_module_end() -> Iterator[None]:
+    """A full collection when a test file ends: what it left unclosed (a socket, an event loop)
+    is reported as a ResourceWarning in its own last test, not in whichever file the same
+    worker runs next."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture(autouse=True)

@@ -24,6 +24,8 @@ FAST = {
         "poll_interval": 0.3,
         "max_poll_interval": 1.0,
         "webhook_retry_schedule": [0, 0.3, 0.3, 0.5, 0.5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+        # A delivery in flight when a process is killed is leased for 2 x this + 5 s.
+        "webhook_timeout": 3,
     },
 }
 PRIVATE_OK = {"UNIGATE_ALLOW_PRIVATE_WEBHOOKS": "1"}

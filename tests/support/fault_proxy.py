@@ -61,6 +61,7 @@ class FaultProxy:
         asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()  # its selector and self-pipe, or they are a ResourceWarning
 
     async def _start(self) -> None:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)

@@ -113,3 +113,4 @@ class ThreadedProxy:
         asyncio.run_coroutine_threadsafe(self.proxy.__aexit__(None, None, None), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()  # its selector and self-pipe, or they are a ResourceWarning

@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("unigate.webhooks")
 
-_LEASE_SECONDS = 45.0  # > 2 x the default webhook timeout: a delivery in flight is not sent twice
-
-
 class OutboxDeliverer:
     def __init__(
         self,
@@ -55,10 +52,13 @@ class OutboxDeliverer:
         self._secrets: dict[str, str] = {}
         # Events the receiver accepted whose `delivered` mark a database outage stopped: written
         # at the next pass, before anything new is leased. Left to their lease, each would stay
-        # pending for _LEASE_SECONDS, hold back its task's later events, and then be sent again.
+        # pending for its lease, hold back its task's later events, and then be sent again.
         self._unmarked: set[str] = set()
         self._loop = Periodic("webhook-outbox", self._pass, 0.25, grace=timeout + 5)
         self._idle_delay = 0.25
+        # Longer than two delivery timeouts: a delivery in flight is not sent twice, and one
+        # a dead replica had leased is sent again soon after it could no longer be running.
+        self._lease = 2 * timeout + 5
 
     async def start(self) -> None:
         await self.sender.start()
@@ -72,7 +72,7 @@ class OutboxDeliverer:
         for event_id in list(self._unmarked):
             await self.store.delivered(event_id)  # raises while the database is still away
             self._unmarked.discard(event_id)
-        batch = await self.store.lease_deliveries(64, _LEASE_SECONDS)
+        batch = await self.store.lease_deliveries(64, self._lease)
         if batch:
             await asyncio.gather(*(self._deliver(d) for d in batch))
         # Idle: back off to 1 s; an event written meanwhile waits at most that long.
