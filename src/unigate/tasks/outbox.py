@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("unigate.webhooks")
 
+
 class OutboxDeliverer:
     def __init__(
         self,
