@@ -7,6 +7,7 @@ rendered here, once, in the endpoint family's shape.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import time
@@ -209,7 +210,11 @@ class GatewayApp:
         if endpoint is None:
             style = style_for_path(request.path)
         else:
-            style = endpoint.style if endpoint.style_of is None else endpoint.style_of(request)
+            style = endpoint.style
+            if endpoint.style_of is not None:
+                # A request too broken to tell whose it is gets the endpoint's own style.
+                with contextlib.suppress(GatewayError):
+                    style = endpoint.style_of(request)
         body = render_error(err, style, request.request_id)
         extra = [(b"x-request-id", request.request_id.encode())]
         extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())

@@ -55,3 +55,18 @@ def test_the_edges_own_refusal_is_in_the_clients_shape_too(gw: InProcessGateway)
     refused = gw.request("GET", "/v1/models", "ugk_not_a_key", headers=ANTHROPIC)
     assert refused.status_code == 401
     assert refused.json()["error"]["type"] == "authentication_error" and refused.json()["type"] == "error"
+
+
+def test_a_query_too_broken_to_read_is_never_a_500_on_a_shared_path(gw: InProcessGateway) -> None:
+    """Choosing the error's shape read the whole query; a NUL in it was refused while choosing
+    how to render that refusal, and the server answered 500 (found by schemathesis)."""
+    key = gw.create_key()
+    # Only `?key=` says Gemini: the rest of the query is not read for an OpenAI client.
+    plain = gw.request("GET", "/v1/models/sandbox-chat?a%00=1", key)
+    assert plain.status_code == 200, plain.text
+    # A Gemini client's: a handler that reads the query refuses it in Gemini's shape.
+    shown = gw.request("GET", "/v1/models/sandbox-chat?key=x&a%00=1", key)
+    assert shown.status_code == 200 and shown.json()["name"] == "models/sandbox-chat", shown.text
+    listed = gw.request("GET", "/v1/models?a%00=1&key=x", key)
+    assert listed.status_code == 400, listed.text
+    assert listed.json()["error"]["status"] == "INVALID_ARGUMENT" and "NUL" in listed.text

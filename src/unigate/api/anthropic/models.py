@@ -32,9 +32,16 @@ def client_style(request: Request) -> str:
     """The client's format, and so its error style, by what each SDK always sends."""
     if request.header(b"anthropic-version") is not None:
         return "anthropic"
-    if request.header(b"x-goog-api-key") is not None or "key" in request.query:
+    query = request.scope.get("query_string", b"")
+    if request.header(b"x-goog-api-key") is not None or _has_key_param(query):
         return "gemini"
     return "openai"
+
+
+def _has_key_param(query: bytes) -> bool:
+    """Whether the raw query names `key` (Gemini's `?key=`), read without decoding it: choosing
+    how to render an error must not itself fail on a query the request is refused for."""
+    return any(part.partition(b"=")[0] == b"key" for part in query.split(b"&"))
 
 
 class AnthropicModelsAPI:
