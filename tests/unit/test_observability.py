@@ -183,3 +183,24 @@ def test_access_lines_of_one_loop_turn_go_out_in_one_write() -> None:
     assert (held, after) == (0, 1)
     assert [line.rsplit("=", 1)[1] for line in written] == ["r0", "r1", "r2", "r3", "r4", "outside"]
     assert all(" INFO unigate.test.access: GET /" in line for line in written)
+
+
+def test_a_worker_imports_no_client_library_it_was_not_configured_for(tmp_path: Path) -> None:
+    """Webhooks and URL fetches use the project's own HTTP client, and Redis, PostgreSQL, S3
+    and OpenTelemetry are imported only when configured: a gateway on the defaults (SQLite, the
+    node's limits, a file store, no tracing) after its start-up has none of them in memory."""
+    code = (
+        "import asyncio, sys\n"
+        "from unigate.app import create_app\n"
+        "from unigate.settings import Settings\n"
+        f"app = create_app(Settings.from_env({{'UNIGATE_DATA_DIR': {str(tmp_path)!r}}}))\n"
+        "async def started():\n"
+        "    await app.gateway.start()\n"
+        "    await app.gateway.webhook_sender.start()\n"
+        "    await app.gateway.stop()\n"
+        "asyncio.run(started())\n"
+        "names = ('aiohttp', 'yarl', 'redis', 'asyncpg', 'obstore', 'opentelemetry')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(names)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
