@@ -158,12 +158,16 @@ class Limits:
         tokens_moved, cost_moved = tokens != ticket.tokens, cost != ticket.cost
         if not (tokens_moved or cost_moved):
             return
+        # The ticket's own demands become the corrections (settled once, they are not read
+        # again): their names, limits, periods and `local` marks are already right.
         changes = []
         for d in ticket.demands:
             if tokens_moved and d.name.endswith(":tpm"):
-                changes.append(Demand(d.name, "rate", d.limit, tokens - ticket.tokens, 0, d.local))
+                d.amount = tokens - ticket.tokens
+                changes.append(d)
             elif cost_moved and d.kind == "budget":
-                changes.append(Demand(d.name, "budget", d.limit, cost - ticket.cost, d.period, d.local))
+                d.amount = cost - ticket.cost
+                changes.append(d)
         if changes:
             await self.counters.adjust(changes)
 
