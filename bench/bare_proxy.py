@@ -6,12 +6,15 @@ price of being a gateway. The request path is appended to the upstream's address
 `/stream/v1/chat/completions` reaches the fake upstream's streaming reply. SSE responses are
 relayed chunk by chunk as they arrive; anything else is read whole and sent with its length.
 
-Run as a script: `python bench/bare_proxy.py --port 8081 --upstream http://127.0.0.1:8080`.
+Run as a script: `python bench/bare_proxy.py --port 8081 --upstream http://127.0.0.1:8080
+[--workers 2]` (as many workers as unigate runs, so the comparison is like for like).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -79,16 +82,28 @@ class BareProxy:
         await send({"type": "http.response.body", "body": data})
 
 
+_UPSTREAM_ENV = "BARE_PROXY_UPSTREAM"
+
+
+def app() -> BareProxy:
+    """The workers' factory (several workers need an import string): upstream from the environment."""
+    return BareProxy(os.environ[_UPSTREAM_ENV])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--upstream", required=True, help="Upstream origin, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
+    os.environ[_UPSTREAM_ENV] = args.upstream
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     uvicorn.run(
-        BareProxy(args.upstream),
+        "bare_proxy:app",
+        factory=True,
         host="127.0.0.1",
         port=args.port,
-        workers=1,
+        workers=args.workers,
         loop="uvloop",
         http="httptools",
         access_log=False,

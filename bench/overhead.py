@@ -1,9 +1,10 @@
 """unigate's own per-request cost, measured in process: no sockets, no upstream, no server.
 
-    .venv/bin/python bench/overhead.py [--requests 20000] [--otel] [--responses] [--stream] [--redis]
-                                       [--all-limits]
+    .venv/bin/python bench/overhead.py [--requests 20000] [--layers] [--otel] [--responses] [--stream]
+                                       [--redis] [--rpm-only]
 
-Builds the real ASGI app on a fresh SQLite data dir (rate-limited key, usage accounting on),
+Builds the real ASGI app on a fresh SQLite data dir (a key with rpm, tpm and a budget unless
+`--rpm-only`; usage accounting, metrics, the request log and the access line on),
 replaces the upstream call of the chat route with a canned reply, and drives
 `POST /v1/chat/completions` through the ASGI interface from one coroutine. What is timed is
 everything the gateway adds to a pass-through (auth, parsing and checks, routing, rate
@@ -16,7 +17,9 @@ turns tracing on, exporting every call's span to an OTLP sink in another process
 reply and back), unstored and stored (the row written before the answer is sent).
 `--redis` keeps the limits in a throwaway local redis-server (Debian's), as a scaled-out
 gateway does: each limited call then waits one loopback round trip, which this one-coroutine
-loop times in full. `--all-limits` gives the key tpm and a budget too (settlements on the path).
+loop times in full.
+`--layers` prices each layer (auth, checks, routing, limits, accounting, metrics, logs, reply)
+by timing the call with it and with a stub in its place, in interleaved pairs.
 `--stream` times streamed calls whose canned upstream answer is an OpenAI stream of
 `STREAM_CHUNKS` events: relayed as is (`/v1/chat/completions`), and translated event by event
 into Anthropic's (`/v1/messages`) and the Responses API's (`/v1/responses`) streams: the
@@ -147,19 +150,174 @@ async def _floor(
 
 
 async def _time(app: App, scope: dict[str, Any], count: int, body: bytes = BODY) -> float:
-    """Median µs per request over five batches."""
+    """Median µs per request over five batches: the process's CPU time (every thread's, so the
+    background writers count), which other jobs on a shared machine disturb far less than the
+    wall clock."""
     batches = []
     for _ in range(5):
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(count // 5):
             status, _ = await _call(app, scope, body)
             if status != 200:
                 raise SystemExit(f"HTTP {status}")
-        batches.append((time.perf_counter() - start) / (count // 5) * 1e6)
+        batches.append((time.process_time() - start) / (count // 5) * 1e6)
     return statistics.median(batches)
 
 
-async def main(count: int, responses: bool = False, all_limits: bool = False, stream: bool = False) -> None:
+# The performance target for the gateway's own layers (docs/architecture.md).
+TARGET_OWN_US = 11.0
+# The layers `--layers` prices one by one, in the order a request meets them.
+LAYERS = ("auth", "checks", "routing", "limits", "accounting", "metrics", "logs", "reply")
+
+
+class _Stubs:
+    """Each layer of a chat call swapped for a stub that hands back what the real layer
+    produced once (the principal, the parsed body, the route, a reply sent from ready bytes),
+    so timing the call with and without the stub prices that layer alone. Limits are priced by
+    a key without limits: what remains of them is then skipped by the code itself."""
+
+    def __init__(self, app: Any, key_headers: list[tuple[bytes, bytes]], free_headers: list[Any]) -> None:
+        self.app = app
+        self.limited = _scope("POST", "/v1/chat/completions", key_headers)
+        self.free = _scope("POST", "/v1/chat/completions", free_headers)
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def _set(self, owner: Any, name: str, value: Any) -> None:
+        self._undo.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, value)
+
+    def restore(self) -> None:
+        while self._undo:
+            owner, name, value = self._undo.pop()
+            setattr(owner, name, value)
+
+    async def capture(self) -> None:
+        """Run one real call with spies on each stubbed seam, keeping what each produced."""
+        import unigate.api.openai.text as text_module
+        import unigate.api.serving.serve as serve_module
+        import unigate.app as app_module
+        from unigate.edge.asgi import Request
+
+        seen: dict[str, Any] = {}
+        real_auth, real_check = vars(app_module)["authenticate"], vars(text_module)["CHAT"].check
+        real_json, real_route = Request.json_object, self.app.gateway.router.run
+
+        async def auth(request: Any, cache: Any) -> Any:
+            seen["principal"] = await real_auth(request, cache)
+            return seen["principal"]
+
+        async def json_object(request: Any, limit: int) -> Any:
+            seen["json"] = await real_json(request, limit)
+            return seen["json"]
+
+        def check(payload: Any) -> Any:
+            seen["checked"] = real_check(payload)
+            return seen["checked"]
+
+        async def route(entry: Any, model: str, attempt: Any) -> Any:
+            seen["routed"] = await real_route(entry, model, attempt)
+            return seen["routed"]
+
+        self._set(app_module, "authenticate", auth)
+        self._set(Request, "json_object", json_object)
+        self._set(text_module, "CHAT", _Check(check))
+        self._set(self.app.gateway.router, "run", route)
+        try:
+            await _call(self.app, self.limited, BODY)
+        finally:
+            self.restore()
+        self.seen = seen
+        self.modules = (app_module, text_module, serve_module, Request)
+
+    def stub(self, layer: str) -> dict[str, Any]:
+        """Swap `layer` for its stub; the scope to time with."""
+        app_module, text_module, serve_module, request_class = self.modules
+        gw, seen = self.app.gateway, self.seen
+        if layer == "auth":
+
+            async def principal(request: Any, cache: Any) -> Any:
+                return seen["principal"]
+
+            self._set(app_module, "authenticate", principal)
+        elif layer == "checks":
+
+            async def parsed(request: Any, limit: int) -> Any:
+                return seen["json"]
+
+            self._set(request_class, "json_object", parsed)
+            self._set(text_module, "CHAT", _Check(lambda payload: seen["checked"]))
+        elif layer == "routing":
+            target = seen["routed"][1]
+
+            async def routed(entry: Any, model: str, attempt: Any) -> Any:
+                return await attempt(target), target
+
+            self._set(gw.router, "run", routed)
+        elif layer == "limits":
+            return self.free
+        elif layer == "accounting":
+            self._set(gw.usage, "record", _nothing)
+        elif layer == "metrics":
+            self._set(self.app, "_count_request", _nothing)
+            self._set(gw.metrics, "usage", _nothing)
+        elif layer == "logs":
+            self._set(self.app, "_access", _Off())
+            self._set(gw.request_log, "add", _nothing)
+        elif layer == "reply":
+            from unigate.api.serving.relay import Outcome
+
+            body = {"type": "http.response.body", "body": REPLY}
+            done = Outcome(200, True)
+
+            async def sent(request: Any, reply: Any, framing: Any, keepalive: float) -> Any:
+                # A fresh head each time: the edge appends the rate-limit headers to its list.
+                await request.send({"type": "http.response.start", "status": 200, "headers": []})
+                await request.send(body)
+                return done
+
+            self._set(serve_module, "send_reply", sent)
+        return self.limited
+
+
+class _Check:
+    def __init__(self, check: Callable[[Any], Any]) -> None:
+        self.check = check
+
+
+class _Off:
+    def enabled(self) -> bool:
+        return False
+
+
+def _nothing(*args: Any) -> None:
+    return None
+
+
+async def _layers(app: Any, stubs: _Stubs, count: int, own: float) -> None:
+    """Each layer's cost: the call timed with the layer and without it (its stub), in pairs."""
+    await stubs.capture()
+    costs = {}
+    for layer in LAYERS:
+        pairs = []
+        for _ in range(3):
+            full = await _time(app, stubs.limited, count)
+            scope = stubs.stub(layer)
+            try:
+                without = await _time(app, scope, count)
+            finally:
+                stubs.restore()
+            pairs.append(full - without)
+        costs[layer] = statistics.median(pairs)
+    print("per layer (the call timed with the layer and with a stub in its place, median of 3 pairs):")
+    for layer, cost in costs.items():
+        print(f"  {layer:<11} {cost:5.1f} us")
+    rest = own - sum(costs.values())
+    print(f"  {'the rest':<11} {rest:5.1f} us (edge, request object, serving scaffolding)")
+
+
+async def main(
+    count: int, responses: bool = False, all_limits: bool = False, stream: bool = False, layers: bool = False
+) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="unigate-overhead-"))
     config = {
         "providers": [
@@ -226,7 +384,13 @@ async def main(count: int, responses: bool = False, all_limits: bool = False, st
     gateway = await _time(app, scope, count)
     print(f"raw ASGI floor: {floor:.1f} us/request")
     print(f"unigate (upstream call replaced by a canned reply): {gateway:.1f} us/request")
-    print(f"unigate's own cost: {gateway - floor:.1f} us/request")
+    own = gateway - floor
+    verdict = "PASS" if own <= TARGET_OWN_US else f"FAIL, {own - TARGET_OWN_US:.1f} us over"
+    print(f"unigate's own cost: {own:.1f} us/request (target <= {TARGET_OWN_US:g} us: {verdict})")
+    if layers:
+        _, data = await _call(app, admin_scope, orjson.dumps({"name": "bench-free"}))
+        free = [(b"authorization", f"Bearer {orjson.loads(data)['key']}".encode()), headers[1]]
+        await _layers(app, _Stubs(app, headers, free), max(count // 4, 1000), gateway - floor)
     if responses:
         rscope = _scope("POST", "/v1/responses", headers)
         await _time(app, rscope, 1000, RESPONSES_BODY)  # warm-up
@@ -302,7 +466,8 @@ if __name__ == "__main__":
     parser.add_argument("--responses", action="store_true", help="also time POST /v1/responses")
     parser.add_argument("--stream", action="store_true", help="also time streamed calls, per chunk")
     parser.add_argument("--redis", action="store_true", help="limits in a local redis-server")
-    parser.add_argument("--all-limits", action="store_true", help="the key has tpm and a budget too")
+    parser.add_argument("--rpm-only", action="store_true", help="the key has an rpm limit only")
+    parser.add_argument("--layers", action="store_true", help="also price each layer of the call")
     args = parser.parse_args()
     import uvloop
 
@@ -311,7 +476,7 @@ if __name__ == "__main__":
     redis = _redis_server() if args.redis else None
     uvloop.install()
     try:
-        asyncio.run(main(args.requests, args.responses, args.all_limits, args.stream))
+        asyncio.run(main(args.requests, args.responses, not args.rpm_only, args.stream, args.layers))
     finally:
         for child in (sink, redis):
             if child is not None:

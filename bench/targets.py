@@ -1,6 +1,7 @@
 """The three things under load: the fake upstream itself (the baseline), the bare proxy (the
-floor unigate is measured against) and unigate (with auth, a rate-limited key and usage
-accounting); how to start unigate and give it a key, for both benchmarks."""
+floor unigate is measured against) and unigate as it is operated (auth, a key with rpm, tpm and
+a budget, usage accounting, metrics, the request log and access lines all on); how to start
+unigate and give it a key, for both benchmarks."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def direct_target(upstream: Child, port: int) -> Target:
     return Target("direct", port, CHAT_PATH, STREAM_PATH, child=upstream)
 
 
-def start_bare_proxy(children: Children, tmp: Path, upstream_port: int) -> Target:
+def start_bare_proxy(children: Children, tmp: Path, upstream_port: int, workers: int = 1) -> Target:
     port = free_port()
     cmd = [
         sys.executable,
@@ -81,6 +82,8 @@ def start_bare_proxy(children: Children, tmp: Path, upstream_port: int) -> Targe
         str(port),
         "--upstream",
         f"http://127.0.0.1:{upstream_port}",
+        "--workers",
+        str(workers),
     ]
     child = children.start("bare proxy", cmd, tmp / "bare_proxy.out")
     wait_ready(child, port, "/", want=None)
@@ -165,9 +168,17 @@ def create_key(gateway: Unigate, **fields: Any) -> str:
 
 
 def start_unigate(
-    children: Children, tmp: Path, upstream_port: int, server: str = "uvicorn", redis_url: str | None = None
+    children: Children,
+    tmp: Path,
+    upstream_port: int,
+    server: str = "uvicorn",
+    redis_url: str | None = None,
+    workers: int = 1,
 ) -> Target:
-    gateway = launch_unigate(children, tmp, unigate_config(upstream_port), server=server, redis_url=redis_url)
+    """`unigate serve` as operated: its default logging (an access line per request), metrics,
+    the request log and usage accounting are always on; the key has every kind of limit."""
+    config = unigate_config(upstream_port)
+    gateway = launch_unigate(children, tmp, config, workers=workers, server=server, redis_url=redis_url)
     # Requests and tokens per minute and a budget: every limit is on the measured path.
     key = create_key(gateway, rpm=1_000_000, tpm=1_000_000_000, budget=1e9)
     return Target(

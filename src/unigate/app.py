@@ -241,6 +241,7 @@ class GatewayApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self._lifecycle.stop()
+                self._access.flush()  # access lines of the last loop turn
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

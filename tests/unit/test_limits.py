@@ -4,6 +4,7 @@ table without letting more through than the limit."""
 
 from __future__ import annotations
 
+import datetime as dt
 import multiprocessing
 from pathlib import Path
 
@@ -130,3 +131,45 @@ def test_processes_share_one_limit(tmp_path: Path) -> None:
     for p in procs:
         p.join(timeout=60)
     assert total == 50
+
+
+def test_a_keys_plan_follows_its_budget_period_and_its_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service keeps each key's counter names, header function and budget period between
+    calls: a monthly budget still starts afresh with the next month, and a key whose limits
+    changed (a new `Principal`) is counted and shown with its new figures."""
+    import asyncio
+
+    from unigate.auth.principal import Principal
+    from unigate.errors import BudgetExceeded
+    from unigate.limits.service import Limits
+
+    now = [dt.datetime(2026, 1, 31, 23, 59, tzinfo=dt.UTC).timestamp()]
+    monkeypatch.setattr("time.time", lambda: now[0])
+
+    async def spent_so_far(key_id: str, start: float) -> float:
+        return 0.0
+
+    def key(rpm: int, budget: float) -> Principal:
+        return Principal("key_p", "n", "h", (), (), rpm, budget, None, None, 0.0, "whsec_x",
+                         tpm=1000, budget_period="monthly")  # fmt: skip
+
+    limits = Limits(LocalCounters(tmp_path / "limits.bin", shared=False), spent_so_far)
+    first = key(10, 1.0)
+
+    async def scenario() -> None:
+        await limits.admit(first, None, 5, 0.8)
+        with pytest.raises(BudgetExceeded):
+            await limits.admit(first, None, 5, 0.8)
+        assert limits.headers_for(first) is limits.headers_for(first)  # one function per key
+        shown = dict(limits.headers_for(first)())
+        assert shown[b"x-ratelimit-limit-requests"] == b"10"
+        assert shown[b"x-ratelimit-remaining-requests"] == b"9"  # the refused call took nothing
+        assert shown[b"x-ratelimit-remaining-tokens"] == b"995"
+        now[0] += 120  # February: the January spend no longer counts
+        await limits.admit(first, None, 5, 0.8)
+        changed = key(100, 1.0)
+        assert dict(limits.headers_for(changed)())[b"x-ratelimit-limit-requests"] == b"100"
+
+    asyncio.run(scenario())

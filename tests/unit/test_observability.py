@@ -1,10 +1,12 @@
 """The pieces of observability on their own: value files read back by prometheus_client's
 multiprocess collector (several writers, growth past the first map, the series cap, live
-gauges of dead processes), request ids, JSON log records, the OTLP settings, and tracing
-left unimported when off."""
+gauges of dead processes), request ids, JSON log records, access lines written once per loop
+turn, the OTLP settings, and tracing left unimported when off."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import logging
 import subprocess
@@ -13,7 +15,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from unigate.observability.logs import JsonFormatter
+from unigate.observability.logs import InfoLines, JsonFormatter
 from unigate.observability.metrics import MAX_SERIES, Metrics
 from unigate.observability.request_ids import RequestIds
 from unigate.observability.scrape import render
@@ -145,3 +147,60 @@ def test_tracing_off_imports_nothing_of_opentelemetry(tmp_path: Path) -> None:
     )
     off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert off.stdout.strip() == "[]"
+
+
+def test_access_lines_of_one_loop_turn_go_out_in_one_write() -> None:
+    class Stream(io.StringIO):
+        writes = 0
+
+        def write(self, text: str) -> int:
+            self.writes += 1
+            return super().write(text)
+
+    stream = Stream()
+    handler = logging.StreamHandler(stream)
+    handler._unigate = "text"  # type: ignore[attr-defined]  # as configure_logging marks its own
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    lines = InfoLines("unigate.test.access")
+
+    async def turn() -> tuple[int, int]:
+        for i in range(5):
+            lines(f"GET /x 200 request=r{i}")
+        held = stream.writes
+        await asyncio.sleep(0)  # the end of this loop turn
+        return held, stream.writes
+
+    try:
+        held, after = asyncio.run(turn())
+        lines("GET /y 200 request=outside")  # no running loop: written at once
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+    written = stream.getvalue().splitlines()
+    assert (held, after) == (0, 1)
+    assert [line.rsplit("=", 1)[1] for line in written] == ["r0", "r1", "r2", "r3", "r4", "outside"]
+    assert all(" INFO unigate.test.access: GET /" in line for line in written)
+
+
+def test_a_worker_imports_no_client_library_it_was_not_configured_for(tmp_path: Path) -> None:
+    """Webhooks and URL fetches use the project's own HTTP client, and Redis, PostgreSQL, S3
+    and OpenTelemetry are imported only when configured: a gateway on the defaults (SQLite, the
+    node's limits, a file store, no tracing) after its start-up has none of them in memory."""
+    code = (
+        "import asyncio, sys\n"
+        "from unigate.app import create_app\n"
+        "from unigate.settings import Settings\n"
+        f"app = create_app(Settings.from_env({{'UNIGATE_DATA_DIR': {str(tmp_path)!r}}}))\n"
+        "async def started():\n"
+        "    await app.gateway.start()\n"
+        "    await app.gateway.webhook_sender.start()\n"
+        "    await app.gateway.stop()\n"
+        "asyncio.run(started())\n"
+        "names = ('aiohttp', 'yarl', 'redis', 'asyncpg', 'obstore', 'opentelemetry')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(names)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -8,20 +8,20 @@ host names are answered by a fake resolver injected into `GuardedResolver`.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import ipaddress
 import logging
 import random
 import socket
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import aiohappyeyeballs
 import pytest
 from aiohttp import web
-from aiohttp.abc import AbstractResolver, ResolveResult
 
-from unigate.errors import InvalidRequest
+import unigate.transport.dial as dial
+from unigate.errors import InvalidRequest, PayloadTooLarge
 from unigate.tasks.outbox import OutboxDeliverer
 from unigate.tasks.outbox_store import Delivery
 from unigate.webhooks.fetch import fetch_url
@@ -113,36 +113,26 @@ CORPUS_HOSTS = [
 ]
 
 
-class FakeResolver(AbstractResolver):
+class FakeResolver:
     """Answers from a table; each entry is a list of answers, consumed one per lookup (the last
-    one repeats), so a TTL-0 rebind can be scripted. Unknown names fail like NXDOMAIN."""
+    one repeats), so a TTL-0 rebind can be scripted. Unknown names fail like NXDOMAIN (the
+    transport resolver's `ConnectFailed`)."""
 
     def __init__(self, table: dict[str, list[list[str]]]) -> None:
         self.table = table
         self.calls: list[str] = []
 
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
+    async def resolve(self, host: str, port: int) -> list[tuple[int, tuple[str, int]]]:
         self.calls.append(host)
         answers = self.table.get(host)
         if not answers:
-            raise OSError(f"fake resolver: no such host {host}")
+            raise dial.ConnectFailed(f"fake resolver: no such host {host}")
         addrs = answers.pop(0) if len(answers) > 1 else answers[0]
-        return [
-            ResolveResult(
-                hostname=host,
-                host=a,
-                port=port,
-                family=socket.AF_INET6 if ":" in a else socket.AF_INET,
-                proto=0,
-                flags=0,
-            )
-            for a in addrs
-        ]
+        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, (a, port)) for a in addrs]
 
-    async def close(self) -> None:
-        return None
+
+def _hosts(answer: list[tuple[int, tuple[str, int]]]) -> list[str]:
+    return [address for _, (address, _port) in answer]
 
 
 def _loopback_literal(host: object) -> bool:
@@ -154,16 +144,16 @@ def _loopback_literal(host: object) -> bool:
 
 @pytest.fixture(autouse=True)
 def dials(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Record every address aiohttp dials; refuse anything but loopback (and any real DNS)."""
+    """Record every address the HTTP client dials; refuse anything but loopback (and any real
+    DNS)."""
     seen: list[str] = []
-    original = aiohappyeyeballs.start_connection
+    original = dial._connect_one
 
-    async def guarded_connect(addr_infos: Sequence[Any], **kwargs: Any) -> socket.socket:
-        addrs = [str(info[4][0]) for info in addr_infos]
-        seen.extend(addrs)
-        if not all(_loopback_literal(a) for a in addrs):
-            raise AssertionError(f"test tried to dial a non-loopback address: {addrs}")
-        return await original(addr_infos, **kwargs)
+    async def guarded_connect(loop: Any, family: int, addr: tuple[str, int]) -> socket.socket:
+        seen.append(str(addr[0]))
+        if not _loopback_literal(addr[0]):
+            raise AssertionError(f"test tried to dial a non-loopback address: {addr[0]}")
+        return await original(loop, family, addr)
 
     real_getaddrinfo = socket.getaddrinfo
 
@@ -172,7 +162,7 @@ def dials(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
             raise AssertionError(f"test tried a real DNS lookup: {host!r}")
         return real_getaddrinfo(host, *args, **kwargs)
 
-    monkeypatch.setattr(aiohappyeyeballs, "start_connection", guarded_connect)
+    monkeypatch.setattr(dial, "_connect_one", guarded_connect)
     monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
     yield seen
 
@@ -246,7 +236,7 @@ def test_dns_rebinding_is_caught_at_connect_time(dials: list[str]) -> None:
 
     async def go() -> DeliveryResult:
         first = await GuardedResolver(False, inner=fake).resolve("rebind.test", 443)
-        assert [r["host"] for r in first] == [PUBLIC_V4]
+        assert _hosts(first) == [PUBLIC_V4]
         return await _deliver("https://rebind.test/hook", False, fake)
 
     _assert_refused(run(go()))
@@ -268,14 +258,14 @@ def test_public_answers_are_allowed_by_the_resolver() -> None:
     # Only the resolver is asked: nothing is ever sent to a public address from tests.
     fake = FakeResolver({"public.test": [[PUBLIC_V4, PUBLIC_V6]]})
     answer = run(GuardedResolver(False, inner=fake).resolve("public.test", 443))
-    assert [r["host"] for r in answer] == [PUBLIC_V4, PUBLIC_V6]
+    assert _hosts(answer) == [PUBLIC_V4, PUBLIC_V6]
 
 
 def test_allow_private_lets_private_answers_through() -> None:
     fake = FakeResolver({"rebind.test": [["127.0.0.1"]], "localhost": [["::1"]]})
     resolver = GuardedResolver(True, inner=fake)
-    assert [r["host"] for r in run(resolver.resolve("rebind.test", 80))] == ["127.0.0.1"]
-    assert [r["host"] for r in run(resolver.resolve("localhost", 80))] == ["::1"]
+    assert _hosts(run(resolver.resolve("rebind.test", 80))) == ["127.0.0.1"]
+    assert _hosts(run(resolver.resolve("localhost", 80))) == ["::1"]
 
 
 # -- static URL checks and the address policy ----------------------------------------------------
@@ -516,6 +506,41 @@ def test_retry_after_parsing() -> None:
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480 + 60) == 0.0
     assert classify(502, {"Retry-After": "3"}).retry_after == 3.0
     assert classify(500, {"Retry-After": "3"}).retry_after is None
+
+
+def test_a_fetched_file_is_handed_on_as_sent_and_capped(dials: list[str]) -> None:
+    # A compressed body is not decoded (a small answer could not expand into gigabytes), a
+    # bigger one than asked for is a 413, and the Content-Type comes along.
+    packed = gzip.compress(b"\0" * 1_000_000)
+
+    async def file(request: web.Request) -> web.Response:
+        headers = {"Content-Encoding": "gzip", "Content-Type": "audio/wav"}
+        return web.Response(body=packed, headers=headers)
+
+    async def big(request: web.Request) -> web.Response:
+        return web.Response(body=b"x" * 5000)
+
+    async def go() -> tuple[tuple[bytes, str], Exception]:
+        app = web.Application()
+        app.router.add_get("/file", file)
+        app.router.add_get("/big", big)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        try:
+            async with WebhookSender(allow_private=True) as sender:
+                got = await fetch_url(sender, base + "/file", len(packed), timeout=5)
+                with pytest.raises(PayloadTooLarge) as too_big:
+                    await fetch_url(sender, base + "/big", 1000, timeout=5)
+                return got, too_big.value
+        finally:
+            await runner.cleanup()
+
+    (body, content_type), _ = run(go())
+    assert body == packed and content_type == "audio/wav"
+    assert set(dials) == {"127.0.0.1"}
 
 
 # -- what a client and the operator are told ------------------------------------------------------

@@ -17,6 +17,8 @@ under uvloop); instead each connection notes its phase, and one sweep a second p
 stamps the time a phase was first seen and closes what has overstayed: no clock read and no
 timer on the per-request path. Timeouts are therefore exact to about two seconds.
 
+Each request's response goes out in one write when it can (`one_write.py`).
+
 Used by `unigate serve` with uvicorn (the default server); granian applies its own limits.
 """
 
@@ -29,6 +31,8 @@ from typing import Any
 from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
+
+from unigate.edge.one_write import HeadWithBody
 
 MAX_HEAD_BYTES = 64 * 1024
 SWEEP_EVERY = 1.0  # seconds
@@ -170,7 +174,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.head_tail = b""
         self.phase = BODY  # still watched, now for the body's silences
         self.since = -1.0
+        existing = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        # A HEAD request's head has no body write to ride on; an upgrade made no new cycle.
+        if cycle is not None and cycle is not existing and self.scope["method"] != "HEAD":
+            cycle.transport = HeadWithBody(self.transport)  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         self.phase = BUSY

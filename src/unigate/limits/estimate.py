@@ -65,27 +65,42 @@ class Prices:
         return self.tokens_cost(prompt_tokens, completion_tokens) + self.per_call
 
 
+_words = _TOKEN.findall
+
+
 def count_tokens(text: str) -> int:
-    return sum(1 for _ in _TOKEN.finditer(text))
+    return len(_words(text))
 
 
 def prompt_tokens(payload: Any) -> int:
     """Tokens of every text value in a request body (a parsed JSON object)."""
+    if isinstance(payload, str):
+        return len(_words(payload))
+    return _tokens_in(payload, 0) if isinstance(payload, dict | list) else 0
+
+
+def _tokens_in(value: dict[str, Any] | list[Any], depth: int) -> int:
+    """The text tokens inside one container at `depth`; containers past `_MAX_DEPTH` count
+    nothing. Recursive with strings counted in place: this runs on every limited call."""
     total = 0
-    stack: list[tuple[Any, int]] = [(payload, 0)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, str):
-            total += count_tokens(value)
-        elif depth >= _MAX_DEPTH:
-            continue
-        elif isinstance(value, dict):
-            kind = value.get("type")
-            if isinstance(kind, str) and kind in _OPAQUE:
+    deeper = depth + 1 < _MAX_DEPTH
+    if isinstance(value, dict):
+        kind = value.get("type")
+        if isinstance(kind, str) and kind in _OPAQUE:
+            return 0
+        for key, item in value.items():
+            if key in _NOT_TEXT:
                 continue
-            stack.extend((v, depth + 1) for k, v in value.items() if k not in _NOT_TEXT)
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
+            if isinstance(item, str):
+                total += len(_words(item))
+            elif deeper and isinstance(item, dict | list):
+                total += _tokens_in(item, depth + 1)
+        return total
+    for item in value:
+        if isinstance(item, str):
+            total += len(_words(item))
+        elif deeper and isinstance(item, dict | list):
+            total += _tokens_in(item, depth + 1)
     return total
 
 

@@ -24,7 +24,6 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import NoReturn
 
 from unigate.auth.principal import Principal
@@ -60,11 +59,67 @@ class Ticket:
     settled: bool = False
 
 
+class _KeyPlan:
+    """What a key's admissions and headers need that does not change per call, built once per
+    key (and again when the key's limits change, which brings a new `Principal`): its counter
+    names, its limits as header bytes, its budget period until that period ends, and the bound
+    header function the edge calls when the response starts."""
+
+    __slots__ = (
+        "budget_ends",
+        "budget_name",
+        "budget_period",
+        "headers",
+        "principal",
+        "rpm_name",
+        "tpm_name",
+    )
+
+    def __init__(self, limits: Limits, principal: Principal) -> None:
+        key_id = principal.key_id
+        self.principal = principal
+        self.rpm_name = f"key:{key_id}:rpm"
+        self.tpm_name = f"key:{key_id}:tpm"
+        self.budget_name = f"key:{key_id}:budget"
+        self.budget_period = 0
+        self.budget_ends = -math.inf  # the period is looked up at the first admission
+        ahead = limits.counters.ahead
+        rpm = _rate_header_head(_REQUESTS, principal.rpm)
+        tpm = _rate_header_head(_TOKENS, principal.tpm)
+        rpm_name, tpm_name = self.rpm_name, self.tpm_name
+
+        def headers() -> list[Header]:
+            out: list[Header] = []
+            if rpm is not None:
+                out += rpm.figures(ahead(rpm_name))
+            if tpm is not None:
+                out += tpm.figures(ahead(tpm_name))
+            return out
+
+        self.headers = headers
+
+    def period(self, now: float) -> int:
+        """The budget's period index at `now`, recomputed only when the last one has ended."""
+        if now >= self.budget_ends:
+            self.budget_period, start = period_of(self.principal.budget_period, now)
+            self.budget_ends = _period_end(self.principal.budget_period, start)
+        return self.budget_period
+
+
 class Limits:
     def __init__(self, counters: Counters, load_spend: SpendLoader) -> None:
         self.counters = counters
         self._load_spend = load_spend
-        self._key_names: dict[str, tuple[str, str, str]] = {}
+        self._plans: dict[str, _KeyPlan] = {}
+
+    def _plan(self, principal: Principal) -> _KeyPlan:
+        """The key's plan; a changed key (a new `Principal` for its id) gets a new one."""
+        plan = self._plans.get(principal.key_id)
+        if plan is None or plan.principal is not principal:
+            if len(self._plans) >= 100_000:
+                self._plans.clear()
+            plan = self._plans[principal.key_id] = _KeyPlan(self, principal)
+        return plan
 
     @staticmethod
     def applies(principal: Principal, entry: ModelEntry | None) -> bool:
@@ -100,12 +155,19 @@ class Limits:
         if ticket is None or ticket.settled:
             return
         ticket.settled = True
+        tokens_moved, cost_moved = tokens != ticket.tokens, cost != ticket.cost
+        if not (tokens_moved or cost_moved):
+            return
+        # The ticket's own demands become the corrections (settled once, they are not read
+        # again): their names, limits, periods and `local` marks are already right.
         changes = []
         for d in ticket.demands:
-            if d.name.endswith(":tpm") and tokens != ticket.tokens:
-                changes.append(Demand(d.name, "rate", d.limit, tokens - ticket.tokens, 0, d.local))
-            elif d.kind == "budget" and cost != ticket.cost:
-                changes.append(Demand(d.name, "budget", d.limit, cost - ticket.cost, d.period, d.local))
+            if tokens_moved and d.name.endswith(":tpm"):
+                d.amount = tokens - ticket.tokens
+                changes.append(d)
+            elif cost_moved and d.kind == "budget":
+                d.amount = cost - ticket.cost
+                changes.append(d)
         if changes:
             await self.counters.adjust(changes)
 
@@ -115,19 +177,19 @@ class Limits:
         if principal.budget is None or amount <= 0:
             return
         period, _ = period_of(principal.budget_period, at)
-        name = f"key:{principal.key_id}:budget"
+        name = self._plan(principal).budget_name
         await self.counters.adjust([Demand(name, "budget", principal.budget, -amount, period)])
 
     def _demands(
         self, principal: Principal, entry: ModelEntry | None, tokens: float, cost: float
     ) -> tuple[list[Demand], bool]:
-        rpm, tpm, budget = self._names(principal.key_id)
+        plan = self._plan(principal)
         out: list[Demand] = []
         corrects = False
         if principal.rpm:
-            out.append(Demand(rpm, "rate", principal.rpm, 1))
+            out.append(Demand(plan.rpm_name, "rate", principal.rpm, 1))
         if principal.tpm:
-            out.append(Demand(tpm, "rate", principal.tpm, tokens))
+            out.append(Demand(plan.tpm_name, "rate", principal.tpm, tokens))
             corrects = True
         if entry is not None:
             if entry.rpm:
@@ -136,8 +198,7 @@ class Limits:
                 out.append(Demand(f"model:{entry.name}:tpm", "rate", entry.tpm, tokens))
                 corrects = True
         if principal.budget is not None:
-            period, _ = period_of(principal.budget_period, time.time())
-            out.append(Demand(budget, "budget", principal.budget, cost, period))
+            out.append(Demand(plan.budget_name, "budget", principal.budget, cost, plan.period(time.time())))
             corrects = True
         return out, corrects
 
@@ -165,41 +226,51 @@ class Limits:
 
     def headers(self, principal: Principal) -> list[Header]:
         """The key's `x-ratelimit-*` figures as they stand (after this call's admission)."""
-        rpm, tpm, _ = self._names(principal.key_id)
-        out: list[Header] = []
-        if principal.rpm:
-            out += rate_headers(_REQUESTS, principal.rpm, self.counters.ahead(rpm))
-        if principal.tpm:
-            out += rate_headers(_TOKENS, principal.tpm, self.counters.ahead(tpm))
-        return out
+        return self._plan(principal).headers()
 
     def headers_for(self, principal: Principal) -> Callable[[], list[Header]]:
-        """`headers` for one key, to call when its response starts (whichever response)."""
-        return partial(self.headers, principal)
-
-    def _names(self, key_id: str) -> tuple[str, str, str]:
-        """A key's counter names (built once per key, not per request)."""
-        names = self._key_names.get(key_id)
-        if names is None:
-            if len(self._key_names) >= 100_000:
-                self._key_names.clear()
-            names = (f"key:{key_id}:rpm", f"key:{key_id}:tpm", f"key:{key_id}:budget")
-            self._key_names[key_id] = names
-        return names
+        """`headers` for one key, to call when its response starts (whichever response): one
+        function per key, built with its plan rather than per request."""
+        return self._plan(principal).headers
 
 
 _REQUESTS = (b"x-ratelimit-limit-requests", b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-requests")
 _TOKENS = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-ratelimit-reset-tokens")
 
 
-def rate_headers(names: tuple[bytes, bytes, bytes], limit: int, ahead: float) -> list[Header]:
-    # Plain arithmetic inline: this runs on every response of a limited key.
-    remaining = int((WINDOW - ahead) * limit / WINDOW + 1e-9)
-    return [
-        (names[0], b"%d" % limit),
-        (names[1], b"%d" % remaining if remaining > 0 else b"0"),
-        (names[2], format_reset(ahead)),
-    ]
+class _RateHeaders:
+    """One rate limit's three headers, with the limit's header preformatted."""
+
+    __slots__ = ("limit", "limit_header", "names")
+
+    def __init__(self, names: tuple[bytes, bytes, bytes], limit: int) -> None:
+        self.names = names
+        self.limit = limit
+        self.limit_header = (names[0], b"%d" % limit)
+
+    def figures(self, ahead: float) -> list[Header]:
+        remaining = int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
+        names = self.names
+        return [
+            self.limit_header,
+            (names[1], b"%d" % remaining if remaining > 0 else b"0"),
+            (names[2], format_reset(ahead)),
+        ]
+
+
+def _rate_header_head(names: tuple[bytes, bytes, bytes], limit: int | None) -> _RateHeaders | None:
+    return _RateHeaders(names, limit) if limit else None
+
+
+def _period_end(kind: str, start: float) -> float:
+    """When the budget period that began at `start` ends (never for a lifetime budget)."""
+    if kind == "daily":
+        return start + 86400.0
+    if kind == "monthly":
+        d = dt.datetime.fromtimestamp(start, dt.UTC)
+        year, month = (d.year + 1, 1) if d.month == 12 else (d.year, d.month + 1)
+        return dt.datetime(year, month, 1, tzinfo=dt.UTC).timestamp()
+    return math.inf
 
 
 def _period_word(kind: str) -> str:

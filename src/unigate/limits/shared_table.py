@@ -171,6 +171,7 @@ class MemoryTable:
     def __init__(self) -> None:
         self._index: dict[str, int] = {}
         self._values: list[Slot] = []
+        self._unlocked = nullcontext(self)  # reusable: a settlement allocates no context
 
     def lock(self) -> None:
         pass
@@ -179,7 +180,7 @@ class MemoryTable:
         pass
 
     def locked(self) -> AbstractContextManager[object]:
-        return nullcontext(self)
+        return self._unlocked
 
     def offset(self, name: str, claim: bool = True) -> int:
         found = self._index.get(name)

@@ -8,6 +8,7 @@ traceback) when it has them.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
@@ -87,9 +88,27 @@ class InfoLines:
     in the handler's format (FORMAT, or one JSON object) with the timestamp's date part made
     once per second; any other set-up (handlers or filters added by an embedding application
     or a test) gets a real LogRecord, so nothing is bypassed.
+
+    Direct lines are written in batches: the lines of one event-loop turn (every request that
+    finished in it) go out in one write at the end of that turn, so a busy worker pays one
+    system call per turn rather than one per request, and a line is never held back longer
+    than the turn. Past `MAX_PENDING` lines, or with no running loop, they are written at once;
+    `flush` writes what is pending (at shutdown).
     """
 
-    __slots__ = ("_logger", "_name", "_second", "_stamp", "_tail", "_utc_second", "_utc_stamp")
+    MAX_PENDING = 256
+
+    __slots__ = (
+        "_handler",
+        "_logger",
+        "_name",
+        "_pending",
+        "_second",
+        "_stamp",
+        "_tail",
+        "_utc_second",
+        "_utc_stamp",
+    )
 
     def __init__(self, name: str) -> None:
         self._logger = logging.getLogger(name)
@@ -99,6 +118,8 @@ class InfoLines:
         self._stamp = ""
         self._utc_second = -1
         self._utc_stamp = ""
+        self._pending: list[str] = []
+        self._handler: logging.StreamHandler[Any] | None = None  # where the pending lines go
 
     def enabled(self) -> bool:
         # Asked per line (a cached lookup) so a level changed at run time takes effect.
@@ -122,6 +143,26 @@ class InfoLines:
         return None
 
     def _write(self, handler: logging.StreamHandler[Any], text: str) -> None:
+        pending = self._pending
+        if pending and handler is not self._handler:
+            self.flush()  # the handler was replaced: earlier lines go where they were meant to
+        pending.append(text)
+        if len(pending) == 1:
+            self._handler = handler
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # no loop (a command-line tool): write now
+                self.flush()
+        elif len(pending) >= self.MAX_PENDING:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending lines in one write."""
+        pending, handler = self._pending, self._handler
+        if not pending or handler is None:
+            return
+        text = "".join(pending)
+        pending.clear()
         with handler.lock:  # type: ignore[union-attr]  # always set by Handler.__init__
             handler.stream.write(text)
             handler.stream.flush()
@@ -145,10 +186,7 @@ class InfoLines:
             if second != self._second:
                 self._second = second
                 self._stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
-            text = f"{self._stamp},{int((now - second) * 1000):03d}{self._tail}{line}\n"
-            with handler.lock:  # type: ignore[union-attr]  # always set by Handler.__init__
-                handler.stream.write(text)
-                handler.stream.flush()
+            self._write(handler, f"{self._stamp},{int((now - second) * 1000):03d}{self._tail}{line}\n")
             return
         self._handle(line, None)
 
@@ -169,6 +207,7 @@ class InfoLines:
         self._handle(message, fields)
 
     def _handle(self, message: str, fields: dict[str, Any] | None) -> None:
+        self.flush()  # a line through a record comes after the batched ones before it
         # Built here rather than by `info()`, which would also walk the stack for the
         # caller's file and line.
         logger = self._logger

@@ -78,8 +78,12 @@ class Pool:
         *,
         dialer: Dialer | None = None,
         max_connections: int = MAX_CONNECTIONS,
+        decode: bool = True,
     ) -> None:
+        """`decode=False`: a compressed body is handed on as it came (for callers that read at
+        most a bounded prefix of bodies from hosts they do not trust: no decompression bomb)."""
         self.origin = Origin.parse(base_url)
+        self.decode = decode
         self.keepalive = keepalive
         self.dialer = dialer or Dialer()
         self.max_connections = max_connections
@@ -126,7 +130,7 @@ class Pool:
                 conn = await self._acquire(loop, min(connect, max(0.0, deadline - loop.time())))
                 reused = not conn.fresh
             conn.fresh = False
-            response = Response(conn, loop, read, deadline)
+            response = Response(conn, loop, read, deadline, self.decode)
             conn.start(response)
             try:
                 await send_request(conn, head, body)

@@ -64,8 +64,16 @@ class Headers:
 class Response:
     _fed = False  # a compressed body arrived (set only on that rare path, hence a class default)
 
-    def __init__(self, conn: Reading, loop: asyncio.AbstractEventLoop, read: float, deadline: float) -> None:
+    def __init__(
+        self,
+        conn: Reading,
+        loop: asyncio.AbstractEventLoop,
+        read: float,
+        deadline: float,
+        decode: bool = True,
+    ) -> None:
         self.status = 0
+        self._decode = decode
         self.headers = Headers([])
         self.received = False  # any byte of an answer arrived
         self.last = loop.time()  # loop time of the last byte received
@@ -159,7 +167,7 @@ class Response:
         self._raw = []
         if not self._head.done():
             self._head.set_result(None)
-        encoding = self.headers.get("content-encoding")
+        encoding = self.headers.get("content-encoding") if self._decode else None
         if encoding is not None:
             self._decode_as(encoding.strip().lower())
 

@@ -11,14 +11,15 @@ which it was, with the address."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import logging
 from collections.abc import Awaitable, Callable
 
-import aiohttp
-
 from unigate.errors import InvalidRequest, PayloadTooLarge
+from unigate.transport.errors import ConnectFailed, UpstreamError, UpstreamTimeout
+from unigate.transport.response import Response
 from unigate.webhooks.sender import WebhookSender
 from unigate.webhooks.ssrf import PRIVATE_HINT, RefusedAddress, UnsafeURL, check_url, refusal
 
@@ -43,35 +44,43 @@ async def fetch_url(
             f"The URL was refused: {refusal(exc)}.", param="url", code="url_refused"
         ) from None
     try:
-        async with sender.session.get(
-            target, allow_redirects=False, timeout=aiohttp.ClientTimeout(total=timeout)
-        ) as resp:
-            if resp.status != 200:
-                raise InvalidRequest(
-                    f"Fetching the URL gave HTTP {resp.status}.", param="url", code="url_fetch_failed"
-                )
-            if resp.content_length is not None and resp.content_length > max_bytes:
-                raise PayloadTooLarge(f"The file at the URL exceeds {max_bytes} bytes.")
-            return await _whole_body(resp, max_bytes), resp.headers.get("Content-Type", "")
-    except TimeoutError:
+        async with asyncio.timeout(timeout):
+            resp = await sender.request("GET", target, b"", None, timeout)
+            try:
+                if resp.status != 200:
+                    raise InvalidRequest(
+                        f"Fetching the URL gave HTTP {resp.status}.", param="url", code="url_fetch_failed"
+                    )
+                declared = _content_length(resp)
+                if declared is not None and declared > max_bytes:
+                    raise PayloadTooLarge(f"The file at the URL exceeds {max_bytes} bytes.")
+                return await _whole_body(resp, max_bytes), resp.headers.get("Content-Type", "")
+            finally:
+                resp.release()
+    except (TimeoutError, UpstreamTimeout):
         raise InvalidRequest("Fetching the URL timed out.", param="url", code="url_fetch_failed") from None
-    except aiohttp.ClientConnectorError as exc:
-        if isinstance(exc.os_error, RefusedAddress):
-            # The refused host and address (RefusedAddress's message), never the URL: query
-            # strings carry tokens.
-            log.warning("URL fetch refused by the SSRF guard at connect time: %s", exc.os_error)
+    except RefusedAddress as exc:
+        # The refused host and address (RefusedAddress's message), never the URL: query
+        # strings carry tokens.
+        log.warning("URL fetch refused by the SSRF guard at connect time: %s", exc)
         raise InvalidRequest(NOT_CONNECTED, param="url", code="url_fetch_failed") from None
-    except aiohttp.ClientError:
+    except ConnectFailed:
+        raise InvalidRequest(NOT_CONNECTED, param="url", code="url_fetch_failed") from None
+    except (UpstreamError, OSError):
         raise InvalidRequest("Fetching the URL failed.", param="url", code="url_fetch_failed") from None
 
 
-async def _whole_body(resp: aiohttp.ClientResponse, max_bytes: int) -> bytes:
-    """The entire body, or 413 as soon as it passes `max_bytes`. (`content.read(n)` answers
-    only what is buffered so far - one network read - so a big file came back cut short.)
-    A body that ends before its Content-Length is an aiohttp `ClientPayloadError`: a failed
-    fetch, never a silently shorter file."""
+def _content_length(resp: Response) -> int | None:
+    value = resp.headers.get("Content-Length")
+    return int(value) if value is not None and value.strip().isdigit() else None
+
+
+async def _whole_body(resp: Response, max_bytes: int) -> bytes:
+    """The entire body, or 413 as soon as it passes `max_bytes`. A body that ends before its
+    Content-Length is a `ConnectionBroken` from the client: a failed fetch, never a silently
+    shorter file."""
     data = bytearray()
-    async for chunk in resp.content.iter_any():
+    async for chunk in resp.iter_any():
         data += chunk
         if len(data) > max_bytes:
             raise PayloadTooLarge(f"The file at the URL exceeds {max_bytes} bytes.")

@@ -5,20 +5,40 @@ Contract (Standard Webhooks "delivery success and failure", checklist W6/S4/S8):
 (permanent); 429/502/503/504 honour `Retry-After`; unsafe URLs are refused without dialling.
 Response bodies are read (at most 64 KiB, so the connection can be reused) and discarded, and
 error strings are short fixed phrases: nothing from the receiver or the URL is echoed back.
+
+Requests go through the project's own HTTP client (`transport/`): one small pool per receiver
+origin, dialled only through `GuardedResolver` (the address checked is the address dialled),
+never through a proxy from the environment (the guard must see the real target), with no
+cookies and no decoding of compressed bodies (no decompression bombs).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-import aiohttp
-from aiohttp.abc import AbstractResolver
-
-from unigate.webhooks.ssrf import GuardedResolver, RefusedAddress, UnsafeURL, check_url
+from unigate.transport.dial import Dialer
+from unigate.transport.errors import (
+    ConnectFailed,
+    LocalExhausted,
+    PoolExhausted,
+    UpstreamError,
+    UpstreamTimeout,
+)
+from unigate.transport.pool import Pool
+from unigate.transport.response import Response
+from unigate.webhooks.ssrf import (
+    AddressResolver,
+    GuardedResolver,
+    RefusedAddress,
+    Target,
+    UnsafeURL,
+    check_url,
+)
 
 # Seconds before attempt n (0 = first delivery): ~2.5 days in total, like Standard Webhooks' example.
 DEFAULT_SCHEDULE: tuple[float, ...] = (0, 5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 43200, 86400)
@@ -72,8 +92,8 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
-def classify(status: int, headers: Mapping[str, str]) -> DeliveryResult:
-    """Map an HTTP status (and `Retry-After`) to a delivery outcome."""
+def classify(status: int, headers: Mapping[str, str] | Sequence[tuple[str, str]]) -> DeliveryResult:
+    """Map an HTTP status (and `Retry-After`, its name in any case) to a delivery outcome."""
     if 200 <= status < 300:
         return DeliveryResult(ok=True, status=status, retry_after=None, error="", permanent=False)
     if status == 410:
@@ -83,7 +103,8 @@ def classify(status: int, headers: Mapping[str, str]) -> DeliveryResult:
     if 300 <= status < 400:
         return _failure(f"redirect not followed (HTTP {status})", status)
     if status in _SLOW_DOWN:
-        retry_after = parse_retry_after(headers.get("Retry-After"))
+        pairs = headers.items() if isinstance(headers, Mapping) else headers
+        retry_after = parse_retry_after(next((v for k, v in pairs if k.lower() == "retry-after"), None))
         return DeliveryResult(
             ok=False, status=status, retry_after=retry_after, error=f"HTTP {status}", permanent=False
         )
@@ -105,53 +126,51 @@ def backoff_schedule(
     return max(0.0, base * uniform(1 - JITTER, 1 + JITTER))
 
 
-async def _drain(resp: aiohttp.ClientResponse) -> None:
+async def _drain(resp: Response) -> None:
     """Read and discard at most MAX_RESPONSE_READ bytes; drop the connection if more remain."""
     remaining = MAX_RESPONSE_READ
     try:
-        while remaining > 0:
-            chunk = await resp.content.read(remaining)
-            if not chunk:
-                break
+        async for chunk in resp.iter_any():
             remaining -= len(chunk)
-    except (aiohttp.ClientError, TimeoutError):
+            if remaining <= 0:
+                break
+    except (UpstreamError, TimeoutError):
         pass  # the status line already answered; a broken body does not change the outcome
-    if not resp.content.at_eof():
-        resp.close()
+    resp.release()  # an unread rest closes the connection
+
+
+USER_AGENT = "unigate-webhooks/1"
+MAX_ORIGINS = 64  # receiver pools kept; past it the idle ones are closed
+_KEEPALIVE = 15.0
 
 
 class WebhookSender:
-    """One pooled session for all webhook deliveries, dialling only through `GuardedResolver`.
+    """Pooled connections for all webhook deliveries and URL fetches, dialling only through
+    `GuardedResolver`.
 
     `allow_private=True` is an explicit operator opt-in (e.g. receivers on a private network);
     the default refuses loopback/private/link-local/metadata targets (fail closed).
     """
 
-    def __init__(
-        self, allow_private: bool = False, *, inner_resolver: AbstractResolver | None = None
-    ) -> None:
+    def __init__(self, allow_private: bool = False, *, inner_resolver: AddressResolver | None = None) -> None:
         self.allow_private = allow_private
         self._inner_resolver = inner_resolver
-        self._session: aiohttp.ClientSession | None = None
+        self._dialer: Dialer | None = None
+        self._pools: dict[str, Pool] = {}
+        self._closing: set[asyncio.Future[None]] = set()  # pools dropped, closing
 
     async def start(self) -> None:
-        if self._session is not None:
+        if self._dialer is not None:
             return
         resolver = GuardedResolver(self.allow_private, inner=self._inner_resolver)
-        # No DNS cache: every connection is resolved (and checked) again, at delivery time.
-        connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False, limit=100)
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            trust_env=False,  # never route through an env proxy: the guard must see the real target
-            cookie_jar=aiohttp.DummyCookieJar(),  # receivers must not set state on our client
-            auto_decompress=False,  # bodies are discarded; no decompression bombs
-            headers={"User-Agent": "unigate-webhooks/1"},
-        )
+        # No proxy, not even the environment's: the guard must see the address really dialled.
+        self._dialer = Dialer(resolver=resolver)
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        self._dialer = None
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            await pool.aclose()
 
     async def __aenter__(self) -> WebhookSender:
         await self.start()
@@ -160,11 +179,43 @@ class WebhookSender:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
+    def _pool(self, target: Target) -> Pool:
+        if self._dialer is None:
             raise RuntimeError("webhook sender used before start()")
-        return self._session
+        origin = target.origin
+        pool = self._pools.get(origin)
+        if pool is None:
+            if len(self._pools) >= MAX_ORIGINS:
+                self._forget_idle()
+            headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
+            pool = Pool(origin, headers, _KEEPALIVE, dialer=self._dialer, decode=False)
+            self._pools[origin] = pool
+        return pool
+
+    def _forget_idle(self) -> None:
+        for origin, pool in list(self._pools.items()):
+            if not pool.in_use():
+                del self._pools[origin]
+                closing = asyncio.ensure_future(pool.aclose())
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
+
+    async def request(
+        self, method: str, target: Target, body: bytes, headers: Mapping[str, str] | None, timeout: float
+    ) -> Response:
+        """One exchange with `target`, whole within `timeout` seconds (its body read included,
+        when the caller reads it before then); never repeated on a stale connection."""
+        pool = self._pool(target)
+        return await pool.request(
+            method,
+            target.path,
+            body,
+            connect=timeout,
+            read=timeout,
+            total=timeout,
+            headers=headers,
+            replay=False,
+        )
 
     async def deliver(
         self, url: str, body: bytes, headers: dict[str, str], timeout: float = DEFAULT_TIMEOUT
@@ -175,24 +226,16 @@ class WebhookSender:
             target = check_url(url, allow_private=self.allow_private)
         except UnsafeURL as exc:
             return _refused(str(exc))
-        session = self.session
         try:
-            async with session.post(
-                target,  # the checked URL object itself: no second parse of the string
-                data=body,
-                headers=headers,
-                allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(total=timeout),
-            ) as resp:
+            async with asyncio.timeout(timeout):
+                resp = await self.request("POST", target, body, headers, timeout)
                 await _drain(resp)
-                return classify(resp.status, resp.headers)
-        except TimeoutError:
+                return classify(resp.status, resp.headers.items())
+        except RefusedAddress as exc:
+            return _refused(str(exc))
+        except (TimeoutError, UpstreamTimeout):
             return _failure("timeout")
-        except aiohttp.ClientConnectorError as exc:
-            if isinstance(exc.os_error, RefusedAddress):
-                return _refused(str(exc.os_error))
+        except (ConnectFailed, LocalExhausted, PoolExhausted) as exc:
             return _failure(f"connection failed ({type(exc).__name__})")
-        except aiohttp.InvalidURL:
-            return _refused("URL is not valid")
-        except (aiohttp.ClientError, OSError) as exc:
+        except (UpstreamError, OSError) as exc:
             return _failure(f"request failed ({type(exc).__name__})")

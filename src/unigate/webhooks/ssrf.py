@@ -2,12 +2,14 @@
 
 Two layers:
 
-* `check_url` — static checks on the parsed URL object that will be dialled (scheme, userinfo,
-  host, port, control characters), plus a refusal of hosts that are private by name or are IP
-  literals. aiohttp never calls the resolver for IP literals, so literals must be refused here.
-* `GuardedResolver` — aiohttp resolver that refuses a name if *any* address it resolves to is not
-  public. aiohttp connects to exactly the addresses the resolver returns, so the address checked
-  is the address dialled: a TTL-0 DNS rebind between check and connect cannot slip through.
+* `check_url` — static checks on the parsed URL that will be dialled (scheme, userinfo, host,
+  port, control characters), plus a refusal of hosts that are private by name or are IP
+  literals; it returns the `Target` the sender dials, so the string is never parsed twice.
+* `GuardedResolver` — the resolver of the webhook dialer (the project's HTTP client,
+  `transport/dial.py`), which refuses a name if *any* address it resolves to is not public, and
+  an IP literal by the same rule. The dialer connects to exactly the addresses the resolver
+  returns, so the address checked is the address dialled: a TTL-0 DNS rebind between check and
+  connect cannot slip through. It resolves every connection afresh (no cache).
 
 `is_public_address` does not trust `ip.is_global` alone: on CPython < 3.12.4 it is wrong for
 multicast, IPv4-mapped IPv6 and several special ranges (CVE-2024-4032, cpython #119812).
@@ -18,12 +20,14 @@ Note: on 3.11 the NAT64 prefix 64:ff9b::/96 counts as reserved, so NAT64 targets
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
+from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
+from typing import Protocol
+from urllib.parse import quote, urlsplit
 
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
-from yarl import URL
+from unigate.transport.dial import Resolver
 
 IPAddress = IPv4Address | IPv6Address
 
@@ -76,9 +80,8 @@ class UnsafeURL(ValueError):
 
 
 class RefusedAddress(OSError):
-    """Raised by `GuardedResolver`. An OSError so aiohttp reports it as a connection (DNS) error
-    (`ClientConnectorDNSError` with this as `os_error`) without dialling anything. The message
-    names the host and the address refused: for the operator's log, never for a client."""
+    """Raised by `GuardedResolver` before anything is dialled. The message names the host and
+    the address refused: for the operator's log, never for a client."""
 
 
 def _embedded_ipv4(ip: IPv6Address) -> tuple[IPv4Address | None, bool]:
@@ -174,8 +177,29 @@ def check_host(host: str) -> None:
         raise UnsafeURL(HOST_REFUSED)
 
 
-def check_url(url: str, *, allow_private: bool = False) -> URL:
-    """Parse and statically check `url`; return the yarl URL to dial (never re-parse the string).
+Addresses = list[tuple[int, tuple[str, int]]]  # (family, (address, port)), as the dialer takes them
+# A host name as it goes to DNS and the Host header, once IDNA-encoded: anything else (a
+# percent-escape, a character some resolver reads differently) is refused rather than guessed.
+_HOST_NAME = re.compile(r"[a-z0-9_.-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A checked URL, as the sender dials it."""
+
+    scheme: str
+    raw_host: str  # lower case, IDNA-encoded; an IPv6 literal without brackets
+    port: int  # the URL's, or the scheme's default
+    path: str  # the request target: path and query, ASCII
+
+    @property
+    def origin(self) -> str:
+        host = f"[{self.raw_host}]" if ":" in self.raw_host else self.raw_host
+        return f"{self.scheme}://{host}:{self.port}"
+
+
+def check_url(url: str, *, allow_private: bool = False) -> Target:
+    """Parse and statically check `url`; return the `Target` to dial (never re-parse the string).
 
     With `allow_private=True` (operator opt-in) only the shape checks run. DNS answers are
     checked later, at connect time, by `GuardedResolver`.
@@ -188,54 +212,80 @@ def check_url(url: str, *, allow_private: bool = False) -> URL:
     if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F or c == "\\" for c in url):
         raise UnsafeURL("URL contains whitespace or control characters")
     try:
-        parsed = URL(url)
+        parsed = urlsplit(url)
         port = parsed.port
+        scheme = parsed.scheme.lower()
     except (ValueError, TypeError):
         raise UnsafeURL("URL is not valid") from None
-    if parsed.scheme not in ALLOWED_SCHEMES:
+    if scheme not in ALLOWED_SCHEMES:
         raise UnsafeURL("scheme is not allowed")
-    if not parsed.is_absolute() or not parsed.raw_host:
+    netloc = parsed.netloc
+    if not netloc or not parsed.hostname:
         raise UnsafeURL("host is missing")
-    if parsed.raw_user is not None or parsed.raw_password is not None or "@" in parsed.raw_authority:
+    if parsed.username is not None or parsed.password is not None or "@" in netloc:
         raise UnsafeURL("credentials in URL are not allowed")
-    if not port:
+    if port is None:
+        port = 443 if scheme == "https" else 80
+    elif not port:
         raise UnsafeURL("port is not allowed")
+    host = _host(netloc, parsed.hostname)
     if not allow_private:
-        check_host(parsed.raw_host)
-    return parsed
+        check_host(host)
+    path = parsed.path or "/"
+    if parsed.query:
+        path = f"{path}?{parsed.query}"
+    if not path.isascii():
+        path = quote(path, safe="".join(chr(c) for c in range(0x21, 0x7F)))  # non-ASCII escaped
+    return Target(scheme, host, port, path)
 
 
-class GuardedResolver(AbstractResolver):
-    """Resolver for the webhook connector: refuses the whole answer if any address is not public.
+def _host(netloc: str, hostname: str) -> str:
+    """The host to dial: an IPv6 literal as given (zone id included), a name IDNA-encoded."""
+    if netloc.lstrip().startswith("[") or netloc.rpartition("@")[2].startswith("["):
+        return hostname  # urlsplit checked the brackets; check_host reads the address
+    try:
+        name = hostname.encode("idna").decode("ascii") if not hostname.isascii() else hostname
+    except UnicodeError:
+        raise UnsafeURL("URL is not valid") from None
+    if not _HOST_NAME.fullmatch(name.lower()):
+        raise UnsafeURL("URL is not valid")
+    return name.lower()
 
-    `inner` is the real resolver (aiohttp's default, created lazily because `ThreadedResolver`
-    needs a running loop); tests inject one that returns chosen addresses.
+
+class AddressResolver(Protocol):
+    """What `GuardedResolver` asks for a name's addresses (the transport's `Resolver`; tests
+    give a table)."""
+
+    async def resolve(self, host: str, port: int) -> Addresses: ...
+
+
+class GuardedResolver(Resolver):
+    """Resolver for the webhook dialer: refuses the whole answer if any address is not public.
+
+    `inner` answers the lookups (the transport's resolver without a cache, by default); tests
+    inject one that returns chosen addresses.
     """
 
-    def __init__(self, allow_private: bool = False, inner: AbstractResolver | None = None) -> None:
+    def __init__(self, allow_private: bool = False, inner: AddressResolver | None = None) -> None:
+        super().__init__(ttl=0.0)
         self.allow_private = allow_private
-        self._inner = inner
+        self._inner: AddressResolver = inner if inner is not None else Resolver(ttl=0.0)
 
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
+    async def resolve(self, host: str, port: int) -> Addresses:
         if not self.allow_private:
             try:
                 check_host(host)  # refuse by name / literal before asking DNS at all
             except UnsafeURL as exc:
                 raise RefusedAddress(f"{host}: {exc}") from None
-        if self._inner is None:
-            self._inner = DefaultResolver()
-        results = await self._inner.resolve(host, port, family)
+        results = await self._inner.resolve(host, port)
         if not self.allow_private:
-            for result in results:
-                ip = literal_address(result["host"])
+            for _, (address, _port) in results:
+                ip = literal_address(address)
                 # Unparseable answers fail closed.
                 if ip is None or not is_public_address(ip):
-                    shown = result["host"][:64]
+                    shown = address[:64]
                     raise RefusedAddress(f"{host} resolves to {shown}, which is not a public address")
         return results
 
     async def close(self) -> None:
-        if self._inner is not None:
-            await self._inner.close()
+        return None
