@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 
 import orjson
 
-from unigate.api.admin import dashboard, metrics
+from unigate.api.admin import dashboard, metrics, provider_check
 from unigate.api.admin import keys as admin_keys
 from unigate.api.admin import reload as admin_reload
 from unigate.api.admin import resources as admin
@@ -89,6 +89,7 @@ class GatewayApp:
             *admin.endpoints(gateway),
             *admin_keys.endpoints(gateway),
             *admin_reload.endpoints(self.reloader),
+            *provider_check.endpoints(gateway),
             *admin_usage.endpoints(gateway),
             *dashboard.endpoints(),
             *metrics.endpoints(gateway),

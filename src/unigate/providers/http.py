@@ -16,7 +16,13 @@ from unigate.providers.redact import Redactor, request_secrets
 from unigate.providers.upstream_status import Reader, upstream_error
 from unigate.translate.sse import EventRuns
 from unigate.transport.dial import Dialer, proxy_for, tls_context
-from unigate.transport.errors import LocalExhausted, PoolExhausted, UpstreamError, UpstreamTimeout
+from unigate.transport.errors import (
+    ConnectFailed,
+    LocalExhausted,
+    PoolExhausted,
+    UpstreamError,
+    UpstreamTimeout,
+)
 from unigate.transport.pool import MAX_CONNECTIONS, Origin, Pool
 from unigate.transport.response import Headers, Response
 
@@ -27,6 +33,7 @@ class UpstreamHTTP:
     ) -> None:
         """`provider`'s egress settings (proxy, TLS, connection limit, keep-alive) apply;
         without one (file downloads from other hosts), the environment's proxy and defaults."""
+        self.base_url = base_url
         origin = Origin.parse(base_url)
         proxy = proxy_for(origin.scheme, origin.host, provider.proxy if provider else None)
         tls = None
@@ -110,11 +117,12 @@ class UpstreamHTTP:
                 replay=replay,
             )
         except UpstreamTimeout:
-            raise RouteFailed("The upstream did not answer in time.", status=504) from None
+            raise RouteFailed("The upstream did not answer in time.", status=504, cause="timeout") from None
         except (LocalExhausted, PoolExhausted) as exc:
             raise GatewayOverloaded(f"The gateway is overloaded: {exc}.") from None
         except UpstreamError as exc:
-            raise RouteFailed(f"Could not reach the upstream: {exc}.") from None
+            cause = exc.stage if isinstance(exc, ConnectFailed) else "connect"
+            raise RouteFailed(f"Could not reach the upstream: {exc}.", cause=cause) from None
         if 300 <= resp.status < 400 and not redirects:
             resp.release()
             raise upstream_error(

@@ -113,6 +113,8 @@ def upstream_error(
             f"{who} {line.says} (HTTP {status}{more}).",
             line.client_status or 502,
             retry_after if line.retry_after else None,
+            cause="answer",
+            upstream_status=status,
         )
     said = said or Said()
     return UpstreamRejected(
