@@ -79,6 +79,27 @@ class ProviderConfig(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _check_base_url(self) -> ProviderConfig:
+        from urllib.parse import urlsplit
+
+        if not self.base_url:
+            return self  # the protocol's own default
+        parts = urlsplit(self.base_url)
+        try:
+            parts.port  # noqa: B018 - raises for a port that is not a number in range
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and "@" not in parts.netloc
+        except ValueError:
+            valid = False
+        if not valid:
+            raise ValueError(
+                f"provider {self.name!r}: base_url {self.base_url!r} is not an http:// or https:// URL "
+                "with a host and no credentials (e.g. https://api.openai.com/v1)"
+            )
+        if parts.fragment:
+            raise ValueError(f"provider {self.name!r}: base_url {self.base_url!r} must not have a #fragment")
+        return self
+
+    @model_validator(mode="after")
     def _check_egress(self) -> ProviderConfig:
         for key in ("ca_file", "client_cert", "client_key"):
             path = getattr(self, key)
@@ -463,8 +484,10 @@ def default_config(
     try:
         return GatewayConfig.model_validate(_with_plugin_families(data))
     except ValidationError as exc:
-        names = ", ".join(v for vendor in ENV_VENDORS.values() for v in vendor.base_urls)
-        raise ConfigError(f"the environment's vendors ({names}): {_describe_errors(exc)}") from None
+        raise ConfigError(
+            f"without a config file, from the environment: {_describe_errors(exc)}; fix the vendor's "
+            "*_BASE_URL variable"
+        ) from None
 
 
 def load_config(

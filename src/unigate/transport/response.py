@@ -67,6 +67,7 @@ class Response:
     def __init__(self, conn: Reading, loop: asyncio.AbstractEventLoop, read: float, deadline: float) -> None:
         self.status = 0
         self.headers = Headers([])
+        self.path = ""  # the request's URL path (no query), for error messages
         self.received = False  # any byte of an answer arrived
         self.last = loop.time()  # loop time of the last byte received
         self.loop = loop
