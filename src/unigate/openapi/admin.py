@@ -328,6 +328,31 @@ def _public() -> list[Operation]:
         ),
         Operation(
             "GET",
+            "/",
+            "home",
+            "Where to go from here",
+            DOCS,
+            {
+                "200": response(
+                    "Links to /docs, /dashboard and /v1/models: a page for a browser (Accept: text/html), "
+                    "else JSON.",
+                    {
+                        "application/json": obj(
+                            {
+                                "object": const("unigate"),
+                                "version": string(),
+                                "message": string(),
+                                "links": obj({}),
+                            },
+                            ["object", "version", "links"],
+                        ),
+                        "text/html": string(),
+                    },
+                )
+            },
+        ),
+        Operation(
+            "GET",
             "/docs",
             "docs",
             "Swagger UI for this description",
