@@ -30,6 +30,7 @@ from unigate.auth.authenticate import authenticate
 from unigate.data_dir.disk import disk_failed
 from unigate.edge.access_log import (
     ACCESS_LOGGER,
+    ERROR,
     MODEL_NAME,
     PROVIDER,
     StatusCapture,
@@ -244,6 +245,7 @@ class GatewayApp:
             except GatewayError:  # what picks the style is unreadable (a NUL in the query string)
                 style = style_for_path(request.path)
         body = render_error(err, style, request.request_id)
+        request.scope[ERROR] = f"{err.code}: {err.message}" if err.code else err.message  # the request log's
         extra = [(b"x-request-id", request.request_id.encode())]
         extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())
         try:
