@@ -148,16 +148,25 @@ def main(argv: list[str]) -> None:
     _raise_fd_limit()
     announced = False
 
+    from unigate.cli.pidfile import remove_pid, write_pid
+    from unigate.settings import Settings
+
+    data_dir = Settings.from_env().data_dir
+
     def announce() -> None:
         nonlocal announced
         announced = True
+        write_pid(data_dir)  # for `unigate reload`
         plural = "s" if workers > 1 else ""
         print(f"unigate listening on {listen_url(host, port)} ({workers} worker{plural})", flush=True)
 
     run = _run_granian if server == "granian" else _run_uvicorn
     fix = "see the server's log above (UNIGATE_LOG_LEVEL=debug shows more)"
     try:
-        run(host, port, workers, announce)
+        try:
+            run(host, port, workers, announce)
+        finally:
+            remove_pid(data_dir)
     except KeyboardInterrupt:
         return
     except SystemExit as exc:

@@ -1,5 +1,5 @@
 """`unigate serve`, `unigate keys create|list|revoke`, `unigate usage`, `unigate migrate`,
-`unigate providers check` and
+`unigate providers check`, `unigate reload` and
 `unigate --version` (a stable contract: users' scripts rely on it)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import unigate
 from unigate.cli.keys import keys_app
 from unigate.cli.migrate import migrate
 from unigate.cli.providers import providers_app
+from unigate.cli.reload import reload
 from unigate.cli.serve import serve
 from unigate.cli.usage import usage
 
@@ -23,6 +24,7 @@ app.add_typer(providers_app, name="providers")
 app.command()(serve)
 app.command()(usage)
 app.command()(migrate)
+app.command()(reload)
 
 
 def _version() -> str:
