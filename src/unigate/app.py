@@ -7,7 +7,6 @@ rendered here, once, in the endpoint family's shape.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import time
@@ -15,7 +14,7 @@ from collections.abc import Awaitable
 
 import orjson
 
-from unigate.api.admin import dashboard, metrics
+from unigate.api.admin import dashboard, metrics, provider_check
 from unigate.api.admin import keys as admin_keys
 from unigate.api.admin import reload as admin_reload
 from unigate.api.admin import resources as admin
@@ -25,12 +24,13 @@ from unigate.api.gemini import content as gemini
 from unigate.api.gemini import veo
 from unigate.api.openai import audio, images, responses, text, videos
 from unigate.api.serving import media, task_output
-from unigate.api.unigate import docs, health, video_generations
+from unigate.api.unigate import docs, health, home, video_generations
 from unigate.api.vendors import fish, kling, picwish, stability, suno, vidu
 from unigate.auth.authenticate import authenticate
 from unigate.data_dir.disk import disk_failed
 from unigate.edge.access_log import (
     ACCESS_LOGGER,
+    ERROR,
     MODEL_NAME,
     PROVIDER,
     StatusCapture,
@@ -90,8 +90,10 @@ class GatewayApp:
             *admin.endpoints(gateway),
             *admin_keys.endpoints(gateway),
             *admin_reload.endpoints(self.reloader),
+            *provider_check.endpoints(gateway),
             *admin_usage.endpoints(gateway),
             *dashboard.endpoints(),
+            *home.endpoints(),
             *metrics.endpoints(gateway),
             # The API description walks this same table when first asked for.
             *docs.endpoints(lambda: self.table.endpoints()),
@@ -140,12 +142,10 @@ class GatewayApp:
                         code="method_not_allowed",
                         headers={"allow": ", ".join(allowed)},
                     )
-                raise NotFound(
-                    f"No endpoint at {request.method} {shown_path(request.path)}.", code="unknown_url"
-                )
+                raise NotFound(self._unknown_path(request), code="unknown_url")
             request.params = params
             if endpoint.auth == "key":  # the only kind whose handler takes a principal
-                principal = await authenticate(request, self.gateway.key_cache)
+                principal = await authenticate(request, self.gateway.key_cache, self.gateway.is_admin_key)
                 if principal.rpm or principal.tpm:
                     sent.more_headers = self.gateway.limits.headers_for(principal)
                 if (
@@ -185,17 +185,45 @@ class GatewayApp:
         if endpoint is None or endpoint.auth == "key":  # API calls, not the dashboard's own polling
             self._requests.add(request, sent.status, started, key_id)
 
+    def _unknown_path(self, request: Request) -> str:
+        """The 404 for a path no endpoint has; when the same path under /v1 is one, that (an
+        OpenAI-format client whose base URL lacks its /v1)."""
+        message = f"No endpoint at {request.method} {shown_path(request.path)}."
+        if request.path.startswith("/v1/"):
+            return message
+        under_v1 = "/v1" + request.path
+        endpoint, _, allowed = self.table.match(request.method, under_v1)
+        if endpoint is not None or allowed:
+            return (
+                f"{message} Did you mean {request.method} {shown_path(under_v1)}? OpenAI-format clients "
+                "take the gateway's URL followed by /v1 as base URL (e.g. http://127.0.0.1:8000/v1)."
+            )
+        return message
+
     def _check_admin(self, request: Request, kind: str = "admin") -> None:
         """The admin key as a Bearer token; for `kind` "metrics" (GET /metrics) the metrics
         token too."""
         gw = self.gateway
-        accepts = gw.is_metrics_token if kind == "metrics" else gw.is_admin_key
+        metrics = kind == "metrics"
+        accepts = gw.is_metrics_token if metrics else gw.is_admin_key
+        if metrics:
+            what = "metrics token"
+            fix = (
+                "GET /metrics takes 'Authorization: Bearer <token>' with the UNIGATE_METRICS_TOKEN the "
+                "server was started with, or the admin key"
+            )
+        else:
+            what = "admin key"
+            fix = (
+                "send 'Authorization: Bearer <admin key>' with the key `unigate serve` printed at its "
+                "first start (kept in the data directory's admin_key file) or UNIGATE_ADMIN_KEY"
+            )
         auth = request.header(b"authorization")
         if auth is None:
-            raise AuthenticationFailed("Missing admin key.", code="missing_api_key")
+            raise AuthenticationFailed(f"Missing {what}: {fix}.", code="missing_api_key")
         scheme, _, value = auth.decode("latin-1").partition(" ")
         if scheme.lower() != "bearer" or not accepts(value.strip()):
-            raise AuthenticationFailed("Invalid admin key.", code="invalid_api_key")
+            raise AuthenticationFailed(f"Invalid {what}: {fix}.", code="invalid_api_key")
 
     def _count_refusal(self, err: GatewayError, endpoint: Endpoint | None) -> None:
         family = _family(endpoint)
@@ -209,13 +237,15 @@ class GatewayApp:
         several formats share, the request's client's), the unmatched path's otherwise."""
         if endpoint is None:
             style = style_for_path(request.path)
-        else:
+        elif endpoint.style_of is None:
             style = endpoint.style
-            if endpoint.style_of is not None:
-                # A request too broken to tell whose it is gets the endpoint's own style.
-                with contextlib.suppress(GatewayError):
-                    style = endpoint.style_of(request)
+        else:
+            try:
+                style = endpoint.style_of(request)
+            except GatewayError:  # what picks the style is unreadable (a NUL in the query string)
+                style = style_for_path(request.path)
         body = render_error(err, style, request.request_id)
+        request.scope[ERROR] = f"{err.code}: {err.message}" if err.code else err.message  # the request log's
         extra = [(b"x-request-id", request.request_id.encode())]
         extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())
         try:

@@ -10,6 +10,7 @@ import fnmatch
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,6 +76,27 @@ class ProviderConfig(_Strict):
                 f"web_search: is for `openai` and `azure` providers only (a {self.protocol!r} upstream "
                 "is always given its own search tool)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_base_url(self) -> ProviderConfig:
+        from urllib.parse import urlsplit
+
+        if not self.base_url:
+            return self  # the protocol's own default
+        parts = urlsplit(self.base_url)
+        try:
+            parts.port  # noqa: B018 - raises for a port that is not a number in range
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and "@" not in parts.netloc
+        except ValueError:
+            valid = False
+        if not valid:
+            raise ValueError(
+                f"provider {self.name!r}: base_url {self.base_url!r} is not an http:// or https:// URL "
+                "with a host and no credentials (e.g. https://api.openai.com/v1)"
+            )
+        if parts.fragment:
+            raise ValueError(f"provider {self.name!r}: base_url {self.base_url!r} must not have a #fragment")
         return self
 
     @model_validator(mode="after")
@@ -340,61 +362,151 @@ def model_family(model: ModelConfig) -> Family:
     return model.family if model.family is not None else "text"
 
 
-# Without a config file, a vendor whose `<VENDOR>_API_KEY` is in the environment becomes a
-# provider (base URL from `<VENDOR>_BASE_URL`, else this one) serving these model ids.
-ENV_VENDORS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "openai": (
+@dataclass(frozen=True, slots=True)
+class EnvVendor:
+    """A vendor that becomes a provider, without a config file, when its key is in the
+    environment: `keys` and `base_urls` are the variables its own SDK reads (the first one set
+    wins), `routes` the model ids (globs) sent to it, `well_known` the models it is listed
+    with when its upstream lists none or cannot be reached, `families` which of them are not
+    text (globs)."""
+
+    protocol: str
+    keys: tuple[str, ...]
+    base_urls: tuple[str, ...]
+    base_url: str
+    routes: tuple[str, ...]
+    well_known: tuple[str, ...]
+    families: tuple[tuple[str, Family], ...] = ()
+
+    def family(self, model: str) -> Family | None:
+        return next((f for glob, f in self.families if fnmatch.fnmatchcase(model, glob)), None)
+
+
+ENV_VENDORS: dict[str, EnvVendor] = {
+    "openai": EnvVendor(
+        "openai",
+        ("OPENAI_API_KEY",),
+        ("OPENAI_BASE_URL",),
         "https://api.openai.com/v1",
-        (
-            "gpt-*",
-            "o1*",
-            "o3*",
-            "o4*",
-            "chatgpt-*",
-            "text-embedding-*",
-            "whisper-*",
-            "tts-*",
-            "dall-e-*",
-            "omni-moderation-*",
-            "text-moderation-*",
-        ),
+        ("gpt-*", "o1*", "o3*", "o4*", "chatgpt-*", "text-embedding-*", "whisper-*", "tts-*", "dall-e-*",
+         "omni-moderation-*", "text-moderation-*"),
+        ("gpt-4.1", "gpt-4.1-mini", "gpt-4o", "gpt-4o-mini", "o3", "o4-mini", "text-embedding-3-small",
+         "text-embedding-3-large", "whisper-1", "tts-1", "gpt-image-1", "dall-e-3"),
+        (("dall-e-*", "image"), ("gpt-image-*", "image"), ("whisper-*", "audio"), ("tts-*", "audio"),
+         ("*-tts", "audio"), ("*-transcribe", "audio"), ("sora-*", "video")),
     ),
-    "anthropic": ("https://api.anthropic.com", ("claude-*",)),
-    "gemini": ("https://generativelanguage.googleapis.com", ("gemini-*",)),
-}
+    "anthropic": EnvVendor(
+        "anthropic",
+        ("ANTHROPIC_API_KEY",),
+        ("ANTHROPIC_BASE_URL",),
+        "https://api.anthropic.com",
+        ("claude-*",),
+        ("claude-opus-4-1", "claude-sonnet-4-5", "claude-3-5-haiku-latest"),
+    ),
+    "gemini": EnvVendor(
+        "gemini",
+        ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        ("GEMINI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"),
+        "https://generativelanguage.googleapis.com",
+        ("gemini-*",),
+        ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.0-flash"),
+        (("imagen-*", "image"), ("*-image*", "image"), ("veo-*", "video")),
+    ),
+    "stability": EnvVendor(
+        "stability",
+        ("STABILITY_API_KEY",),
+        ("STABILITY_BASE_URL",),
+        "https://api.stability.ai",
+        ("stable-image-*", "sd3*"),
+        ("stable-image-ultra", "stable-image-core", "sd3.5-large", "sd3.5-large-turbo", "sd3.5-medium"),
+        (("*", "image"),),
+    ),
+    "fish": EnvVendor(
+        "fish", ("FISH_API_KEY",), ("FISH_BASE_URL",), "https://api.fish.audio", (), ("s1", "fish-asr"),
+        (("*", "audio"),),
+    ),
+    "vidu": EnvVendor(
+        "vidu",
+        ("VIDU_API_KEY",),
+        ("VIDU_BASE_URL",),
+        "https://api.vidu.com",
+        ("vidu*",),
+        ("viduq1", "vidu2.0", "audio1.0", "lip-sync"),
+        (("audio1.0", "audio"), ("lip-sync", "audio"), ("*", "video")),
+    ),
+    "picwish": EnvVendor(
+        "picwish",
+        ("PICWISH_API_KEY",),
+        ("PICWISH_BASE_URL",),
+        "https://techhk.aoscdn.com",
+        ("picwish/*",),
+        ("picwish/segmentation", "picwish/inpaint", "picwish/scale", "picwish/ocr"),
+        (("*", "visual"),),
+    ),
+}  # fmt: skip
 
 
-def default_config(env_credentials: Mapping[str, str]) -> GatewayConfig:
+def env_vendors(env: Mapping[str, str]) -> list[tuple[str, EnvVendor, str, str]]:
+    """(name, vendor, key, base URL) of each vendor whose key is in `env`."""
+    found = []
+    for name, vendor in ENV_VENDORS.items():
+        key = next((env[k] for k in vendor.keys if env.get(k)), "")
+        if key:
+            base = next((env[v] for v in vendor.base_urls if env.get(v)), vendor.base_url)
+            found.append((name, vendor, key, base))
+    return found
+
+
+def default_config(
+    env_credentials: Mapping[str, str], listed: Mapping[str, list[str]] | None = None
+) -> GatewayConfig:
     """The configuration used when no file is given: the sandbox for every family (when it is
-    installed), plus real vendors whose credentials are present in the environment."""
+    installed), plus real vendors whose credentials are present in the environment, each with
+    the models its upstream listed (`listed`, by provider name: `providers/discovery.py`) or
+    else its well-known ones. A vendor's model wins over a sandbox model of the same name."""
     sandbox = find_plugin(SANDBOX)
     providers: list[dict[str, Any]] = []
     models: list[dict[str, Any]] = []
+    for name, vendor, key, base in env_vendors(env_credentials):
+        providers.append({"name": name, "protocol": vendor.protocol, "base_url": base, "api_key": key})
+        route = [{"provider": name}]
+        defined = {m["name"] for m in models}
+        ids = (listed or {}).get(name) or vendor.well_known
+        for model in dict.fromkeys(ids):
+            if model not in defined:
+                family = vendor.family(model)
+                models.append({"name": model, "routes": route, **({"family": family} if family else {})})
+        models.extend({"name": glob, "routes": route} for glob in vendor.routes if glob not in defined)
     if sandbox is not None:
-        providers.append({"name": SANDBOX, "protocol": SANDBOX})
-        models.extend({"name": name, "routes": [{"provider": SANDBOX}]} for name in sandbox.models)
-    for vendor, (base_url, patterns) in ENV_VENDORS.items():
-        prefix = vendor.upper()
-        if key := env_credentials.get(f"{prefix}_API_KEY"):
-            base = env_credentials.get(f"{prefix}_BASE_URL", base_url)
-            providers.append({"name": vendor, "protocol": vendor, "base_url": base, "api_key": key})
-            models.extend({"name": pattern, "routes": [{"provider": vendor}]} for pattern in patterns)
+        providers.insert(0, {"name": SANDBOX, "protocol": SANDBOX})
+        defined = {m["name"] for m in models}
+        models.extend(
+            {"name": n, "routes": [{"provider": SANDBOX}]} for n in sandbox.models if n not in defined
+        )
     if not providers:
         raise ConfigError(
             "no providers: without a config file the gateway serves the offline sandbox, which is not "
             f"installed; {INSTALL_HINTS[SANDBOX]}, or give a config file (--config or UNIGATE_CONFIG)"
         )
     data = {"providers": providers, "models": models, "sandbox": {"enabled": sandbox is not None}}
-    return GatewayConfig.model_validate(_with_plugin_families(data))
+    try:
+        return GatewayConfig.model_validate(_with_plugin_families(data))
+    except ValidationError as exc:
+        raise ConfigError(
+            f"without a config file, from the environment: {_describe_errors(exc)}; fix the vendor's "
+            "*_BASE_URL variable"
+        ) from None
 
 
-def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> GatewayConfig:
+def load_config(
+    path: Path | None, env: Mapping[str, str] | None = None, listed: Mapping[str, list[str]] | None = None
+) -> GatewayConfig:
     """The configuration in the file at `path` (the built-in one for None), or a ConfigError.
     The one place the file is read and parsed: start-up, reload and the CLI all come here.
     Blocking (file I/O and parsing): the event loop calls it in a thread."""
     env = os.environ if env is None else env
     if path is None:
-        return default_config(env)
+        return default_config(env, listed)
     raw = read_yaml(path)  # bounded size, UTF-8, no aliases, bounded depth (config_file.py)
     if raw is None:
         raw = {}
@@ -480,6 +592,10 @@ MAX_SHOWN_ERRORS = 10  # a file of a thousand bad entries is still a one-line me
 
 
 def _describe(exc: ValidationError, path: Path) -> str:
+    return f"config file {path}: " + _describe_errors(exc)
+
+
+def _describe_errors(exc: ValidationError) -> str:
     lines = []
     errors = exc.errors()
     for err in errors[:MAX_SHOWN_ERRORS]:
@@ -491,4 +607,4 @@ def _describe(exc: ValidationError, path: Path) -> str:
             lines.append(f"{loc}: {msg}" if loc else msg)
     if len(errors) > MAX_SHOWN_ERRORS:
         lines.append(f"and {len(errors) - MAX_SHOWN_ERRORS} more")
-    return f"config file {path}: " + "; ".join(lines)
+    return "; ".join(lines)

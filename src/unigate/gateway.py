@@ -27,6 +27,7 @@ from unigate.limits.service import Limits
 from unigate.observability.metrics import Metrics
 from unigate.observability.tracing import Tracing
 from unigate.providers.base import Provider, ProviderContext
+from unigate.providers.discovery import discover, provider_lines
 from unigate.providers.registry import build_provider
 from unigate.responses.retention import Retention
 from unigate.responses.store import ResponseStore
@@ -83,6 +84,9 @@ class Gateway:
     redis: Redis | None  # UNIGATE_REDIS_URL's client (store/redis.py); None on a single node
     storage: Storage  # the files served under /media/ (storage/: the data dir or a shared bucket)
     fanout: Fanout  # key changes and config reloads, to and from every other worker and replica
+    # Without a config file: the models each environment vendor listed at start (by provider
+    # name, providers/discovery.py), kept so that a reload serves them too.
+    listed_models: dict[str, list[str]] = field(default_factory=dict)
     _lifecycle: Lifecycle | None = field(default=None, init=False, repr=False)
 
     @classmethod
@@ -198,6 +202,7 @@ class Gateway:
             Step("database", stop=self.engine.dispose),
             Step("migrations", start=self._migrate),
             Step("providers", start=self._start_providers, stop=self._close_providers),
+            Step("provider models", start=self._discover_models),
             Step("task store", stop=_sync(self.tasks.store.close)),
             Step("change feed", start=lambda: self.fanout.start(self.redis), stop=self.fanout.stop),
             Step("task writer", start=self.tasks.writer.start, stop=self.tasks.writer.stop),
@@ -241,6 +246,18 @@ class Gateway:
                 with contextlib.suppress(Exception):
                     await provider.aclose()
             raise
+
+    async def _discover_models(self) -> None:
+        """Without a config file, the models the environment's vendors list replace their
+        well-known ones; then one line per provider says what it serves."""
+        if self.settings.config_path is None:
+            listed = await discover(self.providers)
+            if listed:
+                config = load_config(None, self.settings.environ, listed)
+                self.listed_models = listed
+                self.apply(config, self.providers, lambda _key: True)
+        for line in provider_lines(self.config):
+            log.info("%s", line)
 
     async def _close_providers(self) -> None:
         """Every provider in use now (a config reload may have replaced those it started

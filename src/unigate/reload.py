@@ -178,7 +178,7 @@ class ConfigReloader:
         try:
             # In a thread: reading and parsing a file of up to 1 MiB takes seconds of CPU in
             # pure-Python YAML, which must not stall the requests this worker is serving.
-            new = await asyncio.to_thread(load_config, path, gw.settings.environ)
+            new = await asyncio.to_thread(load_config, path, gw.settings.environ, gw.listed_models)
         except ConfigError as exc:
             raise _refused(str(exc)) from None
         applied = _effective(new, gw.config)

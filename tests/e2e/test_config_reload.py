@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -249,7 +250,16 @@ def test_the_readme_commands(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     with GatewayProcess(tmp_path, config=_config(fake_openai), workers=2) as gw:
         key = gw.create_key()
         assert gw.proc is not None
-        env = {**os.environ, "ADMIN_KEY": ADMIN_KEY, "SERVE_PID": str(gw.proc.pid)}
+        # `unigate` as installed beside this Python; the data directory the server keeps its pid in.
+        path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+        env = {
+            **os.environ,
+            "ADMIN_KEY": ADMIN_KEY,
+            "UNIGATE_DATA_DIR": gw.env["UNIGATE_DATA_DIR"],
+            "PATH": path,
+        }
+        pid_file = Path(gw.env["UNIGATE_DATA_DIR"]) / "unigate.pid"
+        assert pid_file.read_text().strip() == str(gw.proc.pid)
 
         def sh(command: str) -> str:
             command = command.replace("http://127.0.0.1:8000", gw.base_url)
@@ -260,8 +270,13 @@ def test_the_readme_commands(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
             return done.stdout
 
         _write(gw, yaml.safe_dump(_config(fake_openai, reloaded=True)))
-        sh(_readme_command('kill -HUP "$SERVE_PID"'))
+        said = sh(_readme_command("unigate reload   #"))
+        assert f"sent SIGHUP to unigate serve (pid {gw.proc.pid})" in said, said
+        time.sleep(1.0)
+        _on_every_worker(gw, key, "chat-b")
+        sh(_readme_command('kill -HUP "$(cat'))
         time.sleep(1.0)
         _on_every_worker(gw, key, "chat-b")
         answer = yaml.safe_load(sh(_readme_command("curl -s -X POST http://127.0.0.1:8000/admin/reload")))
         assert answer["object"] == "config.reload" and answer["changed"] is False
+    assert not pid_file.exists(), "a server that stopped leaves no pid file behind"

@@ -33,9 +33,13 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+# Thirteen more chat models (aliases of the sandbox's), for a usage chart with many series.
+ALIASES = [f"alias-{i:02d}" for i in range(1, 14)]
 CONFIG = {
     "sandbox": {"enabled": True, "music_seconds": 1.5},
     "tasks": {"poll_interval": 0.3, "max_poll_interval": 1.0},
+    "providers": [{"name": "sandbox", "protocol": "sandbox"}],
+    "models": [{"name": a, "routes": [{"provider": "sandbox", "model": "sandbox-chat"}]} for a in ALIASES],
 }
 
 pytestmark = [
@@ -141,9 +145,9 @@ def test_dashboard_flow(gw: ServedGateway, browser: Any, shots_dir: Path) -> Non
     assert reply.choices[0].message.content
     task_id = _music_task(gw, key)
 
-    # The call is in the usage chart (per key and per model) ...
+    # The call is in the usage chart (per key, labelled by the key's name, and per model) ...
     page.click("#nav-usage")
-    series = _chart_series(page, "#chart-by-key", key_id)
+    series = _chart_series(page, "#chart-by-key", "dashboard-e2e")
     assert series["total"] >= 1, series
     by_model = page.evaluate(
         "() => Chart.getChart(document.querySelector('#chart-by-model canvas')).data.datasets"
@@ -159,7 +163,7 @@ def test_dashboard_flow(gw: ServedGateway, browser: Any, shots_dir: Path) -> Non
     row.wait_for()
     cells = row.locator("td").all_inner_texts()
     assert cells[1].strip() == "200" and float(cells[2].replace(",", "")) >= 0, cells
-    assert "/v1/chat/completions" in cells[4], cells
+    assert "POST /v1/chat/completions" in cells[3], cells
     shot("requests")
 
     # The task, its status and its webhook delivery.
@@ -200,6 +204,71 @@ def test_dashboard_flow(gw: ServedGateway, browser: Any, shots_dir: Path) -> Non
     context.close()
     for path in shots:
         print(f"screenshot: {path}")
+
+
+def test_dashboard_layout_at_1280_and_420_px(gw: ServedGateway, browser: Any, tmp_path: Path) -> None:
+    """The header's Log out is readable and the header wraps on a phone; a chart of 13 models
+    gives each its own colour; the recent requests fit 1,280 px and say why a call failed;
+    the browser's /favicon.ico is served and kept out of the request log. Screenshots go to
+    `tmp_path` (printed) to be looked at."""
+    key = gw.create_key()
+    client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
+    for alias in ALIASES:
+        client.chat.completions.create(model=alias, messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="no-such-model", messages=[{"role": "user", "content": "hi"}])
+    icon = http("GET", gw.base_url + "/favicon.ico")
+    assert icon.status == 200 and icon.headers["content-type"] == "image/svg+xml", icon.headers
+
+    for width in (1280, 420):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        context.add_init_script(f"sessionStorage.setItem('unigate.adminKey', {ADMIN_KEY!r})")
+        page = context.new_page()
+        page.goto(gw.base_url + "/dashboard#usage")
+        page.wait_for_selector("#chart-by-model canvas")
+        page.wait_for_function(
+            "n => JSON.parse(document.querySelector('#chart-by-model').dataset.series).length >= n",
+            arg=len(ALIASES),
+        )
+        # Log out is drawn in a colour that is not the bar's.
+        colours = page.evaluate(
+            "() => [getComputedStyle(document.querySelector('#logout')).color,"
+            " getComputedStyle(document.querySelector('header')).backgroundColor]"
+        )
+        assert colours[0] != colours[1], colours
+        box = page.locator("#logout").bounding_box()
+        assert box is not None and box["x"] + box["width"] <= width, (width, box)
+        # Every model of the chart has a colour of its own.
+        fills = page.evaluate(
+            "() => Chart.getChart(document.querySelector('#chart-by-model canvas')).data.datasets"
+            ".map(d => d.backgroundColor)"
+        )
+        assert len(fills) >= 13 and len(set(fills)) == len(fills), fills
+        overflow = page.evaluate("() => document.documentElement.scrollWidth")
+        assert overflow <= width, (width, overflow)
+        page.screenshot(path=str(tmp_path / f"usage-{width}.png"), full_page=True)
+        page.click("#nav-requests")
+        failed = page.locator("#requests-table tbody tr", has_text="no-such-model").first
+        failed.wait_for()
+        assert "model_not_found" in failed.inner_text()
+        assert page.locator("#requests-table", has_text="favicon").count() == 0
+        print(f"screenshots: {tmp_path}")
+        page.screenshot(path=str(tmp_path / f"requests-{width}.png"), full_page=True)
+        overflow = page.evaluate("() => document.documentElement.scrollWidth")
+        assert overflow <= width, (width, overflow)  # wide tables scroll inside their card
+        if width == 1280:  # the table fits its card: no sideways scrolling
+            fits = page.evaluate(
+                "() => { const card = document.querySelector('#requests-table').closest('.card');"
+                " return [card.scrollWidth, card.clientWidth]; }"
+            )
+            assert fits[0] <= fits[1], fits
+        else:  # the header wrapped onto more lines rather than overflowing
+            header = page.evaluate("() => document.querySelector('header').getBoundingClientRect().height")
+            assert header > 60, header
+        context.close()
+    requests = gw.admin("GET", "/admin/requests?limit=200").json()["data"]
+    assert not [r for r in requests if r["path"] == "/favicon.ico"]
+    print(f"screenshots: {tmp_path}")
 
 
 def _chart_series(page: Any, chart: str, label: str) -> dict[str, Any]:

@@ -262,6 +262,14 @@ def test_the_readme_scrape_example(gw: GatewayProcess) -> None:
         line for line in section.splitlines() if line.startswith("curl -s http://127.0.0.1:8000/metrics")
     ]
     assert len(lines) == 1
+    # The token is exported before the server starts (a serve started earlier answers 401), as
+    # this module's gateway is started with it.
+    order = [
+        i
+        for i, line in enumerate(section.splitlines())
+        if line.startswith(("export UNIGATE_METRICS_TOKEN", "unigate serve", lines[0]))
+    ]
+    assert len(order) == 3 and section.splitlines()[order[1]].startswith("unigate serve"), order
     assert _chat(gw, gw.create_key(name="readme")).status == 200
     env = {**os.environ, "UNIGATE_METRICS_TOKEN": METRICS_TOKEN}
     command = lines[0].replace("http://127.0.0.1:8000", gw.base_url)

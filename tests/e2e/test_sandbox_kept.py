@@ -92,7 +92,7 @@ def test_chat_and_embeddings_with_the_wrong_kind(sandbox_gateway: ServedGateway,
         client.chat.completions.create(model="chirp-v4", messages=[{"role": "user", "content": "x"}])
     assert chat.value.code == "model_not_supported"
     assert "'chirp-v4' is a music model" in chat.value.message and "sandbox-chat" in chat.value.message
-    with pytest.raises(openai.NotFoundError, match="'sandbox-image' is a image model"):
+    with pytest.raises(openai.NotFoundError, match="'sandbox-image' is an image model"):
         client.embeddings.create(model="sandbox-image", input="x")
     with pytest.raises(openai.NotFoundError, match="does not serve image calls"):
         client.images.generate(model="sandbox-chat", prompt="a lighthouse")

@@ -36,6 +36,7 @@ class FakeAnthropic(LoopbackServer):
     raw: list[bytes] = field(default_factory=list)  # request bodies as sent
     queries: list[str] = field(default_factory=list)
     counted: list[bytes] = field(default_factory=list)  # count_tokens bodies as sent
+    models: tuple[str, ...] = ("claude-fake-1",)  # what `GET /v1/models` lists
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
@@ -48,6 +49,15 @@ class FakeAnthropic(LoopbackServer):
     def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count)
+        app.router.add_get("/v1/models", self._models)
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        data = [
+            {"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"}
+            for m in self.models
+        ]
+        first, last = (self.models[0], self.models[-1]) if self.models else (None, None)
+        return web.json_response({"data": data, "has_more": False, "first_id": first, "last_id": last})
 
     def _answer(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         last = body["messages"][-1]

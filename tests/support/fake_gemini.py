@@ -30,6 +30,7 @@ class FakeGemini(LoopbackServer):
     tool_call: tuple[str, dict[str, Any]] | None = None
     received: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
     raw: list[bytes] = field(default_factory=list)  # request bodies as sent
+    models: tuple[str, ...] = ("gemini-fake-1",)  # what `GET /v1beta/models` lists
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
@@ -41,6 +42,12 @@ class FakeGemini(LoopbackServer):
 
     def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1beta/models/{call}", self._call)
+        app.router.add_get("/v1beta/models", self._models)
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        methods = ["generateContent", "countTokens"]
+        data = [{"name": f"models/{m}", "supportedGenerationMethods": methods} for m in self.models]
+        return web.json_response({"models": data})
 
     def _parts(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         modalities = (body.get("generationConfig") or {}).get("responseModalities") or []

@@ -62,6 +62,9 @@ class FakeOpenAI(LoopbackServer):
     slow_seconds: float = 0.5
     received: list[Received] = field(default_factory=list)
     cancelled: int = 0
+    # What `GET /v1/models` lists (OpenAI's list shape); the key it takes, when set (else 401).
+    models: tuple[str, ...] = ("fake-gpt-1", "fake-gpt-2")
+    api_key: str | None = None
     port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
@@ -76,6 +79,13 @@ class FakeOpenAI(LoopbackServer):
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/v1/moderations", self._moderations)
+        app.router.add_get("/v1/models", self._models)
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return _error(401, "Incorrect API key provided.", "invalid_request_error")
+        data = [{"id": m, "object": "model", "created": 1700000000, "owned_by": "fake"} for m in self.models]
+        return web.json_response({"object": "list", "data": data})
 
     async def _common(self, request: web.Request) -> tuple[dict[str, Any], web.StreamResponse | None]:
         body = orjson.loads(await request.read())

@@ -13,6 +13,7 @@ from typing import Any
 
 from tests.support import config_yaml, markers
 from tests.support.net import HTTPResult, free_port, http
+from unigate.config import ENV_VENDORS
 
 ADMIN_KEY = "uga_test_" + secrets.token_hex(16)
 
@@ -58,8 +59,9 @@ class GatewayProcess(GatewayCalls):
             "UNIGATE_LOG_LEVEL": "info",
             **(env or {}),
         }
-        for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
-            self.env.pop(name, None)
+        for vendor in ENV_VENDORS.values():  # the keys that would add providers without a config
+            for name in vendor.keys:
+                self.env.pop(name, None)
         if config is not None:
             path = workdir / f"config-{self.port}.yaml"
             path.write_text(config_yaml.dump(config))

@@ -27,10 +27,14 @@ BASE_URL = "http://gateway.test"
 
 
 class InProcessGateway:
-    def __init__(self, workdir: Path, config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, workdir: Path, config: dict[str, Any] | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        """`env`: the gateway's whole environment besides its data dir, admin key and config
+        (the test process's own is not read: vendor keys there must not leak in)."""
         self.workdir = workdir
         self.admin_key = "uga_test_" + secrets.token_hex(16)
-        env = {"UNIGATE_DATA_DIR": str(workdir / "data"), "UNIGATE_ADMIN_KEY": self.admin_key}
+        env = {**(env or {}), "UNIGATE_DATA_DIR": str(workdir / "data"), "UNIGATE_ADMIN_KEY": self.admin_key}
         if config is not None:
             path = workdir / "config.yaml"
             path.write_text(config_yaml.dump(config))

@@ -901,7 +901,7 @@ def test_a_redirect_is_an_upstream_failure_unless_followed(loop: str) -> None:
         async with Server(answer(moved)) as server:
             http = UpstreamHTTP(server.url(), {})
             try:
-                with pytest.raises(RouteFailed, match="HTTP 302, a redirect"):
+                with pytest.raises(RouteFailed, match="HTTP 302 at /chat, a redirect"):
                     await http.post("/chat", b"{}", timeouts)
                 with pytest.raises(RouteFailed, match="HTTP 302"):
                     await http.get("/file", timeouts)

@@ -332,7 +332,7 @@ KLING_ERRORS = [
     (200, {"code": 1201, "message": "bad param under 200"}, UpstreamRejected, 400),
     (429, b"<html>slow down</html>", RouteFailed, 429),
     (502, b"", RouteFailed, 502),
-    (400, b"not json", UpstreamRejected, 400),
+    (400, b"not json", RouteFailed, 502),  # a page, not Kling's API: the base_url is wrong
     (200, b"not json", RouteFailed, 502),
     (200, {"code": 0, "data": {}}, RouteFailed, 502),  # no task id
 ]

@@ -280,7 +280,7 @@ def test_openai_remix_posts_the_prompt_to_the_source_video(tmp_path: Path) -> No
     ("status", "kind", "client_status"),
     [
         (400, UpstreamRejected, 400),
-        (404, UpstreamRejected, 404),
+        (404, RouteFailed, 502),  # no such endpoint: the base_url is wrong
         (409, UpstreamRejected, 400),  # SDKs retry 409: a refusal is a 400
         (401, RouteFailed, 502),
         (403, RouteFailed, 502),

@@ -58,7 +58,7 @@ EXPECTED = {
     400: Outcome(False, 400),
     401: Outcome(True, 502),  # the gateway's credentials: never the client's fault
     403: Outcome(True, 502),
-    404: Outcome(False, 404),
+    404: Outcome(True, 502),  # no API at that path: a base_url missing its /v1, most often
     408: Outcome(True, 504),
     409: Outcome(False, 400),  # SDKs retry a 409: relayed as a refusal they do not repeat
     413: Outcome(False, 413),
@@ -168,6 +168,7 @@ class Case:
     body: Callable[[int], Any]
     call: Call
     config: dict[str, Any] | None = None
+    lookup: bool = False  # names an existing object by id: its 404 is the object gone, relayed
 
 
 CASES = [
@@ -183,7 +184,7 @@ CASES = [
     ),
     Case("openai video submit", "openai", openai_body, submit("video", "text2video", {"prompt": "p"})),
     Case("openai video poll", "openai", openai_body, poll("video_1", "text2video")),
-    Case("openai video content", "openai", openai_body, content("video_1", {"id": "video_1"})),
+    Case("openai video content", "openai", openai_body, content("video_1", {"id": "video_1"}), lookup=True),
     Case("azure chat", "azure", openai_body, chat()),
     Case("anthropic chat", "anthropic", anthropic_body, chat()),
     Case(
@@ -219,12 +220,18 @@ CASES = [
 ]
 
 
-async def answer(case: Case, status: int, tmp_path: Path) -> BaseException:
-    """Run the case's call against an upstream that answers every request with `status`."""
+HTML = b"<!doctype html><html><body><h1>Not here</h1></body></html>"
+
+
+async def answer(case: Case, status: int, tmp_path: Path, html: bool = False) -> BaseException:
+    """Run the case's call against an upstream that answers every request with `status` (with
+    an HTML page instead of the vendor's error body when `html`)."""
 
     async def respond(request: web.Request) -> web.StreamResponse:
         await request.read()
         headers = {"Retry-After": "7"}
+        if html:
+            return web.Response(status=status, body=HTML, content_type="text/html")
         if 300 <= status < 400:
             return web.Response(status=status, headers={**headers, "Location": "https://elsewhere.test/"})
         return web.Response(
@@ -272,6 +279,8 @@ def test_every_adapter_maps_every_status_by_the_one_table(
     raised = asyncio.run(main())
     for status, expected in EXPECTED.items():
         exc = raised[status]
+        if status == 404 and case.lookup:
+            expected = Outcome(False, 404)
         where = f"{case.name}, upstream HTTP {status}"
         if expected.route_failed:
             assert isinstance(exc, RouteFailed), (where, exc)
@@ -282,6 +291,23 @@ def test_every_adapter_maps_every_status_by_the_one_table(
             assert exc.status == expected.status, where
             assert exc.message == WHY, where  # the vendor's own reason, as its body said it
         assert SECRET not in str(exc), where
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_page_that_is_not_json_is_a_route_failure_naming_status_path_and_base_url(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in (kling, vidu, picwish, veo, videos):
+        monkeypatch.setattr(module, "poll_each", poll_raising)
+
+    async def main() -> dict[int, BaseException]:
+        return {status: await answer(case, status, tmp_path, html=True) for status in (400, 404, 422)}
+
+    for status, exc in asyncio.run(main()).items():
+        where = f"{case.name}, an HTML {status}"
+        assert isinstance(exc, RouteFailed) and exc.status == 502, (where, exc)
+        assert f"(HTTP {status} at /" in exc.message, (where, exc.message)
+        assert "base_url" in exc.message, (where, exc.message)
 
 
 @pytest.mark.parametrize(

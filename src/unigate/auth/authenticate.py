@@ -5,9 +5,10 @@ are those the error styles' clients send (`edge/error_styles.py`: `KEY_FORMS`)."
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from unigate.auth.cache import KeyCache
-from unigate.auth.keys import hash_key, is_well_formed
+from unigate.auth.keys import PREFIX, hash_key, is_well_formed
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.error_styles import KEY_HEADERS, KEY_QUERY, KEY_SCHEMES
@@ -15,8 +16,8 @@ from unigate.errors import AuthenticationFailed, InvalidRequest
 
 
 def extract_key(request: Request) -> str | None:
-    """The presented key, from the first header form present (one pass over the headers);
-    "" when an Authorization header is present but unusable."""
+    """The presented key, from the first header form present (one pass over the headers); an
+    Authorization header without a usable scheme is refused saying how to send it."""
     auth: bytes | None = None
     alt: bytes | None = None
     for name, value in request.scope["headers"]:
@@ -30,14 +31,53 @@ def extract_key(request: Request) -> str | None:
         scheme, _, rest = auth.decode("latin-1").strip().partition(" ")
         if scheme.lower() in KEY_SCHEMES and rest.strip():
             return rest.strip()
-        return ""
+        raise AuthenticationFailed(_unusable(scheme, rest), code="invalid_api_key")
     if alt is not None:
         return alt.decode("latin-1").strip()
     query = request.query
     return next((query[name] for name in KEY_QUERY if name in query), None)
 
 
-async def authenticate(request: Request, cache: KeyCache) -> Principal:
+def _unusable(scheme: str, rest: str) -> str:
+    """What is wrong with an Authorization header no scheme accepts (never quoting the key)."""
+    if not rest.strip() and scheme.lower() in KEY_SCHEMES:
+        return f"The Authorization header has no key after '{scheme}': send 'Authorization: Bearer <key>'."
+    if not rest.strip():  # a bare key
+        return (
+            "The Authorization header has the key without its scheme: send 'Authorization: Bearer "
+            f"{PREFIX}…' (with the word Bearer and a space before the key)."
+        )
+    # The scheme is named only when it is a known word: anything else may be part of a secret.
+    shown = f" '{scheme}'" if scheme.lower() in ("basic", "digest", "negotiate", "apikey") else ""
+    return (
+        f"The Authorization scheme{shown} is not accepted: send 'Authorization: Bearer <key>' "
+        "(or the header 'x-api-key: <key>')."
+    )
+
+
+def _malformed(key: str, is_admin_key: Callable[[str], bool] | None) -> str:
+    if key.startswith("uga_") or (is_admin_key is not None and is_admin_key(key)):
+        return (
+            "Malformed API key: this is the gateway's admin key, which manages the gateway (/admin/*, "
+            "the dashboard) but does not call models. Create an API key with `unigate keys create "
+            "--name NAME` or POST /admin/keys, and send that one."
+        )
+    if not key.startswith(PREFIX):
+        return (
+            f"Malformed API key: unigate API keys start with '{PREFIX}' (this is not one: an upstream "
+            "vendor's key goes in the gateway's config, not in requests). Create one with `unigate "
+            "keys create --name NAME` or POST /admin/keys."
+        )
+    return (
+        f"Malformed API key: a unigate API key is '{PREFIX}' and 49 letters and digits, and its "
+        "checksum does not match; check that the whole key was copied."
+    )
+
+
+async def authenticate(
+    request: Request, cache: KeyCache, is_admin_key: Callable[[str], bool] | None = None
+) -> Principal:
+    """The key's principal; `is_admin_key` lets a refusal say that the admin key was sent."""
     key = extract_key(request)
     if key is None:
         raise AuthenticationFailed(
@@ -49,7 +89,7 @@ async def authenticate(request: Request, cache: KeyCache) -> Principal:
         # Shape and checksum only matter for keys the cache does not know: a typo or a
         # scanner's guess is refused here without touching the database.
         if not is_well_formed(key):
-            raise AuthenticationFailed("Malformed API key.", code="invalid_api_key")
+            raise AuthenticationFailed(_malformed(key, is_admin_key), code="invalid_api_key")
         principal = await cache.lookup(key_hash)
         if principal is None:
             raise AuthenticationFailed("Invalid API key.", code="invalid_api_key")

@@ -11,6 +11,7 @@ this module as their `__main__`.
 from __future__ import annotations
 
 import inspect
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -151,16 +152,33 @@ def main(argv: list[str]) -> None:
     _raise_fd_limit()
     announced = False
 
+    from unigate.cli.pidfile import remove_pid, write_pid
+    from unigate.settings import Settings
+
+    data_dir = Settings.from_env().data_dir
+
     def announce() -> None:
         nonlocal announced
         announced = True
+        write_pid(data_dir)  # for `unigate reload`
         plural = "s" if workers > 1 else ""
         print(f"unigate listening on {listen_url(host, port)} ({workers} worker{plural})", flush=True)
 
+    def remove_then_stop(signum: int, _frame: object) -> None:
+        # uvicorn ends a SIGTERM'd server by raising the signal again once it has shut down,
+        # to this handler (the one in place before it started): the pid file goes first.
+        remove_pid(data_dir)
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+
+    signal.signal(signal.SIGTERM, remove_then_stop)
     run = _run_granian if server == "granian" else _run_uvicorn
     fix = "see the server's log above (UNIGATE_LOG_LEVEL=debug shows more)"
     try:
-        run(host, port, workers, announce)
+        try:
+            run(host, port, workers, announce)
+        finally:
+            remove_pid(data_dir)
     except KeyboardInterrupt:
         return
     except SystemExit as exc:

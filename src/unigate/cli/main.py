@@ -1,4 +1,5 @@
-"""`unigate serve`, `unigate keys create|list|revoke`, `unigate usage`, `unigate migrate` and
+"""`unigate serve`, `unigate keys create|list|revoke`, `unigate usage`, `unigate migrate`,
+`unigate providers check`, `unigate reload` and
 `unigate --version` (a stable contract: users' scripts rely on it)."""
 
 from __future__ import annotations
@@ -12,14 +13,18 @@ import typer
 import unigate
 from unigate.cli.keys import keys_app
 from unigate.cli.migrate import migrate
+from unigate.cli.providers import providers_app
+from unigate.cli.reload import reload
 from unigate.cli.serve import serve
 from unigate.cli.usage import usage
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="unigate: a unified model gateway.")
 app.add_typer(keys_app, name="keys")
+app.add_typer(providers_app, name="providers")
 app.command()(serve)
 app.command()(usage)
 app.command()(migrate)
+app.command()(reload)
 
 
 def _version() -> str:

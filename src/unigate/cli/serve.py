@@ -18,6 +18,7 @@ from unigate.cli.startup import (
     check_log_level,
     check_port,
     check_public_url,
+    check_redis,
     check_storage,
     create_limits_table,
     debug_wanted,
@@ -85,6 +86,7 @@ def _prepare(config: Path | None, host: str, port: int, server: str, workers: in
     check_database_url(settings.database_url)
     check_port(host, port)
     check_data_dir(settings.data_dir)
+    check_redis(settings.redis_url)
     _check_config(settings)
     # The workers' shared limit counters start from the database's figures, not from what
     # a previous server's in-flight calls had reserved.
@@ -110,7 +112,7 @@ def _prepare(config: Path | None, host: str, port: int, server: str, workers: in
 
 def _check_config(settings: Settings) -> None:
     try:
-        config = load_config(settings.config_path)
+        config = load_config(settings.config_path, settings.environ)
         context = ProviderContext(data_dir=settings.data_dir)
         for provider in config.providers:
             build_provider(provider, context)
@@ -119,6 +121,13 @@ def _check_config(settings: Settings) -> None:
         fix = "; fix the config file (or UNIGATE_CONFIG / --config)" if settings.config_path else ""
         raise StartupError(f"{exc}{fix}") from exc
     check_storage(config.storage, settings.data_dir)
+    if not config.models:
+        logging.getLogger("unigate.config").warning(
+            "config file %s defines no models: the gateway starts, but every model call gets 404; add "
+            "`providers` and `models` (README: Configuration), or `sandbox: {enabled: true}` for the "
+            "offline sandbox's models",
+            settings.config_path,
+        )
     # A default the file set itself is checked by the config; one left at its built-in value
     # only matters to deployments that serve that family, so it is a note, not an error.
     unbacked = [f"{key}={value}" for key, value, _ in defaults(config) if not config.defines(value)]

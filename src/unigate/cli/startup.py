@@ -4,6 +4,7 @@ what is wrong and how to fix it, printed by `report` as one `error:` line (exit 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 import tempfile
@@ -150,6 +151,55 @@ def check_storage(config: StorageConfig, data_dir: Path) -> None:
         "storage.endpoint_url / storage.region in the config, and that AWS_ACCESS_KEY_ID and "
         "AWS_SECRET_ACCESS_KEY may list, read and write it"
     )
+
+
+def check_redis(url: str | None) -> None:
+    """UNIGATE_REDIS_URL: a Redis URL, or one start-up line; one that does not answer now is a
+    warning, not a stop (limits fall back to each node's counters, changes still reach every
+    replica through the database), so the line says what runs without it."""
+    if not url:
+        return
+    from redis.asyncio import Redis
+
+    shown = shown_redis_url(url)
+    fix = "set it to redis://host:6379/0 (rediss:// for TLS), or unset it on a single node"
+    try:
+        client = Redis.from_url(url, socket_connect_timeout=2.0, socket_timeout=2.0)
+    except ValueError as exc:
+        reason = str(exc).replace(url, shown)
+        raise StartupError(f"UNIGATE_REDIS_URL {shown} is not a Redis URL: {reason}; {fix}") from None
+
+    async def ping() -> None:
+        try:
+            async with asyncio.timeout(3.0):
+                await client.ping()
+        finally:
+            await client.aclose()
+
+    try:
+        asyncio.run(ping())
+    except Exception as exc:
+        why = "no answer within 3 s" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+        logging.getLogger("unigate").warning(
+            "UNIGATE_REDIS_URL %s does not answer (%s): starting anyway; until it does, limits use "
+            "each node's own counters (limits.redis_down) and key changes reach other replicas "
+            "through the database within a second. Check that Redis runs and the URL's host, port "
+            "and password",
+            shown,
+            why.replace(url, shown),
+        )
+
+
+def shown_redis_url(url: str) -> str:
+    """A Redis URL with its password masked, for messages."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "(unparseable URL)"
+    return url.replace(f":{password}@", ":***@") if password else url
 
 
 def shown_url(url: str) -> str:

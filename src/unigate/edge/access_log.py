@@ -31,6 +31,7 @@ ACCESS_LOGGER = "unigate.access"
 MODEL = "unigate.model"
 ROUTE = "unigate.route"
 OUTCOME = "unigate.outcome"
+ERROR = "unigate.error"  # the error a request was answered with, for the request log
 # For the metrics' labels: the config's name of the model (bounded, unlike what clients
 # send) and the provider that answered.
 MODEL_NAME = "unigate.model_name"

@@ -6,6 +6,7 @@ tens of microseconds (docs/architecture.md); nothing here knows about families o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
@@ -105,10 +106,23 @@ class Request:
         try:
             parsed = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise InvalidRequest(f"The request body is not valid JSON: {exc.msg}.") from None
+            raise InvalidRequest(not_json(self.header(b"content-type"), exc.msg)) from None
         if not isinstance(parsed, dict):
             raise InvalidRequest("The request body must be a JSON object.")
         return raw, parsed
+
+
+_MEDIA_TYPE = re.compile(rb"[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}")
+
+
+def not_json(content_type: bytes | None, why: str) -> str:
+    """Why a body that should be JSON is refused: when the client said it sent something else
+    (a multipart form, a urlencoded one), that, and what the endpoint takes."""
+    media = _MEDIA_TYPE.match((content_type or b"").strip())
+    sent = media.group().decode().lower() if media else ""
+    if sent and sent != "application/json" and not sent.endswith("+json"):
+        return f"This endpoint takes a JSON body (Content-Type: application/json); the request sent {sent}."
+    return f"The request body is not valid JSON: {why}."
 
 
 def urlencoded(raw: bytes, what: str, keep_blank: bool = True) -> list[tuple[str, str]]:

@@ -79,6 +79,27 @@ def schemas() -> dict[str, Schema]:
             },
             ["object", "config", "changed", "providers", "models", "settings", "restart_required", "summary"],
         ),
+        "ProviderCheck": obj(
+            {
+                "name": string(),
+                "protocol": string(),
+                "base_url": string(),
+                "ok": {
+                    "type": ["boolean", "null"],
+                    "description": "null: the protocol has no request to check with.",
+                },
+                "problem": {
+                    "type": ["string", "null"],
+                    "description": (
+                        "What failed: DNS, connect, TLS, HTTP 401/403 (the key), 404 (the base URL), "
+                        "a redirect..."
+                    ),
+                },
+                "fix": {"type": ["string", "null"], "description": "What to change."},
+                "models": array(string(), "The models the upstream listed."),
+            },
+            ["name", "protocol", "base_url", "ok", "problem", "fix", "models"],
+        ),
         "ProviderInfo": obj(
             {"name": string(), "protocol": string(), "base_url": string(), "capabilities": array(string())},
             ["name", "protocol", "base_url", "capabilities"],
@@ -172,6 +193,24 @@ def _admin() -> list[Operation]:
                 "under way finish as they started. A file that does not load is a 400 "
                 "`invalid_config` with its error, the running configuration stays, and nothing is "
                 "sent to the other workers."
+            ),
+        ),
+        Operation(
+            "POST",
+            "/admin/providers/check",
+            "checkProviders",
+            "Check every provider",
+            ADMIN,
+            {
+                "200": json_response(
+                    "One result per provider.",
+                    obj({"object": const("list"), "data": array(ref("ProviderCheck"))}, ["object", "data"]),
+                )
+            },
+            description=(
+                "Sends one cheap request (the upstream's model list) through each provider and says "
+                "what failed and how to fix it: DNS, connect, TLS, the key (401/403), the base URL "
+                "(404, redirects). The same as `unigate providers check`."
             ),
         ),
         Operation(
@@ -284,6 +323,31 @@ def _public() -> list[Operation]:
                     obj(
                         {"openapi": string(), "info": obj({}), "paths": obj({})}, ["openapi", "info", "paths"]
                     ),
+                )
+            },
+        ),
+        Operation(
+            "GET",
+            "/",
+            "home",
+            "Where to go from here",
+            DOCS,
+            {
+                "200": response(
+                    "Links to /docs, /dashboard and /v1/models: a page for a browser (Accept: text/html), "
+                    "else JSON.",
+                    {
+                        "application/json": obj(
+                            {
+                                "object": const("unigate"),
+                                "version": string(),
+                                "message": string(),
+                                "links": obj({}),
+                            },
+                            ["object", "version", "links"],
+                        ),
+                        "text/html": string(),
+                    },
                 )
             },
         ),

@@ -69,6 +69,7 @@ def schemas() -> dict[str, Schema]:
                 "route": nullable(string("provider/upstream model")),
                 "key_id": nullable(string()),
                 "outcome": nullable(integer(description="How a stream ended when not cleanly (499, 502).")),
+                "error": nullable(string("The error answered: `code: message` (null for a success).")),
             },
             ["request_id", "created_at", "method", "path", "status", "latency_ms", "model"],
         ),
@@ -181,6 +182,17 @@ def _dashboard() -> list[Operation]:
     return [
         Operation("GET", "/dashboard", "dashboard", "The admin dashboard", DASHBOARD, page),
         Operation("GET", "/dashboard/", "dashboardSlash", "The admin dashboard", DASHBOARD, page),
+        Operation(
+            "GET",
+            "/favicon.ico",
+            "favicon",
+            "The gateway's icon (an SVG), for browsers",
+            DASHBOARD,
+            {
+                "200": response("The icon.", {"image/svg+xml": string()}, security),
+                "304": response("Unchanged since the ETag sent."),
+            },
+        ),
         Operation(
             "GET",
             "/dashboard/{name}",

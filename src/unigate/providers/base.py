@@ -172,13 +172,24 @@ class UpstreamTask:
 
 class RouteFailed(Exception):
     """This route could not answer; the next one may. `status` is what the client would
-    get if every route fails this way."""
+    get if every route fails this way. `cause` says where it failed (`dns`, `connect`, `tls`,
+    `proxy`, `timeout`, or `answer` with the `upstream_status` it answered), for diagnoses."""
 
-    def __init__(self, message: str, status: int = 502, retry_after: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        status: int = 502,
+        retry_after: str | None = None,
+        *,
+        cause: str = "",
+        upstream_status: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.retry_after = retry_after
+        self.cause = cause
+        self.upstream_status = upstream_status
 
 
 def scrubbed(error: RouteFailed | UpstreamRejected, redactor: Redactor) -> None:
@@ -305,6 +316,11 @@ class Provider:
     async def delete_task(self, ref: TaskRef, timeouts: Timeouts) -> None:
         """Delete a finished job and its files upstream, where the upstream has that."""
         return None
+
+    async def list_models(self, timeouts: Timeouts) -> list[str]:
+        """The model ids the upstream lists (`providers/model_list.py`): one cheap request,
+        for start-up and `unigate providers check`."""
+        raise _unsupported(self, "model listing")
 
 
 class Unsupported(InvalidRequest):

@@ -13,10 +13,16 @@ from unigate.errors import GatewayOverloaded
 from unigate.providers.base import RouteFailed, StreamBroken, Timeouts
 from unigate.providers.form_body import FormBody
 from unigate.providers.redact import Redactor, request_secrets
-from unigate.providers.upstream_status import Reader, upstream_error
+from unigate.providers.upstream_status import Reader, json_body, upstream_error
 from unigate.translate.sse import EventRuns
 from unigate.transport.dial import Dialer, proxy_for, tls_context
-from unigate.transport.errors import LocalExhausted, PoolExhausted, UpstreamError, UpstreamTimeout
+from unigate.transport.errors import (
+    ConnectFailed,
+    LocalExhausted,
+    PoolExhausted,
+    UpstreamError,
+    UpstreamTimeout,
+)
 from unigate.transport.pool import MAX_CONNECTIONS, Origin, Pool
 from unigate.transport.response import Headers, Response
 
@@ -27,7 +33,9 @@ class UpstreamHTTP:
     ) -> None:
         """`provider`'s egress settings (proxy, TLS, connection limit, keep-alive) apply;
         without one (file downloads from other hosts), the environment's proxy and defaults."""
+        self.base_url = base_url
         origin = Origin.parse(base_url)
+        self._base_path = origin.base_path
         proxy = proxy_for(origin.scheme, origin.host, provider.proxy if provider else None)
         tls = None
         if provider is not None and (provider.ca_file or provider.client_cert):
@@ -110,15 +118,17 @@ class UpstreamHTTP:
                 replay=replay,
             )
         except UpstreamTimeout:
-            raise RouteFailed("The upstream did not answer in time.", status=504) from None
+            raise RouteFailed("The upstream did not answer in time.", status=504, cause="timeout") from None
         except (LocalExhausted, PoolExhausted) as exc:
             raise GatewayOverloaded(f"The gateway is overloaded: {exc}.") from None
         except UpstreamError as exc:
-            raise RouteFailed(f"Could not reach the upstream: {exc}.") from None
+            cause = exc.stage if isinstance(exc, ConnectFailed) else "connect"
+            raise RouteFailed(f"Could not reach the upstream: {exc}.", cause=cause) from None
+        resp.path = self._base_path + path.partition("?")[0]
         if 300 <= resp.status < 400 and not redirects:
             resp.release()
             raise upstream_error(
-                resp.status, detail="a redirect, not followed: check the provider's base_url"
+                resp.status, detail="a redirect, not followed: check the provider's base_url", path=resp.path
             )
         if resp.status >= 400 and self._redactor is not None:
             await self._scrub(resp, headers)
@@ -151,14 +161,25 @@ async def read_all(resp: Response, what: str = "response") -> bytes:
         raise RouteFailed(f"The upstream {what} failed: {exc}.") from None
 
 
-async def raise_for_answer(resp: Response, read: Reader, vendor: str = "") -> NoReturn:
+async def raise_for_answer(
+    resp: Response, read: Reader, vendor: str = "", clients_404: bool = False
+) -> NoReturn:
     """A failed answer, read whole and raised as the status table maps it (upstream_status.py):
-    `read` is the vendor's reading of its error body."""
+    `read` is the vendor's reading of its error body; `clients_404`: a 404 is about what the
+    client named (an object by id)."""
     try:
         data = await read_all(resp, "error response")
     finally:
         resp.release()
-    raise upstream_error(resp.status, read(data), vendor=vendor, retry_after=resp.headers.get("Retry-After"))
+    raise upstream_error(
+        resp.status,
+        read(data),
+        vendor=vendor,
+        retry_after=resp.headers.get("Retry-After"),
+        path=resp.path,
+        not_json=bool(data.strip()) and json_body(data) is None,
+        clients_404=clients_404,
+    )
 
 
 def stream_error(exc: UpstreamError) -> StreamBroken:

@@ -53,6 +53,8 @@ class Answer:
     body: dict[str, Any]
     is_json: bool
     retry_after: str | None = None
+    path: str = ""  # the request's URL path, for error messages
+    blank: bool = False  # no body at all (not JSON, but no page either)
 
 
 async def exchange(
@@ -74,7 +76,14 @@ async def exchange(
     except orjson.JSONDecodeError:
         parsed = None
     body = parsed if isinstance(parsed, dict) else {}
-    return Answer(resp.status, body, isinstance(parsed, dict), resp.headers.get("Retry-After"))
+    return Answer(
+        resp.status,
+        body,
+        isinstance(parsed, dict),
+        resp.headers.get("Retry-After"),
+        resp.path,
+        not raw.strip(),
+    )
 
 
 def answer_error(
@@ -86,6 +95,7 @@ def answer_error(
     *,
     status: int | None = None,
     detail: str = "",
+    clients_404: bool = False,
 ) -> RouteFailed | UpstreamRejected:
     """The status table's error for a failed answer: for `status` when the vendor's body states
     one of its own (a service code's class, a body status), else for the HTTP status; the
@@ -96,6 +106,9 @@ def answer_error(
         vendor=vendor,
         retry_after=answer.retry_after,
         detail=detail,
+        path=answer.path,
+        not_json=not answer.is_json and not answer.blank,
+        clients_404=clients_404,
     )
 
 

@@ -18,9 +18,11 @@ from unigate.providers.base import (
     StreamBroken,
     Target,
     TextCall,
+    Timeouts,
 )
 from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all, sse_events, stream_error
+from unigate.providers.model_list import Listing, listed_models
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
 from unigate.providers.upstream_status import Said, error_object, message_of
 from unigate.transport.errors import UpstreamError
@@ -45,6 +47,7 @@ class TranslatingChatProvider(Provider):
 
     capabilities = frozenset({"chat"})
     default_base_url = ""
+    models_listing: Listing | None = None  # where the upstream lists its models
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
@@ -71,6 +74,11 @@ class TranslatingChatProvider(Provider):
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+    async def list_models(self, timeouts: Timeouts) -> list[str]:
+        if self.models_listing is None:
+            return await super().list_models(timeouts)
+        return await listed_models(self.http, self.models_listing, timeouts, said)
 
     async def relay_same_format(
         self,

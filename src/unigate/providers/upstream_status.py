@@ -3,12 +3,15 @@
     upstream answer              error               client status   Retry-After
     401, 403                     RouteFailed         502             -
     408                          RouteFailed         504             -
+    404                          RouteFailed         502             -
+    404 the client's own         UpstreamRejected    404             -
     409                          UpstreamRejected    400             -
     413                          UpstreamRejected    413             -
     429                          RouteFailed         429             relayed
     503                          RouteFailed         503             relayed
     other 5xx (529 too)          RouteFailed         502             -
-    other 4xx                    UpstreamRejected    its own         -
+    other 4xx, a JSON body       UpstreamRejected    its own         -
+    other 4xx, a body not JSON   RouteFailed         502             -
     3xx, or an error under 2xx   RouteFailed         502             -
 
 `RouteFailed` means another route may answer (routing tries the next one, and the client gets
@@ -16,7 +19,13 @@ the last one's status when none does); `UpstreamRejected` is the client's own re
 relayed with the upstream's message. 401 and 403 refuse the *gateway's* credentials, so they
 are never the client's fault, and their message is never relayed (it may quote the key). A 409
 is relayed as 400: the OpenAI and Anthropic SDKs retry a 409, which would repeat (and pay for) a
-job. `Retry-After` is relayed wherever the client gets a 429 or a 503, and nowhere else.
+job. `Retry-After` is relayed wherever the client gets a 429 or a 503, and nowhere else. A 404,
+or a refusal whose body is not JSON (an HTML page), is no answer of the vendor's API to the
+client's request but a base_url that points elsewhere (most often one missing `/v1`): the
+client gets a 502 naming the upstream status and path, with that hint. Only where the 404 is
+about what the client named (`clients_404`: a call naming an object by its id, a stored response,
+a video's file, a delete; or a vendor body whose own code says the model does not exist) is a
+JSON 404 relayed as the client's 404.
 
 Vendors differ only in where their answer says what went wrong (an error body's message, a
 service code or a body `status` under an HTTP 200): each adapter reads that and hands the
@@ -25,6 +34,7 @@ HTTP-like status here (`upstream_error`); the classes above are not theirs to de
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +62,7 @@ _CREDENTIALS = Row(True, 502, says="refused the gateway's credentials")
 _ROWS = {
     401: _CREDENTIALS,
     403: _CREDENTIALS,
+    404: Row(True, 502, says="has no such endpoint"),
     408: Row(True, 504, says="timed out"),
     409: Row(False, 400),
     413: Row(False, 413),
@@ -61,6 +72,7 @@ _ROWS = {
 _SERVER_ERROR = Row(True, 502, says="failed")
 _CLIENT_ERROR = Row(False, None)
 _NO_ANSWER = Row(True, 502, says="gave no usable answer")  # 3xx, or an error body under a 2xx
+_NOT_JSON = Row(True, 502, says="answered with a page that is not its API's JSON")
 
 # The statuses a route failure reaches the client with (`client_error`), and their codes.
 FAILURE_CODES = {
@@ -102,22 +114,41 @@ def upstream_error(
     vendor: str = "",
     retry_after: str | None = None,
     detail: str = "",
+    path: str = "",
+    not_json: bool = False,
+    clients_404: bool = False,
 ) -> RouteFailed | UpstreamRejected:
     """The contract's error for an upstream answer with (HTTP-like) `status`: `said` is what
-    the vendor's body says (relayed only on a rejection), `detail` a word for the log line."""
-    line = row(status)
+    the vendor's body says (relayed only on a rejection), `detail` a word for the log line,
+    `path` the request's URL path, `not_json` whether the body was something else than JSON,
+    `clients_404` whether a 404 is about what the client named (see the table)."""
+    line = _CLIENT_ERROR if status == 404 and clients_404 else row(status)
+    if not_json and not line.route_failed:
+        line = _NOT_JSON
     if line.route_failed:
         who = f"The {vendor} upstream" if vendor else "The upstream"
+        at = f" at {path}" if path else ""
         more = f", {detail}" if detail else ""
+        hint = base_url_hint(path) if status == 404 or line is _NOT_JSON else ""
         return RouteFailed(
-            f"{who} {line.says} (HTTP {status}{more}).",
+            f"{who} {line.says} (HTTP {status}{at}{more}){hint}.",
             line.client_status or 502,
             retry_after if line.retry_after else None,
+            cause="answer",
+            upstream_status=status,
         )
     said = said or Said()
     return UpstreamRejected(
         line.client_status or status, said.message or REJECTED, said.raw_openai_body, said.code
     )
+
+
+def base_url_hint(path: str) -> str:
+    """What to check when an upstream has no API at `path`: a path without a version segment
+    (`/chat/completions`) says the base_url lacks its `/v1`."""
+    if path and not re.search(r"/v\d", path):
+        return "; the provider's base_url probably lacks /v1 (e.g. https://api.example.com/v1)"
+    return "; check the provider's base_url"
 
 
 def client_error(failure: RouteFailed, message: str) -> UpstreamFailed:

@@ -3,6 +3,7 @@ OpenAI-compatible vendor is a config row; only its protocol needs an adapter mod
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
 from dataclasses import dataclass, field
@@ -73,6 +74,25 @@ class Catalog:
             for name, entry in self._exact.items()
             if principal.may_use_model(name) and principal.may_use_family(entry.family)
         ]
+
+    def unknown_model(self, model: str, principal: Principal) -> str:
+        """The 404 message for a model no row matches: the nearest ids this key may use, and
+        where to list them all (a refusal, so the listing's cost is paid only here)."""
+        names = self.listed_for(principal)
+        close = difflib.get_close_matches(model, names, 3, 0.6)
+        hint = f" Did you mean {' or '.join(repr(n) for n in close)}?" if close else ""
+        if not names:
+            return f"The model '{model}' does not exist, and this API key may use no model here.{hint}"
+        sandbox = (
+            " (the offline sandbox's are named sandbox-*)"
+            if any(n.startswith("sandbox-") for n in names)
+            else ""
+        )
+        shown = ", ".join(repr(n) for n in names[:4])
+        return (
+            f"The model '{model}' does not exist.{hint} GET /v1/models lists the models this API key may "
+            f"use, e.g. {shown}{sandbox}."
+        )
 
     def target_on(self, provider: Provider, model: str) -> Target:
         """A call of `model` pinned to `provider` (the one that owns a clip or video being

@@ -73,6 +73,7 @@ class Router:
         self, targets: list[Target], invoke: Callable[[Target], Awaitable[T]]
     ) -> tuple[T, Target]:
         last: RouteFailed | None = None
+        last_provider = ""
         unsupported: Unsupported | None = None
         for i, target in enumerate(targets):
             try:
@@ -91,7 +92,7 @@ class Router:
                 raise
             except RouteFailed as failure:
                 scrubbed(failure, target.provider.redactor)  # logged, and the last one relayed
-                last = failure
+                last, last_provider = failure, target.provider.name
                 # Said before the cooldown line the health check may add, so they read in order.
                 _log_failure(targets, i, failure)
                 cooled = self.health.failure(target.route_key)
@@ -105,7 +106,9 @@ class Router:
         if last is None:
             assert unsupported is not None  # a model always has at least one route
             raise unsupported
-        raise client_error(last, f"All upstream routes failed. Last error: {last.message}")
+        raise client_error(
+            last, f"All upstream routes failed. Last error, from provider {last_provider}: {last.message}"
+        )
 
 
 def _log_failure(targets: list[Target], index: int, failure: RouteFailed) -> None:

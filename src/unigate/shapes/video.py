@@ -106,6 +106,15 @@ class VideoGenerationRequest(Body):
     ] = None
     image: ImageRef = None
     duration: Annotated[float, Meta(ge=0.5, le=MAX_SECONDS)] | None = None
+    seconds: (
+        Annotated[
+            float,
+            Meta(
+                ge=0.5, le=MAX_SECONDS, description="The same as `duration` (the OpenAI videos API's name)."
+            ),
+        ]
+        | None
+    ) = None
     width: Annotated[int, Meta(ge=64, le=3840)] | None = None
     height: Annotated[int, Meta(ge=64, le=3840)] | None = None
     fps: Annotated[int, Meta(ge=1, le=60)] | None = None
@@ -115,6 +124,12 @@ class VideoGenerationRequest(Body):
     def __post_init__(self) -> None:
         if not (self.prompt or "").strip() and not self.image:
             raise _required("prompt")
+        if self.seconds is not None and self.duration is not None and self.seconds != self.duration:
+            raise InvalidRequest(
+                "Give 'duration' or 'seconds' (the same length, in seconds), not two different values.",
+                param="seconds",
+                code="invalid_value",
+            )
         if (self.width is None) != (self.height is None):
             raise InvalidRequest(
                 "Give both 'width' and 'height', or neither.", param="width", code="invalid_value"

@@ -72,6 +72,7 @@ request_log = sa.Table(
     sa.Column("route", sa.String(300), nullable=False),
     sa.Column("key_id", sa.String(40), nullable=False),
     sa.Column("outcome", sa.Integer, nullable=True),  # a stream's in-band end (499, 502)
+    sa.Column("error", sa.String(300), nullable=False, server_default=""),  # "code: message"
     sa.Index("ix_request_log_key", "key_id", "created_at"),
 )
 

@@ -121,7 +121,9 @@ class Resolver:
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError as exc:
-            raise ConnectFailed(f"could not resolve {host} ({exc.strerror or type(exc).__name__})") from None
+            raise ConnectFailed(
+                f"could not resolve {host} ({exc.strerror or type(exc).__name__})", "dns"
+            ) from None
         addrs = _interleave([(family, (str(addr[0]), int(addr[1]))) for family, *_, addr in infos])
         if len(self._cache) >= DNS_CACHE_SIZE:
             self._cache.clear()  # bounded; rebuilt on demand
@@ -225,7 +227,8 @@ class Dialer:
         except BaseException as exc:
             sock.close()
             if isinstance(exc, ssl.SSLError | ssl.CertificateError):
-                raise ConnectFailed(f"TLS with the upstream failed ({exc.__class__.__name__})") from None
+                failed = f"TLS with the upstream failed ({exc.__class__.__name__})"
+                raise ConnectFailed(failed, "tls") from None
             if isinstance(exc, OSError) and not isinstance(exc, UpstreamError):
                 raise ConnectFailed(f"could not connect to the upstream ({type(exc).__name__})") from None
             raise
@@ -245,11 +248,11 @@ async def _tunnel(
     while b"\r\n\r\n" not in answer:
         chunk = await loop.sock_recv(sock, 4096)
         if not chunk or len(answer) > 16 * 1024:
-            raise ConnectFailed("the proxy closed the tunnel request without an answer")
+            raise ConnectFailed("the proxy closed the tunnel request without an answer", "proxy")
         answer += chunk
     status_line = answer.split(b"\r\n", 1)[0].decode("latin-1", "replace")
     parts = status_line.split(" ", 2)
     if len(parts) < 2 or parts[1] != "200":
-        raise ConnectFailed(f"the proxy refused the tunnel ({status_line[:80]})")
+        raise ConnectFailed(f"the proxy refused the tunnel ({status_line[:80]})", "proxy")
     if answer.index(b"\r\n\r\n") + 4 != len(answer):
-        raise ConnectFailed("the proxy sent bytes after its tunnel answer")
+        raise ConnectFailed("the proxy sent bytes after its tunnel answer", "proxy")

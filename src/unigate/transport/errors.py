@@ -16,7 +16,12 @@ class ConnectionBroken(UpstreamError):
 
 
 class ConnectFailed(UpstreamError):
-    """No connection could be opened (refused, unreachable, TLS handshake or proxy failed)."""
+    """No connection could be opened: `stage` says where it stopped (`dns`, `connect`, `tls`
+    or `proxy`), so a diagnosis (`unigate providers check`) can name the fix."""
+
+    def __init__(self, message: str, stage: str = "connect") -> None:
+        super().__init__(message)
+        self.stage = stage
 
 
 class LocalExhausted(UpstreamError):

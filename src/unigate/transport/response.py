@@ -75,6 +75,7 @@ class Response:
         self.status = 0
         self._decode = decode
         self.headers = Headers([])
+        self.path = ""  # the request's URL path (no query), for error messages
         self.received = False  # any byte of an answer arrived
         self.last = loop.time()  # loop time of the last byte received
         self.loop = loop

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.background import Periodic
-from unigate.edge.access_log import MODEL, OUTCOME, ROUTE, shown_path
+from unigate.edge.access_log import ERROR, MODEL, OUTCOME, ROUTE, shown_path
 from unigate.edge.asgi import Request, Scope
 from unigate.store.db import failure_reason, insert_sql, is_outage
 from unigate.store.schema import request_log
@@ -37,7 +37,7 @@ log = logging.getLogger("unigate.requests")
 Entry = tuple[Scope, str, str, str, int, float, float, str | None]
 COLUMNS = (
     "created_at", "request_id", "method", "path", "status", "latency_ms", "model", "route", "key_id",
-    "outcome",
+    "outcome", "error",
 )  # fmt: skip
 _LIMITS = {c.name: c.type.length for c in request_log.columns if isinstance(c.type, sa.String)}
 
@@ -153,6 +153,7 @@ class RequestLog:
                 "route": row.route or None,
                 "key_id": row.key_id or None,
                 "outcome": row.outcome,
+                "error": row.error or None,
             }
             for row in rows
         ]
@@ -163,6 +164,7 @@ def _row(e: Entry, wall: float) -> tuple[Any, ...]:
     capabilities), text cut to the column sizes, latency in milliseconds."""
     scope, request_id, method, path, status, started, ended, key_id = e
     model, route, outcome = scope.get(MODEL), scope.get(ROUTE), scope.get(OUTCOME)
+    error = scope.get(ERROR)
     return (
         ended + wall,
         request_id[: _LIMITS["request_id"]],
@@ -174,4 +176,5 @@ def _row(e: Entry, wall: float) -> tuple[Any, ...]:
         str(route or "")[: _LIMITS["route"]],
         (key_id or "")[: _LIMITS["key_id"]],
         outcome if isinstance(outcome, int) else None,
+        str(error or "")[: _LIMITS["error"]],
     )

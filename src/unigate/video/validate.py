@@ -110,10 +110,13 @@ def from_unified(payload: dict[str, Any]) -> VideoRequest:
     sent = UNIFIED.check(payload)
     image = _ref(sent.image)
     metadata = sent.metadata or {}
+    duration = sent.duration if sent.duration is not None else sent.seconds
+    if "seconds" in payload:  # relayed under the body's own name for it
+        payload = {k: v for k, v in payload.items() if k != "seconds"} | {"duration": duration}
     fields = _drop_none(
         {
             "prompt": sent.prompt or "",
-            "seconds": sent.duration,
+            "seconds": duration,
             "width": sent.width,
             "height": sent.height,
             "fps": sent.fps,

@@ -45,8 +45,9 @@ def check_kind(model: str, kind: ModelKind | None) -> None:
         return
     fitting = next((name for name, k in SANDBOX_MODELS.items() if k == kind), None)
     hint = f"; the sandbox's {kind} model is '{fitting}'" if fitting else ""
+    article = "an" if own[0] in "aeiou" else "a"
     raise NotFound(
-        f"The model '{model}' is a {own} model and does not serve {kind} calls{hint}.",
+        f"The model '{model}' is {article} {own} model and does not serve {kind} calls{hint}.",
         code="model_not_supported",
         param="model",
     )

@@ -79,11 +79,12 @@ class InputStore:
         await self.storage.put(key, data)
         return key
 
-    async def media(self, name: str) -> str | None:
-        """The key of a file an earlier job produced (a remix starts from its source's), or
-        None if there is none."""
-        key = media_key(name)
-        return key if await self.storage.exists(key) else None
+    async def copy_media(self, name: str, role: str) -> str | None:
+        """A file an earlier job produced (a remix starts from its source's), copied into this
+        job's inputs as `role`: the job keeps it when the earlier job's files are deleted before
+        it renders. Its key, or None if there is no such file."""
+        data = await self.storage.read(media_key(name))
+        return None if data is None else await self.save(role, data)
 
     async def fetch(self, url: str, max_bytes: int, param: str) -> bytes:
         """A URL input, fetched through the gateway's SSRF guard (data: URLs decoded)."""

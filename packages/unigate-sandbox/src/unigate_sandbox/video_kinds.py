@@ -52,8 +52,9 @@ class VideoKind:
         if image is not None:
             prepared["files"] = {"image": await inputs.save("image", image)}
         elif job.action == "remix" and fields.get("remix_of"):
-            # A remix starts from the source video's middle frame (its thumbnail).
-            source = await inputs.media(f"{fields['remix_of']}-thumb.webp")
+            # A remix starts from the source video's middle frame (its thumbnail), copied now:
+            # the source may be deleted before the remix renders.
+            source = await inputs.copy_media(f"{fields['remix_of']}-thumb.webp", "image")
             prepared["files"] = {"image": source} if source else {}
         return prepared
 

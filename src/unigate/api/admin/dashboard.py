@@ -63,6 +63,10 @@ class Dashboard:
     async def asset(self, request: Request) -> None:
         await self._send(request, request.params["name"])
 
+    async def favicon(self, request: Request) -> None:
+        """What browsers ask every site for: the dashboard's icon (not a 404 in the request log)."""
+        await self._send(request, "icon.svg")
+
     async def _send(self, request: Request, name: str) -> None:
         path = self._files.get(name)
         if path is None:
@@ -86,6 +90,7 @@ def endpoints() -> list[Endpoint]:
     return [
         Endpoint("GET", "/dashboard", board.page, auth="none", style="plain"),
         Endpoint("GET", "/dashboard/", board.page, auth="none", style="plain"),
+        Endpoint("GET", "/favicon.ico", board.favicon, auth="none", style="plain"),
         Endpoint(
             "GET",
             "/dashboard/{name}",

@@ -104,7 +104,8 @@ class TextAPI:
     async def get_model(self, request: Request, principal: Principal) -> None:
         name = request.params["model"]
         if name not in self.gw.catalog.listed_for(principal):
-            raise NotFound(f"The model '{name}' does not exist.", code="model_not_found", param="model")
+            message = self.gw.catalog.unknown_model(name, principal)
+            raise NotFound(message, code="model_not_found", param="model")
         await send_json(
             request.send,
             200,

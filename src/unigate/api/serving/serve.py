@@ -87,7 +87,8 @@ class Serving:
     def resolve(self, principal: Principal, model: str) -> ModelEntry:
         entry = self.gw.catalog.resolve(model)
         if entry is None:
-            raise NotFound(f"The model '{model}' does not exist.", code="model_not_found", param="model")
+            message = self.gw.catalog.unknown_model(model, principal)
+            raise NotFound(message, code="model_not_found", param="model")
         if not principal.may_use_model(model):
             raise PermissionDenied(f"This API key may not use the model '{model}'.", code="model_not_allowed")
         # A model that makes another family's output (its config `family`, or the sandbox's

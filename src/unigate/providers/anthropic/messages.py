@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from unigate.providers.base import Reply, RouteFailed, Target, TextCall
+from unigate.providers.model_list import Listing
 from unigate.providers.same_format import ClientRequest, request_body, with_query
 from unigate.providers.translated import (
     StreamTranslator,
@@ -41,6 +42,7 @@ class AnthropicProvider(TranslatingChatProvider):
     protocol = PROVIDER_TYPE
     default_base_url = DEFAULT_BASE_URL
     native_formats = frozenset({"anthropic"})
+    models_listing = Listing("/v1/models?limit=1000")
 
     def auth_headers(self, api_key: str) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION}

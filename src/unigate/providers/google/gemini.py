@@ -27,6 +27,7 @@ from unigate.providers.base import (
     UpstreamTask,
 )
 from unigate.providers.google.veo import CREATE_ACTIONS, VeoVideos
+from unigate.providers.model_list import Listing
 from unigate.providers.same_format import ClientRequest, with_query
 from unigate.providers.translated import (
     StreamTranslator,
@@ -44,6 +45,7 @@ STREAM_QUERY = "alt=sse"  # streams as server-sent events (without it Google str
 class GeminiProvider(TranslatingChatProvider):
     protocol = PROVIDER_TYPE
     default_base_url = DEFAULT_BASE_URL
+    models_listing = Listing("/v1beta/models?pageSize=1000", items="models", key="name", prefix="models/")
     native_formats = frozenset({"gemini"})
     capabilities = frozenset({"chat", *CREATE_ACTIONS})
 

@@ -117,7 +117,9 @@ class VeoVideos:
                 raw = await read_all(resp, "error response")
             finally:
                 await download.discard()
-            answer = Answer(resp.status, _json_object(raw), True, resp.headers.get("Retry-After"))
+            body = _json_object(raw)
+            retry_after = resp.headers.get("Retry-After")
+            answer = Answer(resp.status, body, bool(body), retry_after, resp.path, not raw.strip())
             self._check(answer, not_found="The video file is no longer available upstream.")
         content_type = resp.headers.get("Content-Type", "")
         if content_type.lower() in _GENERIC_TYPES:
@@ -139,7 +141,8 @@ class VeoVideos:
         err = obj(answer.body, "error")
         message = not_found if answer.status == 404 and not_found else text(err, "message")
         code = text(err, "status")
-        raise answer_error(VENDOR, answer, message, self.secrets, code if code.isidentifier() else None)
+        code_ = code if code.isidentifier() else None
+        raise answer_error(VENDOR, answer, message, self.secrets, code_, clients_404=bool(not_found))
 
 
 def operation_state(upstream_id: str, op: dict[str, Any], secrets: Sequence[str] = ()) -> UpstreamTask:

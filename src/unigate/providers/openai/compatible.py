@@ -38,6 +38,7 @@ from unigate.providers.http import (
     relay_bytes,
     sse_events,
 )
+from unigate.providers.model_list import Listing, listed_models
 from unigate.providers.openai import errors as openai_errors
 from unigate.providers.openai.responses import RESPONSES_FORMAT, Query, ResponsesRelay
 from unigate.providers.openai.videos import OpenAIVideos
@@ -89,6 +90,9 @@ class OpenAIProvider(Provider):
 
     async def aclose(self) -> None:
         await self.http.aclose()
+
+    async def list_models(self, timeouts: Timeouts) -> list[str]:
+        return await listed_models(self.http, Listing("/models"), timeouts, openai_errors.said)
 
     # Video jobs (`/videos`): the wire protocol lives in videos.py.
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:

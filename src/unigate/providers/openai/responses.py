@@ -146,7 +146,7 @@ class ResponsesRelay:
         try:
             resp = await self.http.request(method, path, b"", timeouts)
             if resp.status >= 400:
-                await raise_for_answer(resp, openai_errors.said)
+                await raise_for_answer(resp, openai_errors.said, clients_404=True)
             return await self._reply(resp, None)
         except UpstreamRejected as exc:
             scrubbed(exc, self.redactor)

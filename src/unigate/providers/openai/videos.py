@@ -105,8 +105,12 @@ class OpenAIVideos:
                 raw = await read_all(resp, "error response")
             finally:
                 resp.release()
-            answer = Answer(resp.status, _json_object(raw) or {}, True, resp.headers.get("Retry-After"))
-            raise self._error(answer)
+            body = _json_object(raw)
+            retry_after = resp.headers.get("Retry-After")
+            answer = Answer(
+                resp.status, body or {}, body is not None, retry_after, resp.path, not raw.strip()
+            )
+            raise self._error(answer, clients_404=True)
         fallback = _VARIANT_TYPES.get(variant, "application/octet-stream")
         content_type = resp.headers.get("Content-Type") or fallback
         return Reply(
@@ -118,13 +122,18 @@ class OpenAIVideos:
 
     async def delete(self, ref: TaskRef, timeouts: Timeouts) -> None:
         try:
-            await self._call("DELETE", f"/videos/{path_id(ref.upstream_id)}", timeouts)
+            await self._call("DELETE", f"/videos/{path_id(ref.upstream_id)}", timeouts, clients_404=True)
         except UpstreamRejected as exc:
             if exc.status != 404:  # already gone upstream: what the client asked for
                 raise
 
     async def _call(
-        self, method: str, path: str, timeouts: Timeouts, data: bytes | FormBody = b""
+        self,
+        method: str,
+        path: str,
+        timeouts: Timeouts,
+        data: bytes | FormBody = b"",
+        clients_404: bool = False,
     ) -> dict[str, Any]:
         """One exchange; the answer's JSON object, or the mapped error."""
         resp = await self.http.request(method, path, data, timeouts)
@@ -135,17 +144,21 @@ class OpenAIVideos:
         body = _json_object(raw)
         if resp.status >= 400:
             retry_after = resp.headers.get("Retry-After")
-            raise self._error(Answer(resp.status, body or {}, body is not None, retry_after))
+            answer = Answer(
+                resp.status, body or {}, body is not None, retry_after, resp.path, not raw.strip()
+            )
+            raise self._error(answer, clients_404)
         if body is None:
             raise RouteFailed("The OpenAI upstream's answer is not a JSON object.")
         return body
 
-    def _error(self, answer: Answer) -> RouteFailed | UpstreamRejected:
+    def _error(self, answer: Answer, clients_404: bool = False) -> RouteFailed | UpstreamRejected:
         """The status table's error, with OpenAI's `error.message` and `error.code`."""
         err = obj(answer.body, "error")
         code = text(err, "code")
         message = text(err, "message")
-        return answer_error(VENDOR, answer, message, self.secrets, code if _IDENTIFIER.match(code) else None)
+        code_ = code if _IDENTIFIER.match(code) else None
+        return answer_error(VENDOR, answer, message, self.secrets, code_, clients_404=clients_404)
 
 
 def video_state(upstream_id: str, body: dict[str, Any], secrets: Sequence[str] = ()) -> UpstreamTask:

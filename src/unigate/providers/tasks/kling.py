@@ -158,8 +158,9 @@ class KlingProvider(Provider):
         if isinstance(code, int) and not isinstance(code, bool) and code != 0:
             status = _code_status(code, answer.status)
             raise answer_error(
-                VENDOR, answer, message, self.secrets, f"kling_{code}", status=status, detail=f"code {code}"
-            )
+                VENDOR, answer, message, self.secrets, f"kling_{code}", status=status, detail=f"code {code}",
+                clients_404=1200 <= code < 1300,  # a parameter Kling names (a model) does not exist
+            )  # fmt: skip
         raise answer_error(VENDOR, answer, message, self.secrets)
 
 
@@ -175,7 +176,7 @@ def _code_status(code: int, status: int) -> int:
     if 1100 <= code < 1200 or code >= 5000 or code == 1304:
         return 500
     if 1200 <= code < 1302:
-        return status if 400 <= status < 500 and not row(status).route_failed else 400
+        return status if status == 404 or (400 <= status < 500 and not row(status).route_failed) else 400
     return status
 
 

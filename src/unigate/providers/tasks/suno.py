@@ -114,7 +114,14 @@ class SunoProvider(Provider):
         payload = json_body(raw)
         if resp.status >= 400:
             retry_after = resp.headers.get("Retry-After")
-            raise upstream_error(resp.status, _said(payload), vendor=VENDOR, retry_after=retry_after)
+            raise upstream_error(
+                resp.status,
+                _said(payload),
+                vendor=VENDOR,
+                retry_after=retry_after,
+                path=resp.path,
+                not_json=payload is None and bool(raw.strip()),
+            )
         if not isinstance(payload, dict):
             raise RouteFailed("The music upstream's answer is not a JSON object.")
         if payload.get("code") not in ("success", 200, "200"):

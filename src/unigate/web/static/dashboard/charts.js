@@ -4,6 +4,14 @@ import { Component, html } from "./ui.js";
 
 const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 
+/** A colour per series that no other series of the chart has: the palette, then hues spaced
+ * by the golden angle (never the same twice), alternating lightness so neighbours differ. */
+export function colour(i) {
+  if (i < COLOURS.length) return COLOURS[i];
+  const n = i - COLOURS.length;
+  return `hsl(${Math.round((n * 137.508 + 20) % 360)}, 62%, ${n % 2 ? 38 : 55}%)`;
+}
+
 export class TimeChart extends Component {
   componentDidMount() {
     this.draw();
@@ -21,7 +29,7 @@ export class TimeChart extends Component {
     return this.props.series.map((s, i) => ({
       label: s.label,
       data: s.values,
-      backgroundColor: COLOURS[i % COLOURS.length],
+      backgroundColor: colour(i),
     }));
   }
 

@@ -16,16 +16,18 @@ export class RequestsPage extends Loader {
   set = (name) => (event) => this.setState({ [name]: event.target.value.trim() }, () => this.reload());
 
   render(_, { data, error, status }) {
+    // Fits 1,280 px: long values are cut, their whole text in the tooltip; an error shows its
+    // first three lines.
+    const clip = (text) => html`<code title=${text}>${text}</code>`;
     const columns = [
       ["Time (UTC)", (r) => when(r.created_at)],
       ["Status", (r) => html`<${Status} code=${r.status} />${r.outcome ? html` <span class="badge bad">ended ${r.outcome}</span>` : ""}`],
       ["Latency (ms)", (r) => num(r.latency_ms, 1)],
-      ["Method", (r) => r.method],
-      ["Path", (r) => html`<code>${r.path}</code>`],
-      ["Model", (r) => r.model || "-"],
-      ["Route", (r) => r.route || "-"],
+      ["Request", (r) => clip(`${r.method} ${r.path}`), "clip"],
+      ["Model", (r) => r.model || "-", "clip"],
+      ["Route", (r) => (r.route ? clip(r.route) : "-"), "clip"],
       ["Key", (r) => (r.key_id ? html`<code>${r.key_id}</code>` : "-")],
-      ["Request id", (r) => html`<code>${r.request_id}</code>`],
+      ["Error", (r) => (r.error ? html`<span class="error" title=${r.error}>${r.error}</span>` : "-"), "why"],
     ];
     return html`<div class="toolbar">
         <select id="requests-status" value=${status} onChange=${this.set("status")}>

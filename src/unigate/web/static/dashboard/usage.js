@@ -28,12 +28,21 @@ function label(start, bucket) {
   return bucket === "day" ? iso.slice(0, 10) : iso.slice(bucket === "minute" ? 11 : 5, 16).replace("T", " ");
 }
 
-/** Rows of one grouping -> one series per group over the bucket starts. */
-function series(rows, field, starts, metric) {
+/** Key id -> the name shown for it: the key's name, with the id's end when names repeat. */
+function keyNames(keys) {
+  const count = new Map();
+  for (const k of keys) count.set(k.name, (count.get(k.name) || 0) + 1);
+  return new Map(keys.map((k) => [k.id, count.get(k.name) > 1 ? `${k.name} (…${k.id.slice(-4)})` : k.name]));
+}
+
+/** Rows of one grouping -> one series per group over the bucket starts (`names`: the label
+ * shown for a group's value, the value itself when it has none). */
+function series(rows, field, starts, metric, names = new Map()) {
   const index = new Map(starts.map((t, i) => [t, i]));
   const groups = new Map();
   for (const row of rows) {
-    const name = row[field] || "(none)";
+    const value = row[field] || "(none)";
+    const name = names.get(value) || value;
     if (!groups.has(name)) groups.set(name, new Array(starts.length).fill(0));
     const i = index.get(row.bucket_start);
     if (i !== undefined) groups.get(name)[i] += metric(row);
@@ -50,12 +59,13 @@ export class UsagePage extends Loader {
     const now = Math.floor(Date.now() / 1000);
     const since = bucketStarts(range, now)[0]; // aligned, so every answered bucket is drawn
     const ask = (group_by) => call("GET", "/admin/usage" + query({ group_by, bucket: range.bucket, since }));
-    const [byKey, byModel, totals] = await Promise.all([
+    const [byKey, byModel, totals, keys] = await Promise.all([
       ask("key"),
       ask("model"),
       call("GET", "/admin/usage" + query({ group_by: "key,model", since })),
+      call("GET", "/admin/keys"),
     ]);
-    return { now, byKey: byKey.data, byModel: byModel.data, totals: totals.data };
+    return { now, byKey: byKey.data, byModel: byModel.data, totals: totals.data, names: keyNames(keys.data) };
   };
 
   choose = (name) => (event) => this.setState({ [name]: event.target.value }, () => this.reload());
@@ -77,14 +87,14 @@ export class UsagePage extends Loader {
       ${error && html`<p class="error">${error.message}</p>`}
       ${data && html`<div class="charts">
           <${TimeChart} id="chart-by-key" title=${`${metricName} per key`} labels=${labels} integer=${metric !== "cost"}
-            series=${series(data.byKey, "key_id", starts, pick)} />
+            series=${series(data.byKey, "key_id", starts, pick, data.names)} />
           <${TimeChart} id="chart-by-model" title=${`${metricName} per model`} labels=${labels} integer=${metric !== "cost"}
             series=${series(data.byModel, "model", starts, pick)} />
         </div>
         <section class="card">
           <h2>Totals in this range</h2>
           <${Table} id="usage-table" rows=${data.totals} empty="No usage in this range." columns=${[
-            ["Key", (x) => html`<code>${x.key_id}</code>`],
+            ["Key", (x) => html`${data.names.get(x.key_id) || ""} <code>${x.key_id}</code>`],
             ["Model", (x) => x.model],
             ["Requests", (x) => num(x.requests)],
             ["Errors", (x) => num(x.errors)],
