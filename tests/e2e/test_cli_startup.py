@@ -239,7 +239,9 @@ esac
 """
 
 
-def test_start_script_shows_progress_and_the_second_terminal_hint(tmp_path: Path) -> None:
+def _start_clone(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A copy of what `scripts/start.sh` reads, a stub Python in place of the real one (it
+    logs what pip would install and prints what serve would run), and its environment."""
     repo = Path(__file__).resolve().parents[2]
     clone = tmp_path / "clone"
     (clone / "scripts").mkdir(parents=True)
@@ -254,9 +256,15 @@ def test_start_script_shows_progress_and_the_second_terminal_hint(tmp_path: Path
     stub = bin_dir / "python-stub"
     stub.write_text(STUB_PYTHON)
     stub.chmod(0o755)
+    env = {**os.environ, "PYTHON": str(stub), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env.pop("UNIGATE_INSTALL_OCR", None)
+    return clone, bin_dir, env
+
+
+def test_start_script_shows_progress_and_the_second_terminal_hint(tmp_path: Path) -> None:
+    clone, bin_dir, env = _start_clone(tmp_path)
     (bin_dir / "tesseract").write_text("#!/bin/sh\n")  # present: no OCR install attempted
     (bin_dir / "tesseract").chmod(0o755)
-    env = {**os.environ, "PYTHON": str(stub), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
     def start() -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -281,3 +289,36 @@ def test_start_script_shows_progress_and_the_second_terminal_hint(tmp_path: Path
     again = start()
     assert "installing" not in again.stderr and "creating" not in again.stderr
     assert "open a second terminal" in again.stderr
+
+
+def test_start_script_installs_system_packages_only_with_consent(tmp_path: Path) -> None:
+    """As root without Tesseract, start.sh used to run apt-get unasked. Now it asks at a
+    terminal, installs with UNIGATE_INSTALL_OCR=1, and otherwise says how to do either."""
+    clone, bin_dir, env = _start_clone(tmp_path)
+    # A PATH with everything the scripts use but Tesseract; `id -u` says root; apt-get logs.
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for directory in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for tool in Path(directory).iterdir():
+            if tool.name != "tesseract" and not (tools / tool.name).exists():
+                (tools / tool.name).symlink_to(tool)
+    for name, script in (("id", "echo 0"), ("apt-get", f'echo "apt-get $*" >> {tmp_path}/apt.log')):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{script}\n")
+        (bin_dir / name).chmod(0o755)
+    env["PATH"] = f"{bin_dir}:{tools}"
+
+    def start(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "scripts/start.sh"], cwd=clone, env={**env, **extra}, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+
+    unasked = start()  # no terminal to ask at: nothing installed, and it says how
+    assert not (tmp_path / "apt.log").exists()
+    assert "UNIGATE_INSTALL_OCR=1" in unasked.stderr and "apt-get install tesseract-ocr" in unasked.stderr
+    start(UNIGATE_INSTALL_OCR="0")
+    assert not (tmp_path / "apt.log").exists()
+    agreed = start(UNIGATE_INSTALL_OCR="1")
+    assert "installing Tesseract" in agreed.stderr
+    installed = (tmp_path / "apt.log").read_text()
+    assert "install -y -qq --no-install-recommends tesseract-ocr tesseract-ocr-eng" in installed
