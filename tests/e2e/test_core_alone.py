@@ -108,3 +108,38 @@ def test_sandbox_enabled_without_the_sandbox_is_one_error_line(python: Path, tmp
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith(f"error: config file {config}: sandbox.enabled: the sandbox is not installed")
     assert INSTALL_SANDBOX in lines[0]
+
+
+@pytest.fixture(scope="module")
+def from_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtualenv's interpreter with the gateway and the sandbox installed from the wheels
+    `scripts/build.sh` makes, pinned by the sandbox lock, as the README's install section says."""
+    root = tmp_path_factory.mktemp("wheels")
+    dist = root / "dist"
+    subprocess.run(["bash", str(REPO / "scripts" / "build.sh"), str(dist)], check=True, timeout=300)
+    wheels = sorted(str(w) for w in dist.glob("*.whl"))
+    assert [Path(w).name.split("-")[0] for w in wheels] == ["unigate", "unigate_sandbox"], wheels
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    interpreter = venv / "bin" / "python"
+    pip = [str(interpreter), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    lock = REPO / "requirements" / "sandbox.txt"
+    subprocess.run([*pip, "--require-hashes", "-r", str(lock)], check=True, timeout=900)
+    subprocess.run([*pip, "--no-deps", *wheels], check=True, timeout=300)
+    return interpreter
+
+
+def test_the_wheels_install_and_serve_the_sandbox(from_wheels: Path, tmp_path: Path) -> None:
+    under_venv = ["sh", "-c", f'shift; exec "{from_wheels}" "$@"', "sh"]
+    installed = subprocess.run(
+        [str(from_wheels), "-c", "import unigate, unigate_sandbox; print(unigate.__file__)"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert str(REPO) not in installed.stdout, "imported from the repository, not the wheel"
+    with GatewayProcess(tmp_path, prefix=under_venv) as gw:
+        client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
+        reply = client.chat.completions.create(
+            model="sandbox-chat", messages=[{"role": "user", "content": "Hello there"}]
+        )
+        assert reply.choices[0].message.content
+        assert "sandbox-image" in {m.id for m in client.models.list()}
