@@ -219,7 +219,7 @@ def _wait_for(check: Any, timeout: float = 5.0) -> None:
 
 
 def test_readme_example(gw: Gateway) -> None:
-    found = re.search(r"```python\n(.*?)```", section("Limits and budgets"), re.S)
+    found = re.search(r"```python\n(.*?)```", section("Limits and budgets", page="limits"), re.S)
     assert found
     code = found.group(1).replace("http://127.0.0.1:8000", gw.base_url).replace('"uga_..."', repr(ADMIN_KEY))
     out = io.StringIO()

@@ -39,10 +39,13 @@ def _section_in(text: str, heading: str) -> str | None:
     return "".join(kept) if level else None
 
 
-def section(heading: str) -> str:
+def section(heading: str, page: str | None = None) -> str:
     """The text of the section titled `heading` (any level, up to the next heading of its level
-    or above), in whichever of the README and the site's pages has it: exactly one must."""
-    found = {path.name: text for path in documents() if (text := _section_in(path.read_text(), heading))}
+    or above): in the site's page `docs/<page>.md` when named, else in whichever of the README
+    and the site's pages has it (exactly one must)."""
+    paths = [DOCS / f"{page}.md"] if page else documents()
+    texts = {path.name: _section_in(path.read_text(), heading) for path in paths}
+    found = {name: text for name, text in texts.items() if text is not None}
     assert len(found) == 1, f"the section {heading!r} is in {sorted(found) or 'no document'}, not one"
     return next(iter(found.values()))
 
