@@ -17,7 +17,7 @@ fi
 need_apt=()
 { command -v tesseract >/dev/null && tesseract --list-langs 2>/dev/null | grep -x eng >/dev/null; } \
     || need_apt+=(tesseract-ocr tesseract-ocr-eng)
-command -v curl >/dev/null || need_apt+=(curl)  # the README's curl examples are run as written
+command -v curl >/dev/null || need_apt+=(curl)  # the documented curl examples are run as written
 if [ "$fast" = 0 ]; then
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
     # The dashboard's browser test drives Debian's chromium through Playwright (no browser download).

@@ -24,10 +24,10 @@ import yaml
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import ADMIN_KEY, GatewayProcess
 from tests.support.net import HTTPResult, http
+from tests.support.readme import lines_starting
 
 pytestmark = pytest.mark.process
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 # The fake answers 11 prompt and 7 completion tokens to every chat.
 BEFORE = {"input_per_million": 1000.0, "output_per_million": 2000.0}  # 0.011 + 0.014
 AFTER = {"input_per_million": 3000.0, "output_per_million": 4000.0}  # 0.033 + 0.028
@@ -240,8 +240,8 @@ def test_a_hostile_file_is_a_quick_400_and_the_worker_keeps_serving(
 
 
 def _readme_command(start: str) -> str:
-    lines = [line for line in README.read_text().splitlines() if line.startswith(start)]
-    assert len(lines) == 1, f"the README has one line starting {start!r}"
+    lines = lines_starting(start)
+    assert len(lines) == 1, f"the README and the site's pages have one line starting {start!r}"
     return lines[0].split("  #")[0]
 
 

@@ -3,7 +3,7 @@ download): log in with the admin key, create a key in the page, use it through t
 find the call in the usage chart and the recent requests, revoke the key in the page and see
 the SDK refused. Also: the pages' security headers, no admin key in any HTML, the login form
 without a session. Saves a screenshot of each page to a temporary folder, or to the folder
-$UNIGATE_SCREENSHOTS names (`UNIGATE_SCREENSHOTS=docs/screenshots` refreshes the README's)."""
+$UNIGATE_SCREENSHOTS names (`UNIGATE_SCREENSHOTS=docs/screenshots` refreshes docs/operations.md's)."""
 
 from __future__ import annotations
 

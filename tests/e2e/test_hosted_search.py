@@ -24,9 +24,9 @@ from tests.support import fake_anthropic, fake_gemini, fake_openai
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.readme import section
 from tests.support.served import ServedGateway
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 QUESTION = "When is high tide in Brest?"
 # model -> (the page cited, how the text it supports begins); the sandbox cites the titles of
 # pages it names after the query (and the user's city, when the request gives one).
@@ -252,12 +252,11 @@ def test_gemini_google_search_stream(up: Clients, model: str) -> None:
 
 
 def test_the_readme_example(up: Clients) -> None:
-    section = README.read_text().split("\n## Hosted web search\n", 1)[1].split("\n## ", 1)[0]
-    [block] = re.findall(r"```python\n(.*?)```", section, re.S)
+    [block] = re.findall(r"```python\n(.*?)```", section("Hosted web search"), re.S)
     code = block.replace("http://127.0.0.1:8000", up.base_url).replace('"ugk_..."', repr(up.key))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "docs/text.md", "exec"), {})
     query, blocks, queries = out.getvalue().splitlines()
     assert query == "Tides in Brest https://example.com/search/tides-brest/1"
     assert blocks == "['server_tool_use', 'web_search_tool_result', 'text']"

@@ -22,12 +22,12 @@ import pytest
 
 from tests.support.gateway import ADMIN_KEY, GatewayProcess
 from tests.support.net import HTTPResult, http
+from tests.support.readme import section
 from tests.support.served import ServedGateway
 
 Gateway = ServedGateway | GatewayProcess
 
 CHAT = "/v1/chat/completions"
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _config() -> dict[str, Any]:
@@ -219,13 +219,12 @@ def _wait_for(check: Any, timeout: float = 5.0) -> None:
 
 
 def test_readme_example(gw: Gateway) -> None:
-    section = README.read_text().split("\n## Limits and budgets\n", 1)[1].split("\n## ", 1)[0]
-    found = re.search(r"```python\n(.*?)```", section, re.S)
+    found = re.search(r"```python\n(.*?)```", section("Limits and budgets", page="limits"), re.S)
     assert found
     code = found.group(1).replace("http://127.0.0.1:8000", gw.base_url).replace('"uga_..."', repr(ADMIN_KEY))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "docs/limits.md", "exec"), {})
     remaining_requests, remaining_tokens = out.getvalue().splitlines()[0].split()
     assert remaining_requests == "59" and 19_900 < int(remaining_tokens) < 20_000
     assert out.getvalue().splitlines()[1] == "600"

@@ -25,11 +25,11 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import ADMIN_KEY, GatewayProcess
 from tests.support.net import HTTPResult, http
 from tests.support.otlp_collector import OTLPCollector
+from tests.support.readme import section
 from tests.support.receiver import WebhookReceiver
 
 pytestmark = pytest.mark.process
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 METRICS_TOKEN = "mt_" + secrets.token_hex(12)
 IN, OUT = 1000.0, 2000.0  # fallback-chat's prices per million tokens
 CHAT = "/v1/chat/completions"
@@ -257,19 +257,17 @@ def test_metrics_need_the_admin_key_or_the_metrics_token(gw: GatewayProcess) -> 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl command")
 def test_the_readme_scrape_example(gw: GatewayProcess) -> None:
-    section = README.read_text().split("\n## Metrics and tracing\n", 1)[1].split("\n## ", 1)[0]
-    lines = [
-        line for line in section.splitlines() if line.startswith("curl -s http://127.0.0.1:8000/metrics")
-    ]
+    text = section("Metrics and tracing")
+    lines = [line for line in text.splitlines() if line.startswith("curl -s http://127.0.0.1:8000/metrics")]
     assert len(lines) == 1
     # The token is exported before the server starts (a serve started earlier answers 401), as
     # this module's gateway is started with it.
     order = [
         i
-        for i, line in enumerate(section.splitlines())
+        for i, line in enumerate(text.splitlines())
         if line.startswith(("export UNIGATE_METRICS_TOKEN", "unigate serve", lines[0]))
     ]
-    assert len(order) == 3 and section.splitlines()[order[1]].startswith("unigate serve"), order
+    assert len(order) == 3 and text.splitlines()[order[1]].startswith("unigate serve"), order
     assert _chat(gw, gw.create_key(name="readme")).status == 200
     env = {**os.environ, "UNIGATE_METRICS_TOKEN": METRICS_TOKEN}
     command = lines[0].replace("http://127.0.0.1:8000", gw.base_url)

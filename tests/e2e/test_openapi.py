@@ -18,12 +18,12 @@ import pytest
 
 from tests.support.gateway import ADMIN_KEY
 from tests.support.net import http
+from tests.support.readme import section
 from tests.support.schemathesis_hooks import PROTECTED_KEY_ENV
 from tests.support.served import ServedGateway
 
 ROOT = Path(__file__).resolve().parents[2]
 VENDOR = ROOT / "src" / "unigate" / "web" / "vendor" / "swagger-ui-dist"
-README = ROOT / "README.md"
 # Fixed so a CI failure reproduces; UNIGATE_SCHEMATHESIS_SEED explores other cases.
 SEED = int(os.environ.get("UNIGATE_SCHEMATHESIS_SEED", "20261124"))
 MAX_EXAMPLES = int(os.environ.get("UNIGATE_SCHEMATHESIS_EXAMPLES", "6"))
@@ -96,8 +96,7 @@ def test_docs_page_runs_no_inline_script(sandbox_gateway: ServedGateway) -> None
 
 
 def test_readme_example(sandbox_gateway: ServedGateway, tmp_path: Path) -> None:
-    section = README.read_text().split("\n## API description\n", 1)[1].split("\n## ", 1)[0]
-    [shell] = re.findall(r"```sh\n(.*?)```", section, re.S)
+    [shell] = re.findall(r"```sh\n(.*?)```", section("API description"), re.S)
     script = shell.replace("http://127.0.0.1:8000", sandbox_gateway.base_url)
     out = subprocess.run(["sh", "-ec", script], cwd=tmp_path, capture_output=True, text=True, check=True)
     version, paths, word = out.stdout.split()

@@ -20,9 +20,9 @@ import pytest
 from pydantic import BaseModel
 
 from tests.support.net import http
+from tests.support.readme import section
 from tests.support.served import ServedGateway
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 WEATHER = {
     "type": "function",
     "name": "get_weather",
@@ -245,12 +245,11 @@ def test_a_second_gateway_process_continues_the_conversation(
 
 
 def test_the_readme_example(gw: ServedGateway, client: openai.OpenAI) -> None:
-    section = README.read_text().split("\n## Responses API\n", 1)[1].split("\n## ", 1)[0]
-    [block] = re.findall(r"```python\n(.*?)```", section, re.S)
+    [block] = re.findall(r"```python\n(.*?)```", section("Responses API"), re.S)
     code = block.replace("http://127.0.0.1:8000", gw.base_url).replace('"ugk_..."', repr(client.api_key))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "docs/responses.md", "exec"), {})
     lines = out.getvalue().splitlines()
     assert "Ada" in lines[0]  # the second turn saw the first
     assert lines[1].strip()  # the streamed text

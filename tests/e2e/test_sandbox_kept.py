@@ -17,13 +17,12 @@ from google.genai import types
 
 from tests.support.gateway import GatewayProcess, serve_refused
 from tests.support.net import http
+from tests.support.readme import page
 from tests.support.served import ServedGateway
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _readme_config() -> str:
-    section = README.read_text().split("\nConfig file (", 1)[1]
+    section = page("configuration").split("\nConfig file (", 1)[1]
     found = re.search(r"```yaml\n(.*?)```", section, re.S)
     assert found
     return found.group(1)

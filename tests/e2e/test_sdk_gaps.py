@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -16,9 +15,8 @@ from google import genai
 from google.genai import errors, types
 
 from tests.support.net import HTTPResult, http
+from tests.support.readme import section
 from tests.support.served import ServedGateway
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 @pytest.fixture(scope="module")
@@ -229,8 +227,7 @@ def test_anthropic_models_only_those_the_key_may_use(sandbox_gateway: ServedGate
 
 
 def _readme_snippet(heading: str) -> str:
-    section = README.read_text().split(f"\n### {heading}\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    found = re.search(r"```python\n(.*?)```", section, re.S)
+    found = re.search(r"```python\n(.*?)```", section(heading), re.S)
     assert found, heading
     return found.group(1)
 
@@ -239,7 +236,7 @@ def _run(snippet: str, gw: ServedGateway, key: str) -> str:
     code = snippet.replace("http://127.0.0.1:8000", gw.base_url).replace('"ugk_..."', repr(key))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "docs/text.md", "exec"), {})
     return out.getvalue()
 
 

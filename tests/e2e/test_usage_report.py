@@ -23,6 +23,7 @@ import pytest
 
 from tests.support.gateway import ADMIN_KEY
 from tests.support.net import http
+from tests.support.readme import section
 from tests.support.receiver import WebhookReceiver
 from tests.support.served import ServedGateway
 from tests.support.waits import until
@@ -313,31 +314,25 @@ def test_cli_refuses_bad_options_in_one_line(traffic: Traffic, args: list[str], 
     assert len(lines) == 1 and lines[0].startswith(f"error: {named}"), proc.stderr
 
 
-# --- the README's examples, run as written --------------------------------------------------
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _section(heading: str) -> str:
-    return README.read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+# --- the documented examples (docs/limits.md, docs/operations.md), run as written -----------
 
 
 def _run_python(block: str, gw: ServedGateway) -> list[str]:
     code = block.replace("http://127.0.0.1:8000", gw.base_url).replace('"uga_..."', repr(ADMIN_KEY))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "docs", "exec"), {})
     return out.getvalue().splitlines()
 
 
 @pytest.mark.process  # runs the `unigate` CLI
 def test_readme_usage_and_cost_examples(traffic: Traffic) -> None:
-    section = _section("Usage and cost")
-    [python] = re.findall(r"```python\n(.*?)```", section, re.S)
+    text = section("Usage and cost")
+    [python] = re.findall(r"```python\n(.*?)```", text, re.S)
     lines = _run_python(python, traffic.gw)
     assert any(line.split()[1:4] == [traffic.a, "sandbox-chat", "3"] for line in lines), lines
     assert lines[-1] == str(["model", *_METRIC_ORDER])
-    [shell] = re.findall(r"```sh\n(.*?)```", section, re.S)
+    [shell] = re.findall(r"```sh\n(.*?)```", text, re.S)
     for command in shell.strip().splitlines():
         args = shlex.split(command)
         assert args[:2] == ["unigate", "usage"]
@@ -347,7 +342,7 @@ def test_readme_usage_and_cost_examples(traffic: Traffic) -> None:
 
 
 def test_readme_dashboard_example(traffic: Traffic) -> None:
-    [python] = re.findall(r"```python\n(.*?)```", _section("Dashboard"), re.S)
+    [python] = re.findall(r"```python\n(.*?)```", section("Dashboard"), re.S)
     lines = _run_python(python, traffic.gw)
     assert lines[0].split()[0] == "502" and "dead-chat" in lines[0], lines
     assert lines[-1] == f"{traffic.task_id} SUCCESS active delivered", lines

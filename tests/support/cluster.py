@@ -12,7 +12,7 @@ unbuffered for SSE; `scripts/test.sh` installs nginx and redis-server).
         c.replica_of(response)      # which replica answered through nginx (its X-Upstream header)
         c.pids(0); c.log_paths; c.logs()   # processes of a replica; every log, and their tails
 
-The schema is migrated once before the replicas start (as the README tells operators to do with
+The schema is migrated once before the replicas start (as docs/scaling.md tells operators to do with
 `unigate migrate`), then the replicas and nginx start concurrently: about 7 s on an idle
 2-core machine for 3 replicas of 2 workers (nine Python processes import the gateway), more on
 a busy one. Share one cluster per test module (a module-scoped fixture).

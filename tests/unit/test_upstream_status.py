@@ -52,7 +52,7 @@ class Outcome:
     retry_after: str | None = None
 
 
-# The gateway's documented policy (README "Upstream failures"), written out status by status.
+# The gateway's documented policy (the upstream table of docs/endpoints.md), status by status.
 EXPECTED = {
     302: Outcome(True, 502),  # a redirect is a misconfigured base_url, not an answer
     400: Outcome(False, 400),

@@ -1,4 +1,4 @@
-"""The README's video examples as written: a remix whose source is deleted right after the
+"""The video examples of docs/video.md as written: a remix whose source is deleted right after the
 remix is submitted still renders (it keeps what it needs from its source at submit), and the
 unified body's `seconds` (the OpenAI videos API's name for it) is honoured like `duration`,
 not silently dropped. The gateway in-process with quick sandbox tasks."""

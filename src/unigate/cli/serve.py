@@ -124,7 +124,7 @@ def _check_config(settings: Settings) -> None:
     if not config.models:
         logging.getLogger("unigate.config").warning(
             "config file %s defines no models: the gateway starts, but every model call gets 404; add "
-            "`providers` and `models` (README: Configuration), or `sandbox: {enabled: true}` for the "
+            "`providers` and `models` (docs/configuration.md), or `sandbox: {enabled: true}` for the "
             "offline sandbox's models",
             settings.config_path,
         )
