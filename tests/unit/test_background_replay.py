@@ -41,7 +41,7 @@ async def _setup(tmp_path: Path) -> tuple[BackgroundRuns, ResponseStore]:
     queued = [_event(0, "response.created"), _event(1, "response.queued")]
     await store.insert(accepted, {"model": "m"}, ("worker", time.time() + 30), queued)
     await runs.set_state(
-        "resp_1", {"id": "resp_1", "status": "in_progress"}, [_event(2, "response.in_progress")]
+        "resp_1", "worker", {"id": "resp_1", "status": "in_progress"}, [_event(2, "response.in_progress")]
     )
     return runs, store
 
@@ -74,10 +74,10 @@ def test_a_running_response_is_followed_to_its_terminal_event(tmp_path: Path) ->
         runs, _ = await _setup(tmp_path)
         follower = asyncio.ensure_future(_follow(runs))
         await asyncio.sleep(0.2)  # the replay has sent events 0-2 and polls
-        assert await runs.append("resp_1", [_event(3, "response.output_text.delta")])
+        assert await runs.append("resp_1", "worker", [_event(3, "response.output_text.delta")])
         await asyncio.sleep(0.3)
         final = {"id": "resp_1", "status": "completed"}
-        assert await runs.set_state("resp_1", final, [_event(4, "response.completed")])
+        assert await runs.set_state("resp_1", "worker", final, [_event(4, "response.completed")])
         body, _ = await follower
         await runs.engine.dispose()
         return body

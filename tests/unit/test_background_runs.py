@@ -46,14 +46,14 @@ def test_state_leases_and_takeover(database_url: str) -> None:
             _accepted("resp_2"), {"model": "m"}, ("worker-a", now + 30), [_event(0), _event(1)]
         )
 
-        assert await runs.set_state("resp_1", {"id": "resp_1", "status": "in_progress"})
-        await runs.append("resp_1", [_event(2), _event(3)])
+        assert await runs.set_state("resp_1", "worker-a", {"id": "resp_1", "status": "in_progress"})
+        assert await runs.append("resp_1", "worker-a", [_event(2), _event(3)])
         assert [seq for seq, _ in await runs.events_after("resp_1", 0)] == [1, 2, 3]
         assert await runs.due(now) == []  # leases held
 
         # A cancel wins over the run finishing later, and a second cancel changes nothing.
         assert await runs.cancel("resp_2", "key_a", {"id": "resp_2", "status": "cancelled"})
-        assert not await runs.set_state("resp_2", {"id": "resp_2", "status": "completed"})
+        assert not await runs.set_state("resp_2", "worker-a", {"id": "resp_2", "status": "completed"})
         assert not await runs.cancel("resp_2", "key_a", {"id": "resp_2", "status": "cancelled"})
         assert await runs.status("resp_2") == "cancelled"
         assert not await runs.cancel("resp_1", "key_other", {"status": "cancelled"})  # not the owner's
@@ -70,12 +70,19 @@ def test_state_leases_and_takeover(database_url: str) -> None:
         assert sorted(won) == [False, True]
         assert [seq for seq, _ in await runs.events_after("resp_1", -1)] == [0, 1]  # the run starts over
         assert await runs.due(now + 61) == []
+        # Worker a was only late, not dead: its run writes nothing more among the new run's
+        # events, cannot finish the response, and learns at its next renewal that it lost it.
+        assert not await runs.append("resp_1", "worker-a", [_event(4), _event(5)])
+        assert not await runs.set_state("resp_1", "worker-a", {"id": "resp_1", "status": "completed"})
+        assert [seq for seq, _ in await runs.events_after("resp_1", -1)] == [0, 1]
+        assert await runs.status("resp_1") == "in_progress"
+        assert await runs.renew("worker-a", ["resp_1"], now + 120) == {"resp_1"}
 
         # A graceful stop gives the lease back: due at once.
         owner = "worker-b" if won[0] else "worker-c"
         await runs.release(owner, ["resp_1"])
         assert [d.id for d in await runs.due(now)] == ["resp_1"]
-        assert await runs.set_state("resp_1", {"id": "resp_1", "status": "completed"})
+        assert await runs.set_state("resp_1", owner, {"id": "resp_1", "status": "completed"})
         assert await runs.due(now + 1000) == []
         await engine.dispose()
 

@@ -62,8 +62,8 @@ class Recording(BackgroundRuns):
         super().__init__(engine)
         self.seen_at_state: list[tuple[str, list[bytes]]] = []
 
-    async def set_state(self, response_id: str, body: dict[str, Any], events: Any = ()) -> bool:
-        won = await super().set_state(response_id, body, events)
+    async def set_state(self, response_id: str, owner: str, body: dict[str, Any], events: Any = ()) -> bool:
+        won = await super().set_state(response_id, owner, body, events)
         stored = [data for _, data in await self.events_after(response_id, -1, 10_000)]
         self.seen_at_state.append((str(body["status"]), stored))
         return won
@@ -127,7 +127,7 @@ def test_the_final_state_commits_with_the_whole_stream(database_url: str) -> Non
         store, runs = ResponseStore(engine), Recording(engine)
         for wire in ("openai", NATIVE_FORMAT):
             accepted, _, req = await _accepted(store)
-            sink = _Sink(runs, accepted["id"])
+            sink = _Sink(runs, accepted["id"], "w")
             call = ResponseCall(store, req, "k", [], None, (sink, accepted))
             chunks = _chat_chunks(30) if wire == "openai" else _native_events("up_1", 30)
             await _relay(call, sink, chunks, wire)
@@ -148,7 +148,7 @@ def test_a_cancel_that_wins_ends_the_stream_there(database_url: str) -> None:
         for wire in ("openai", NATIVE_FORMAT):
             accepted, _, req = await _accepted(store)
             rid = accepted["id"]
-            sink = _Sink(runs, rid)
+            sink = _Sink(runs, rid, "w")
             call = ResponseCall(store, req, "k", [], None, (sink, accepted))
 
             chunks = _chat_chunks(8) if wire == "openai" else _native_events("up_2", 8)

@@ -85,14 +85,14 @@ def test_sizes_quota_and_conversation_bounds(database_url: str) -> None:
         queued.status, queued.background = "queued", True
         await store.insert(queued, {"model": "m"}, ("w", time.time() + 30), [(0, b"e0"), (1, b"e1")])
         before_run = await key_storage.held(engine, "k1")
-        assert await runs.append("b1", [(2, b"x" * 100)])
+        assert await runs.append("b1", "w", [(2, b"x" * 100)])
         final = {
             "id": "b1",
             "status": "completed",
             "output": [],
             "usage": {"input_tokens": 5, "output_tokens": 5},
         }
-        assert await runs.set_state("b1", final, [(3, b"y" * 50)])
+        assert await runs.set_state("b1", "w", final, [(3, b"y" * 50)])
         assert await key_storage.held(engine, "k1") >= before_run + 150
         done = await store.head("b1", "k1")
         assert done is not None and done.status == "completed" and done.context_tokens == 10
@@ -118,10 +118,10 @@ def test_events_of_a_deleted_or_cancelled_run_are_dropped_and_orphans_swept(data
             queued.status, queued.background = "queued", True
             await store.insert(queued, {"model": "m"}, ("w", time.time() + 30), [(0, b"e0")])
         assert await store.delete("d1", "k1")
-        assert not await runs.append("d1", [(1, b"late")])  # nothing to write to: dropped
-        assert not await runs.set_state("d1", {"id": "d1", "status": "completed"}, [(2, b"end")])
+        assert not await runs.append("d1", "w", [(1, b"late")])  # nothing to write to: dropped
+        assert not await runs.set_state("d1", "w", {"id": "d1", "status": "completed"}, [(2, b"end")])
         assert await runs.cancel("d2", "k1", {"id": "d2", "status": "cancelled"})
-        assert not await runs.append("d2", [(1, b"after the cancel")])
+        assert not await runs.append("d2", "w", [(1, b"after the cancel")])
         assert [seq for seq, _ in await runs.events_after("d2", -1)] == [0]
         # Rows an older version left behind: swept by the purge.
         async with engine.begin() as conn:

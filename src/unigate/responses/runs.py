@@ -46,10 +46,12 @@ class BackgroundRuns:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
 
-    async def set_state(self, response_id: str, body: Json, events: Sequence[tuple[int, bytes]] = ()) -> bool:
-        """Move a pending response to `body["status"]` with the events that say so, in one
-        transaction; False (and nothing written) when it is no longer pending: cancelled or
-        deleted meanwhile."""
+    async def set_state(
+        self, response_id: str, owner: str, body: Json, events: Sequence[tuple[int, bytes]] = ()
+    ) -> bool:
+        """Move a pending response `owner` holds the lease of to `body["status"]` with the events
+        that say so, in one transaction; False (and nothing written) when it is no longer
+        pending (cancelled or deleted meanwhile) or another worker took its lease over."""
         text = orjson.dumps(body)
         size = len(text) + sum(len(d) for _, d in events)
         c = responses.c
@@ -70,7 +72,7 @@ class BackgroundRuns:
         async with self.engine.begin() as conn:
             key_id = await conn.scalar(
                 responses.update()
-                .where(c.id == response_id, c.status.in_(PENDING))
+                .where(c.id == response_id, c.status.in_(PENDING), c.lease_owner == owner)
                 .values(values)
                 .returning(c.key_id)
             )
@@ -100,11 +102,13 @@ class BackgroundRuns:
             )
         return bool(result.rowcount)
 
-    async def append(self, response_id: str, events: Sequence[tuple[int, bytes]]) -> bool:
+    async def append(self, response_id: str, owner: str, events: Sequence[tuple[int, bytes]]) -> bool:
         """Add a running response's events; dropped (False) when it is no longer pending, so a
-        cancelled run emits nothing further and a deleted one leaves no rows behind. The
-        pending check is an update of the row, which holds its lock until the events are in:
-        a delete waits for them and removes them with the row."""
+        cancelled run emits nothing further and a deleted one leaves no rows behind, or when
+        `owner` lost its lease (a run late to renew it, whose response another worker started
+        over: its events must not land among the new run's). The check is an update of the
+        row, which holds its lock until the events are in: a delete or a take-over waits for
+        them and removes them with the row's other events."""
         if not events:
             return True
         size = sum(len(d) for _, d in events)
@@ -112,7 +116,7 @@ class BackgroundRuns:
         async with self.engine.begin() as conn:
             key_id = await conn.scalar(
                 responses.update()
-                .where(c.id == response_id, c.status.in_(PENDING))
+                .where(c.id == response_id, c.status.in_(PENDING), c.lease_owner == owner)
                 .values(size_bytes=c.size_bytes + size, updated_at=time.time())
                 .returning(c.key_id)
             )
@@ -141,7 +145,8 @@ class BackgroundRuns:
     # -- leases ---------------------------------------------------------------------------
 
     async def renew(self, owner: str, ids: Iterable[str], until: float) -> set[str]:
-        """Extend `owner`'s leases of `ids`; returns those no longer pending (cancelled)."""
+        """Extend `owner`'s leases of `ids`; returns those it no longer runs: not pending
+        (cancelled, deleted) or taken over by another worker after the lease lapsed."""
         wanted = list(ids)
         if not wanted:
             return set()
@@ -158,7 +163,9 @@ class BackgroundRuns:
             rows = (
                 await conn.execute(
                     sa.select(responses.c.id).where(
-                        responses.c.id.in_(wanted), responses.c.status.in_(PENDING)
+                        responses.c.id.in_(wanted),
+                        responses.c.status.in_(PENDING),
+                        responses.c.lease_owner == owner,
                     )
                 )
             ).all()

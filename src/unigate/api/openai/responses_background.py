@@ -49,9 +49,10 @@ class _Sink:
     written, in one transaction; after it (or once the response stopped being pending, e.g.
     cancelled) nothing more is written."""
 
-    def __init__(self, runs: BackgroundRuns, response_id: str) -> None:
+    def __init__(self, runs: BackgroundRuns, response_id: str, owner: str) -> None:
         self.runs = runs
         self.id = response_id
+        self.owner = owner  # the lease holder writing: a run whose lease was taken over writes nothing
         self.last = QUEUED_EVENTS - 1  # the accepted response's events are written already
         self.sealed = False
         self._pending: list[tuple[int, bytes]] = []
@@ -97,15 +98,19 @@ class _Sink:
     async def flush(self) -> None:
         events, self._pending = self._pending, []
         self._flushed = time.monotonic()
-        if events and not self.sealed and not await asyncio.shield(self.runs.append(self.id, events)):
-            self.sealed = True  # no longer pending: cancelled or deleted meanwhile
+        if (
+            events
+            and not self.sealed
+            and not await asyncio.shield(self.runs.append(self.id, self.owner, events))
+        ):
+            self.sealed = True  # no longer pending (cancelled, deleted) or taken over meanwhile
 
     async def seal(self, body: Json, tail: bytes) -> bool:
         self._take(tail)
         if self.sealed:
             self._pending = []
             return False
-        won = await asyncio.shield(self.runs.set_state(self.id, body, self._pending))
+        won = await asyncio.shield(self.runs.set_state(self.id, self.owner, body, self._pending))
         self._pending, self.sealed = [], True
         return won
 
@@ -160,7 +165,7 @@ class BackgroundRunner:
         self, principal: Principal, payload: Json, accepted: Json, admitted: Admitted | None
     ) -> None:
         rid = str(accepted["id"])
-        sink = _Sink(self.runs, rid)
+        sink = _Sink(self.runs, rid, self.owner)
         unsettled = admitted  # settled by `serve` once it gets it, else here
         try:
             req = parse_request({**payload, "stream": True})  # events are what gets replayed
@@ -172,7 +177,7 @@ class BackgroundRunner:
             call = ResponseCall(
                 self.gw.responses, req, principal.key_id, chain, None, (sink, accepted), self.hosted
             )
-            if not await self.runs.set_state(rid, {**accepted, "status": "in_progress"}):
+            if not await self.runs.set_state(rid, self.owner, {**accepted, "status": "in_progress"}):
                 return  # cancelled before it started
             serve = self.text.serve
             unsettled = None
@@ -251,7 +256,10 @@ class BackgroundRunner:
         now = time.time()
         if principal is None or principal.revoked_at is not None or (principal.expires_at or now + 1) <= now:
             await self._fail(
-                _Sink(self.runs, run.id), accepted, "invalid_api_key", "The API key is no longer valid."
+                _Sink(self.runs, run.id, self.owner),
+                accepted,
+                "invalid_api_key",
+                "The API key is no longer valid.",
             )
             return
         log.info("background response %s taken over after its worker's lease lapsed", run.id)
