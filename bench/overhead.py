@@ -202,8 +202,8 @@ class _Stubs:
         real_auth, real_check = vars(app_module)["authenticate"], vars(text_module)["CHAT"].check
         real_json, real_route = Request.json_object, self.app.gateway.router.run
 
-        async def auth(request: Any, cache: Any) -> Any:
-            seen["principal"] = await real_auth(request, cache)
+        async def auth(request: Any, cache: Any, *rest: Any) -> Any:
+            seen["principal"] = await real_auth(request, cache, *rest)
             return seen["principal"]
 
         async def json_object(request: Any, limit: int) -> Any:
@@ -235,7 +235,7 @@ class _Stubs:
         gw, seen = self.app.gateway, self.seen
         if layer == "auth":
 
-            async def principal(request: Any, cache: Any) -> Any:
+            async def principal(request: Any, cache: Any, *rest: Any) -> Any:
                 return seen["principal"]
 
             self._set(app_module, "authenticate", principal)

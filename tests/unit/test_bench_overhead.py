@@ -1,0 +1,25 @@
+"""The in-process benchmark still runs against the current code: it swaps layers for stubs by
+their signatures, and a change to one (a third argument of `authenticate`) broke it silently.
+A few hundred calls: this checks that it runs and prices every layer, not the figures."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "overhead.py"
+LAYERS = ("auth", "checks", "routing", "limits", "accounting", "metrics", "logs", "reply")
+
+
+def test_overhead_benchmark_prices_every_layer() -> None:
+    run = subprocess.run(
+        [sys.executable, str(BENCH), "--layers", "--requests", "300"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "unhandled error" not in run.stderr, run.stderr[-3000:]
+    assert re.search(r"unigate's own cost: [\d.]+ us/request", run.stdout), run.stdout
+    for layer in LAYERS:
+        assert re.search(rf"^  {layer} +-?[\d.]+ us$", run.stdout, re.M), (layer, run.stdout)
