@@ -32,14 +32,12 @@ class Case:
 def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Case]:
     workdir = Path(tmp_path_factory.mktemp(request.param))
     if request.param == "sandbox":
+        # The client is closed with its case: left to the collector, its keep-alive socket was a
+        # ResourceWarning in the next case's setup.
         with ServedGateway(workdir) as gw:
             key = gw.create_key()
-            yield Case(
-                anthropic.Anthropic(base_url=gw.base_url, api_key=key, max_retries=0),
-                "sandbox-chat",
-                None,
-                key,
-            )
+            with anthropic.Anthropic(base_url=gw.base_url, api_key=key, max_retries=0) as client:
+                yield Case(client, "sandbox-chat", None, key)
         return
     with FakeOpenAI() as fake:
         config = {
@@ -50,12 +48,8 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         }
         with ServedGateway(workdir, config=config) as gw:
             key = gw.create_key()
-            yield Case(
-                anthropic.Anthropic(base_url=gw.base_url, api_key=key, max_retries=0),
-                "claude-like",
-                fake,
-                key,
-            )
+            with anthropic.Anthropic(base_url=gw.base_url, api_key=key, max_retries=0) as client:
+                yield Case(client, "claude-like", fake, key)
 
 
 def test_plain_message(case: Case) -> None:

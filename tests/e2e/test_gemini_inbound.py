@@ -46,7 +46,11 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     workdir = Path(tmp_path_factory.mktemp(request.param))
     if request.param == "sandbox":
         with ServedGateway(workdir) as gw:
-            yield Case(_client(gw, gw.create_key()), "sandbox-chat", None, gw.base_url)
+            key = gw.create_key()
+            # Closed with its case: left to the collector, its socket was a ResourceWarning in
+            # the next case's setup.
+            with _client(gw, key) as client:
+                yield Case(client, "sandbox-chat", None, gw.base_url)
         return
     with FakeOpenAI() as fake:
         config = {
@@ -56,7 +60,9 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
             "models": [{"name": "gemini-like", "routes": [{"provider": "oa", "model": "gpt-up"}]}],
         }
         with ServedGateway(workdir, config=config) as gw:
-            yield Case(_client(gw, gw.create_key()), "gemini-like", fake, gw.base_url)
+            key = gw.create_key()
+            with _client(gw, key) as client:
+                yield Case(client, "gemini-like", fake, gw.base_url)
 
 
 def test_generate_content(case: Case) -> None:

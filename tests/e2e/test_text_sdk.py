@@ -43,8 +43,11 @@ def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     workdir = tmp_path_factory.mktemp(request.param)
     if request.param == "sandbox":
         with ServedGateway(workdir) as gw:
-            client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
-            yield Backend("sandbox", client, "sandbox-chat", "sandbox-embedding", None)
+            key = gw.create_key()
+            # Closed with its backend: left to the collector, its socket was a ResourceWarning in
+            # the next backend's setup.
+            with openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0) as client:
+                yield Backend("sandbox", client, "sandbox-chat", "sandbox-embedding", None)
         return
     with FakeOpenAI() as fake:
         config = {
@@ -62,10 +65,11 @@ def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             ],
         }
         with ServedGateway(workdir, config=config) as gw:
-            client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
-            yield Backend(
-                "upstream", client, "gw-chat", "gw-embed", fake, "upstream-chat-v2", "upstream-embed-v1"
-            )
+            key = gw.create_key()
+            with openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0) as client:
+                yield Backend(
+                    "upstream", client, "gw-chat", "gw-embed", fake, "upstream-chat-v2", "upstream-embed-v1"
+                )
 
 
 def test_chat_plain(backend: Backend) -> None:
