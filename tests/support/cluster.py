@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import config_yaml
-from tests.support.gateway import ADMIN_KEY, GatewayProcess
+from tests.support.gateway import ADMIN_KEY, GatewayCalls, GatewayProcess
 from tests.support.net import HTTPResult, free_port, http
 from tests.support.postgres import Cluster as PostgresCluster
 from tests.support.postgres import postgres_cluster
@@ -50,7 +50,7 @@ UPSTREAM_HEADER = "X-Upstream"
 PROXY_SNIPPET = Path(__file__).resolve().parents[2] / "deploy" / "nginx" / "unigate-proxy.conf"
 
 
-class GatewayCluster:
+class GatewayCluster(GatewayCalls):  # its keys are created through its own `admin`: the balancer
     """The running deployment; built by `gateway_cluster()`."""
 
     def __init__(
@@ -171,15 +171,6 @@ class GatewayCluster:
         """An admin API call through the balancer, or straight to one replica."""
         base = self.url if replica is None else self.replica_url(replica)
         return http(method, base + path, body, {"Authorization": f"Bearer {ADMIN_KEY}"})
-
-    def create_key(self, **spec: Any) -> str:
-        return str(self.create_key_record(**spec)["key"])
-
-    def create_key_record(self, **spec: Any) -> dict[str, Any]:
-        spec.setdefault("name", "test")
-        res = self.admin("POST", "/admin/keys", spec)
-        assert res.status == 201, res.body
-        return dict(res.json())
 
 
 class Nginx:
