@@ -14,7 +14,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -29,10 +29,10 @@ from tests.support.fake_suno import (
 )
 from tests.support.net import HTTPResult, http
 from tests.support.served import ServedGateway
+from tests.support.waits import until as wait_for
 
 PRICE = 0.5
 TERMINAL = ("SUCCESS", "FAILURE")
-T = TypeVar("T")
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -60,17 +60,6 @@ def _config(*fakes: FakeSuno, deadline: float = 30.0) -> dict[str, Any]:
         ],
         "tasks": {"poll_interval": 0.2, "max_poll_interval": 1, "deadline_seconds": deadline},
     }
-
-
-def _until(check: Callable[[], T | None], what: str, timeout: float = 10.0, step: float = 0.1) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(step)
 
 
 class Music:
@@ -102,7 +91,7 @@ class Music:
                 raise AssertionError(f"task ended {record['status']}, expected {status}: {record}")
             return record if record["status"] == status else None
 
-        return _until(check, f"task {task_id} to be {status}", timeout)
+        return wait_for(check, f"task {task_id} to be {status}", timeout)
 
 
 def _admin_task(gw: ServedGateway, task_id: str) -> dict[str, Any]:
@@ -175,7 +164,7 @@ def test_full_lifecycle(
     assert _ledger(shared, task_id) == [("reserve", PRICE)]
 
     # The relay still says "submitted": the gateway polls, nothing moves.
-    _until(lambda: relay.calls_with(up) >= 2, "two polls of the task")
+    wait_for(lambda: relay.calls_with(up) >= 2, "two polls of the task")
     assert music.fetch(task_id)["status"] == "SUBMITTED"
 
     assert relay.advance(up) == "queued"
@@ -321,7 +310,7 @@ def test_unknown_upstream_status_does_not_end_the_task(shared: ServedGateway, re
     def weird_served() -> int:
         return relay.served(up).count(WEIRD)
 
-    _until(lambda: weird_served() >= 1, f"the relay to report {WEIRD}")
+    wait_for(lambda: weird_served() >= 1, f"the relay to report {WEIRD}")
     deadline = time.monotonic() + 15
     while "complete" not in relay.served(up):
         record = music.fetch(task_id)
@@ -415,7 +404,7 @@ def _restart(tmp_path: Path, fake: FakeSuno, in_flight_poll: bool) -> None:
         music.wait(task_id, "QUEUED")
         if in_flight_poll:
             fake.fetch_delay = 3.0
-            _until(lambda: fake.in_flight() > 0, "a poll in flight")
+            wait_for(lambda: fake.in_flight() > 0, "a poll in flight")
         first.stop()
         fake.fetch_delay = 0.0
         assert fake.advance(up, 2) == "complete"
