@@ -46,6 +46,8 @@ class ProviderConfig(_Strict):
     client_cert: str | None = None  # PEM client certificate (mTLS), with client_key
     client_key: str | None = None
     max_connections: int = Field(default=100, ge=1, le=100_000)
+    # The share of the price taken off a batch line this provider answers (0.5: half price).
+    batch_discount: float = Field(default=0.0, ge=0, le=1, allow_inf_nan=False)
     keepalive: float = Field(default=15.0, gt=0)  # seconds an idle connection is kept
     # `openai`/`azure` only: `native` says the upstream serves the Responses API (`/responses`)
     # itself, so /v1/responses is relayed to it; `translate` goes through chat completions.
@@ -139,6 +141,8 @@ class ModelConfig(_Strict):
     tpm: int | None = Field(default=None, ge=1)
     # The family whose keys list it in /v1/models (default: what model_family infers).
     family: Family | None = None
+    # A batch line's discount for this model, over its provider's `batch_discount`.
+    batch_discount: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
 
 
 class RoutingConfig(_Strict):
@@ -238,6 +242,19 @@ class ResponsesConfig(_Strict):
     max_context_tokens: int = Field(default=2_000_000, gt=0)
 
 
+class BatchesConfig(_Strict):
+    """Batches the gateway runs itself (`/v1/batches`, `/v1/messages/batches`). Read at start."""
+
+    concurrency: int = Field(default=16, ge=1, le=1024)  # lines of one batch in flight at once
+    # At most this share of the key's rpm and tpm goes to its batches, the rest stays free for
+    # its interactive calls.
+    max_share: float = Field(default=0.5, gt=0, le=1, allow_inf_nan=False)
+    max_attempts: int = Field(default=5, ge=1, le=50)  # per line, for 429s, 5xx and connect failures
+    retry_seconds: float = Field(default=0.5, gt=0, le=600)  # first backoff, doubled per attempt
+    lease_seconds: float = Field(default=30.0, ge=3, le=3600)  # a dead worker's batch resumes after it
+    max_lines: int = Field(default=50_000, ge=1, le=1_000_000)  # lines one batch may hold
+
+
 class StorageConfig(_Strict):
     """Where the files the gateway serves (`/media/`) and the sandbox's jobs live: the data
     dir (`local`, one machine) or an S3-compatible bucket every replica shares (`s3`).
@@ -286,6 +303,7 @@ class GatewayConfig(_Strict):
     media: MediaConfig = Field(default_factory=MediaConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    batches: BatchesConfig = Field(default_factory=BatchesConfig)
     # The gateway's base URL as clients reach it (`https://gw.example.com`), for links to the
     # files it serves; unset, the address the server is bound to (never the Host header).
     public_url: str | None = None

@@ -49,9 +49,10 @@ class UsageRecord(NamedTuple):
     latency_ms: float
     cost: float
     created_at: float
+    batch: str = ""  # the batch a line of one was run for ("" for a direct call)
 
 
-_BucketKey = tuple[str, str, str, str, str, int]
+_BucketKey = tuple[str, str, str, str, str, int, str]
 
 
 class UsageRecorder:
@@ -68,7 +69,7 @@ class UsageRecorder:
         self._shedding = False  # logged once until a write works again
 
     def record(self, rec: UsageRecord) -> None:
-        key = (rec.key_id, rec.endpoint, rec.model, rec.provider, rec.upstream_model, rec.status)
+        key = (rec.key_id, rec.endpoint, rec.model, rec.provider, rec.upstream_model, rec.status, rec.batch)
         bucket = self._buckets.get(key)
         if bucket is None:
             if len(self._buckets) >= self._max_buckets:
@@ -94,7 +95,7 @@ class UsageRecorder:
     def refund(self, key_id: str, endpoint: str, model: str, provider: str, amount: float) -> None:
         """Money given back after the fact (a failed task's price): a row of no requests and
         negative cost, so usage, cost and budgets read from the records stay true."""
-        key = (key_id, endpoint, model, provider, "", 0)
+        key = (key_id, endpoint, model, provider, "", 0, "")
         bucket = self._buckets.get(key)
         if bucket is None:
             self._buckets[key] = [0, 0, 0, 0.0, -amount, time.time()]
@@ -124,8 +125,8 @@ class UsageRecorder:
         buckets, self._buckets = self._buckets, {}
         rows = [
             ("", key_id, endpoint, model, provider, upstream, status, int(b[1]), int(b[2]), b[3], b[4], b[5],
-             int(b[0]))
-            for (key_id, endpoint, model, provider, upstream, status), b in buckets.items()
+             batch, int(b[0]))
+            for (key_id, endpoint, model, provider, upstream, status, batch), b in buckets.items()
         ]  # fmt: skip
         written = 0
         try:
@@ -142,12 +143,12 @@ class UsageRecorder:
         return sum(int(r[-1]) for r in rows)
 
     def _merge(self, row: tuple[Any, ...]) -> None:
-        key = (row[1], row[2], row[3], row[4], row[5], row[6])
+        key = (row[1], row[2], row[3], row[4], row[5], row[6], row[12])
         bucket = self._buckets.get(key)
         if bucket is None:
-            self._buckets[key] = [row[12], row[7], row[8], row[9], row[10], row[11]]
+            self._buckets[key] = [row[13], row[7], row[8], row[9], row[10], row[11]]
         else:
-            for i, j in ((0, 12), (1, 7), (2, 8), (3, 9), (4, 10)):
+            for i, j in ((0, 13), (1, 7), (2, 8), (3, 9), (4, 10)):
                 bucket[i] += row[j]
             bucket[5] = min(bucket[5], row[11])
 

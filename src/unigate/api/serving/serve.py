@@ -27,6 +27,9 @@ Attempt = Callable[[Target], Awaitable[Reply]]
 # Async last step before a reply is sent (the Responses API stores its answer there first).
 Finish = Callable[[Reply, Target], Awaitable[Reply]]
 _BROKEN = {499: "client_closed"}  # a span's error.type for a stream that did not end cleanly
+# Scope key of a batch line's call (batches/lines.py): its batch id, named in its usage record,
+# whose price takes the batch discount.
+BATCH = "unigate.batch"
 
 
 @dataclass(slots=True)
@@ -235,6 +238,10 @@ class Serving:
             prompt = prompt_tokens(call.payload)
         prices = run.entry.prices
         cost = prices.tokens_cost(prompt, completion) + (prices.per_call if status < 400 else 0.0)
+        batch = call.request.scope.get(BATCH, "")
+        if batch and target is not None:
+            discount = run.entry.batch_discount
+            cost *= 1.0 - (target.provider.config.batch_discount if discount is None else discount)
         self.gw.usage.record(
             UsageRecord(
                 key_id=call.principal.key_id,
@@ -248,6 +255,7 @@ class Serving:
                 latency_ms=(time.perf_counter() - run.started) * 1000.0,
                 cost=cost,
                 created_at=time.time(),
+                batch=batch,
             )
         )
         if target is not None:
