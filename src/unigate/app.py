@@ -19,14 +19,16 @@ from unigate.api.admin import keys as admin_keys
 from unigate.api.admin import reload as admin_reload
 from unigate.api.admin import resources as admin
 from unigate.api.admin import usage as admin_usage
+from unigate.api.anthropic import batches as message_batches
 from unigate.api.anthropic import messages
 from unigate.api.gemini import content as gemini
 from unigate.api.gemini import veo
-from unigate.api.openai import audio, images, responses, text, videos
+from unigate.api.openai import audio, batches, images, responses, text, videos
 from unigate.api.serving import media, task_output
 from unigate.api.unigate import docs, health, home, video_generations
 from unigate.api.vendors import fish, kling, picwish, stability, suno, vidu
 from unigate.auth.authenticate import authenticate
+from unigate.batches.service import Batches
 from unigate.data_dir.disk import disk_failed
 from unigate.edge.access_log import (
     ACCESS_LOGGER,
@@ -68,11 +70,15 @@ class GatewayApp:
         self.gateway = gateway
         self.reloader = ConfigReloader(gateway)  # SIGHUP and POST /admin/reload
         self.responses = responses.ResponsesAPI(gateway)  # owns the background-response runner
+        # Batch lines run through this app's own handlers, so the engine reads the table below.
+        self.batches = Batches(gateway, lambda: self.table)
         endpoints: list[Endpoint] = [
             *health.endpoints(gateway),
             *text.endpoints(gateway),
             *messages.endpoints(gateway),
             *self.responses.endpoints(),
+            *batches.endpoints(self.batches),
+            *message_batches.endpoints(self.batches),
             *gemini.endpoints(gateway),
             *suno.endpoints(gateway),
             *audio.endpoints(gateway),
@@ -105,6 +111,7 @@ class GatewayApp:
             [
                 *gateway.steps(),
                 Step("background responses", start=runner.start, stop=runner.stop),
+                Step("batches", start=self.batches.runner.start, stop=self.batches.runner.stop),
                 Step("config reloads", start=self.reloader.start, stop=self.reloader.stop),
             ],
             log,
