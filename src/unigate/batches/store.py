@@ -272,17 +272,38 @@ class BatchStore:
             )
             if not held.rowcount:
                 return None
-            added = dict.fromkeys(DONE_STATES, 0)
-            for res in results:
-                written = await conn.execute(
-                    batch_lines.update()
-                    .where(lc.batch_id == batch_id, lc.idx == res.idx, lc.state == "pending")
-                    .values(
-                        state=res.state, status_code=res.status_code, request_id=res.request_id,
-                        result=res.body.decode(),
+            # Which of them are still pending: every writer of this batch's lines updated its row
+            # first, so nothing changes them between this read and the update below.
+            wanted = [res.idx for res in results]
+            still = set(
+                (
+                    await conn.execute(
+                        sa.select(lc.idx).where(
+                            lc.batch_id == batch_id, lc.idx.in_(wanted), lc.state == "pending"
+                        )
                     )
+                ).scalars()
+            )
+            fresh = [res for res in results if res.idx in still]
+            added = dict.fromkeys(DONE_STATES, 0)
+            if fresh:
+                await conn.execute(
+                    batch_lines.update()
+                    .where(lc.batch_id == batch_id, lc.idx == sa.bindparam("b_idx"))
+                    .values(
+                        state=sa.bindparam("b_state"),
+                        status_code=sa.bindparam("b_status"),
+                        request_id=sa.bindparam("b_rid"),
+                        result=sa.bindparam("b_result"),
+                    ),
+                    [
+                        {"b_idx": r.idx, "b_state": r.state, "b_status": r.status_code, "b_rid": r.request_id,
+                         "b_result": r.body.decode()}
+                        for r in fresh
+                    ],
                 )  # fmt: skip
-                added[res.state] += written.rowcount
+                for res in fresh:
+                    added[res.state] += 1
             counts = {name: _COUNT[name] + n for name, n in added.items() if n}
             if counts:
                 await conn.execute(batches.update().where(c.id == batch_id).values(counts))
