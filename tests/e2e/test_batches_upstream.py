@@ -1,0 +1,169 @@
+"""Batches against a chat-only fake OpenAI upstream on 127.0.0.1: 429s and 500s retried until
+the line succeeds, a cancel that stops new lines at once, and a budget no batch overruns
+(its lines past the budget errored with 429 `insufficient_quota`, the batch still completes)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from aiohttp import web
+
+from tests.support.fake_openai import FakeOpenAI, _error
+from tests.support.memory_files import MemoryFiles
+from tests.support.waits import until
+
+
+@dataclass
+class FlakyOpenAI(FakeOpenAI):
+    """Each distinct conversation is refused first with a 429, then with a 500, then answered;
+    `delay` slows every answer."""
+
+    delay: float = 0.0
+    flaky: bool = True
+    seen: Counter[str] = field(default_factory=Counter)
+
+    async def _common(self, request: web.Request) -> tuple[dict[str, Any], web.StreamResponse | None]:
+        body, early = await super()._common(request)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        text = json.dumps(body.get("messages"))
+        self.seen[text] += 1
+        if not self.flaky or early is not None:
+            return body, early
+        if self.seen[text] == 1:
+            refused = _error(429, "slow down", "rate_limit_exceeded")
+            refused.headers["Retry-After"] = "0"
+            return body, refused
+        if self.seen[text] == 2:
+            return body, _error(500, "upstream exploded", "server_error")
+        return body, None
+
+
+def _config(fake: FakeOpenAI, **batches: Any) -> dict[str, Any]:
+    return {
+        "providers": [{"name": "fake", "protocol": "openai", "base_url": fake.base_url, "api_key": "sk-up"}],
+        "models": [
+            {"name": "fake-chat", "routes": [{"provider": "fake", "model": "gpt-x"}], "price_per_call": 0.01,
+             "batch_discount": 0.5},
+        ],
+        "routing": {"cooldown_after_failures": 1000},
+        "batches": {"retry_seconds": 0.02, **batches},
+    }  # fmt: skip
+
+
+def _requests(n: int) -> list[Any]:
+    return [
+        {"custom_id": f"r{i}", "params": {"model": "fake-chat", "max_tokens": 8,
+                                          "messages": [{"role": "user", "content": f"question {i}"}]}}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def flaky() -> Iterator[FlakyOpenAI]:
+    with FlakyOpenAI() as fake:
+        yield fake
+
+
+def test_429s_and_500s_are_retried_until_every_line_succeeds(
+    flaky: FlakyOpenAI, gateway_factory: Any
+) -> None:
+    gw = gateway_factory(_config(flaky))
+    client = anthropic.Anthropic(base_url=gw.base_url, api_key=gw.create_key(), max_retries=0)
+    batch = client.messages.batches.create(requests=_requests(20))
+    ended = until(
+        lambda: (b := client.messages.batches.retrieve(batch.id)).processing_status == "ended" and b,
+        "batch ended",
+        30,
+    )
+    assert ended.request_counts.succeeded == 20 and ended.request_counts.errored == 0
+    results = list(client.messages.batches.results(batch.id))
+    assert {r.result.type for r in results} == {"succeeded"}
+    assert sorted(flaky.seen.values()) == [3] * 20  # a 429, a 500, then the answer: nothing more
+    assert "retrying in" in gw.log()
+
+
+def test_a_line_past_max_attempts_is_errored_with_the_upstreams_answer(gateway_factory: Any) -> None:
+    with FlakyOpenAI(mode="fail500", flaky=False) as down:
+        gw = gateway_factory(_config(down, max_attempts=3))
+        client = anthropic.Anthropic(base_url=gw.base_url, api_key=gw.create_key(), max_retries=0)
+        batch = client.messages.batches.create(requests=_requests(2))
+        until(lambda: client.messages.batches.retrieve(batch.id).processing_status == "ended", "ended", 30)
+        results = list(client.messages.batches.results(batch.id))
+        assert [r.result.type for r in results] == ["errored", "errored"]
+        assert results[0].result.error.error.type == "api_error"  # type: ignore[union-attr]
+        assert sorted(down.seen.values()) == [3, 3]
+
+
+def test_cancel_stops_new_lines_at_once_and_keeps_partial_results(gateway_factory: Any) -> None:
+    with FlakyOpenAI(flaky=False, delay=0.1) as slow:
+        gw = gateway_factory(_config(slow, concurrency=2))
+        client = anthropic.Anthropic(base_url=gw.base_url, api_key=gw.create_key(), max_retries=0)
+        batch = client.messages.batches.create(requests=_requests(60))
+        until(
+            lambda: client.messages.batches.retrieve(batch.id).request_counts.succeeded >= 4, "some done", 20
+        )
+        with pytest.raises(anthropic.BadRequestError):
+            client.messages.batches.delete(batch.id)  # still running
+        canceling = client.messages.batches.cancel(batch.id)
+        assert canceling.processing_status in ("canceling", "ended")
+        assert canceling.cancel_initiated_at is not None
+        ended = until(
+            lambda: (b := client.messages.batches.retrieve(batch.id)).processing_status == "ended" and b,
+            "cancelled batch ended",
+        )
+        counts = ended.request_counts
+        assert counts.canceled > 40 and counts.succeeded >= 4 and counts.errored == 0
+        assert counts.succeeded + counts.canceled == 60
+        sent = len(slow.received)
+        assert sent == counts.succeeded  # the canceled lines never reached the upstream
+        kinds = Counter(r.result.type for r in client.messages.batches.results(batch.id))
+        assert kinds == {"succeeded": counts.succeeded, "canceled": counts.canceled}
+
+
+def test_a_batch_never_overruns_the_keys_budget(gateway_factory: Any) -> None:
+    with FlakyOpenAI(flaky=False) as fake:
+        gw = gateway_factory(_config(fake))
+        files = MemoryFiles()
+        gw.app.batches.openai.files = files
+        record = gw.create_key_record(budget=0.05)
+        client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=record["key"], max_retries=0)
+        lines = [
+            {"custom_id": f"c{i}", "method": "POST", "url": "/v1/chat/completions",
+             "body": {"model": "fake-chat", "messages": [{"role": "user", "content": f"q{i}"}]}}
+            for i in range(40)
+        ]  # fmt: skip
+        content = b"\n".join(json.dumps(line).encode() for line in lines)
+        batch = client.batches.create(
+            input_file_id=files.put(record["id"], content),
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+        )
+        done = until(
+            lambda: (b := client.batches.retrieve(batch.id)).status == "completed" and b, "completed", 30
+        )
+        assert done.request_counts is not None
+        ok, failed = done.request_counts.completed, done.request_counts.failed
+        assert ok + failed == 40 and failed > 0
+        # Each line costs half its price (the model's batch_discount), so at most 10 fit in 0.05.
+        assert 5 <= ok <= 10 and len(fake.received) == ok
+        errors = [json.loads(x) for x in files.content(record["id"], done.error_file_id or "").splitlines()]
+        assert len(errors) == failed
+        for line in errors:
+            assert line["response"]["status_code"] == 429
+            assert line["response"]["body"]["error"]["code"] == "insufficient_quota"
+        usage = until(
+            lambda: [r for r in gw.admin("GET", "/admin/usage?group_by=batch").json()["data"] if r["batch"]],
+            "usage written",
+        )
+        spent = sum(r["cost"] for r in usage)
+        assert spent <= 0.05 + 1e-9
+        assert spent == pytest.approx(0.005 * ok)
