@@ -6,7 +6,6 @@ them (`succeeded` with the message, `errored` with the error body, `canceled`, `
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,9 +16,9 @@ from unigate.batches.store import BatchRow, BatchStore, NewLine
 from unigate.errors import GatewayError, InvalidRequest, PermissionDenied
 from unigate.routing.catalog import Catalog
 from unigate.shapes.anthropic import MESSAGES
+from unigate.shapes.batches import MESSAGE_BATCH
 
 ENDPOINT = "/v1/messages"
-_CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _PROCESSING = {"cancelling": "canceling", "completed": "ended", "failed": "ended", "expired": "ended",
                "cancelled": "ended"}  # fmt: skip
 
@@ -34,33 +33,19 @@ def check_requests(
     payload: dict[str, Any], principal: Principal, catalog: Catalog, max_lines: int
 ) -> list[NewLine]:
     """The create body's `requests`; 400 naming the first bad one (`requests[3].params.model`)."""
-    requests = payload.get("requests")
-    if not isinstance(requests, list) or not requests:
-        raise InvalidRequest(
-            "requests: a non-empty list of {custom_id, params} is required.", param="requests"
-        )
+    requests = MESSAGE_BATCH.check(payload).requests
     if len(requests) > max_lines:
         raise InvalidRequest(f"requests: a batch holds at most {max_lines} requests.", param="requests")
     lines: list[NewLine] = []
     seen: set[str] = set()
     for i, item in enumerate(requests):
         where = f"requests[{i}]"
-        if not isinstance(item, dict):
-            raise InvalidRequest(f"{where}: an object with custom_id and params is required.", param=where)
-        custom_id = item.get("custom_id")
-        if not isinstance(custom_id, str) or not _CUSTOM_ID.fullmatch(custom_id):
-            raise InvalidRequest(
-                f"{where}.custom_id: 1-64 letters, digits, '_' or '-' are required.",
-                param=f"{where}.custom_id",
-            )
+        custom_id, params = item.custom_id, item.params
         if custom_id in seen:
             raise InvalidRequest(
                 f"{where}.custom_id: '{custom_id}' is used twice.", param=f"{where}.custom_id"
             )
         seen.add(custom_id)
-        params = item.get("params")
-        if not isinstance(params, dict):
-            raise InvalidRequest(f"{where}.params: an object is required.", param=f"{where}.params")
         try:
             checked = MESSAGES.check(params)
         except GatewayError as err:

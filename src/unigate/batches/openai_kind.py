@@ -19,10 +19,9 @@ from unigate.auth.principal import Principal
 from unigate.batches.files import FileServiceLike
 from unigate.batches.kinds import Refused
 from unigate.batches.store import BatchRow, BatchStore, DoneLine, NewLine
-from unigate.errors import GatewayError, InvalidRequest
+from unigate.errors import GatewayError
 from unigate.routing.catalog import Catalog
 
-ENDPOINTS = ("/v1/chat/completions", "/v1/embeddings", "/v1/completions", "/v1/responses", "/v1/moderations")
 _MAX_ERRORS = 1000  # errors.data stays readable for a file that is wrong everywhere
 _NOT_RUN = {
     "canceled": ("batch_cancelled", "The batch was cancelled before this request ran."),
@@ -218,31 +217,6 @@ def batch_object(row: BatchRow) -> dict[str, Any]:
     if ended is not None:
         body[ended] = at(row.ended_at)
     return body
-
-
-def check_create(payload: dict[str, Any]) -> tuple[str, str, Any]:
-    """`POST /v1/batches`'s body: (input_file_id, endpoint, metadata); 400 naming the field."""
-    file_id = payload.get("input_file_id")
-    if not isinstance(file_id, str) or not file_id:
-        raise InvalidRequest(
-            "'input_file_id' is required: the id of an uploaded .jsonl file.", param="input_file_id"
-        )
-    endpoint = payload.get("endpoint")
-    if endpoint not in ENDPOINTS:
-        raise InvalidRequest(f"'endpoint' must be one of {', '.join(ENDPOINTS)}.", param="endpoint")
-    if payload.get("completion_window") != "24h":
-        raise InvalidRequest("'completion_window' must be '24h'.", param="completion_window")
-    metadata = payload.get("metadata")
-    if metadata is not None and (
-        not isinstance(metadata, dict)
-        or len(metadata) > 16
-        or any(not isinstance(v, str) or len(k) > 64 or len(v) > 512 for k, v in metadata.items())
-    ):
-        raise InvalidRequest(
-            "'metadata' is at most 16 string pairs (keys up to 64 characters, values up to 512).",
-            param="metadata",
-        )
-    return file_id, str(endpoint), metadata
 
 
 def expires(now: float | None = None) -> float:

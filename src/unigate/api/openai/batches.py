@@ -5,12 +5,13 @@ as direct calls; this router only checks what it is given and renders the Batch 
 from __future__ import annotations
 
 from unigate.auth.principal import Principal
-from unigate.batches.openai_kind import batch_object, check_create, expires
+from unigate.batches.openai_kind import batch_object, expires
 from unigate.batches.service import Batches
 from unigate.batches.store import BatchRow
 from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
 from unigate.errors import Conflict, InvalidRequest, NotFound
+from unigate.shapes.batches import BATCH
 
 API = "openai"
 
@@ -22,12 +23,12 @@ class BatchesAPI:
 
     async def create(self, request: Request, principal: Principal) -> None:
         _, payload = await request.json_object(self.limit)
-        file_id, endpoint, metadata = check_create(payload)
+        checked = BATCH.check(payload)
         files = self.batches.openai.need_files()
-        await files.get(principal.key_id, file_id)  # 404 now for a file that is not the key's
+        await files.get(principal.key_id, checked.input_file_id)  # 404 now for a file not the key's
         batch_id = await self.batches.create(
-            "batch_", principal.key_id, API, endpoint, expires_at=expires(), input_file_id=file_id,
-            metadata=metadata,
+            "batch_", principal.key_id, API, checked.endpoint, expires_at=expires(),
+            input_file_id=checked.input_file_id, metadata=checked.metadata,
         )  # fmt: skip
         await send_json(request.send, 200, batch_object(await self._get(principal, batch_id)))
 
