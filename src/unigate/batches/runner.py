@@ -26,6 +26,7 @@ from unigate.background import Periodic
 from unigate.batches.kinds import BatchKind, Refused
 from unigate.batches.lines import LineCaller
 from unigate.batches.pacing import Pacer
+from unigate.batches.relay import Relay, plan
 from unigate.batches.store import BatchRow, BatchStore, LineResult, PendingLine
 from unigate.gateway import Gateway
 
@@ -45,6 +46,7 @@ class _Run:
         self.row = row
         self.stop = asyncio.Event()  # cancelled, expired, lease lost or shutting down
         self.lost = False
+        self.cancelling = False
         self.results: list[LineResult] = []
         self.flushed = time.monotonic()
         self.lock = asyncio.Lock()
@@ -56,6 +58,7 @@ class BatchRunner:
         self.caller = caller
         self.kinds = kinds
         self.store = BatchStore(gw.engine)
+        self.relay = Relay(gw, self.store)
         self.config = gw.config.batches
         self.owner = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.runs: dict[str, _Run] = {}
@@ -96,6 +99,7 @@ class BatchRunner:
         """A cancel made here: no new line starts from now."""
         run = self.runs.get(batch_id)
         if run is not None:
+            run.cancelling = True
             run.stop.set()
 
     # -- the loop ----------------------------------------------------------------------------
@@ -111,6 +115,7 @@ class BatchRunner:
                     run.lost = True
                     run.stop.set()
                 elif status == "cancelling" or time.time() >= run.row.expires_at:
+                    run.cancelling = status == "cancelling"
                     run.stop.set()
         now = time.monotonic()
         if now - self._last_pickup >= self._pickup_every:
@@ -149,7 +154,8 @@ class BatchRunner:
                     row = await self.store.load(batch_id) or row
                 run.row = row
             if row.status == "in_progress":
-                await self._lines(run, principal)
+                if not await self._relayed(run, principal):
+                    await self._lines(run, principal)
                 if run.lost:
                     log.warning("batch %s: lease lost to another worker; this run stops", batch_id)
                     return
@@ -159,6 +165,25 @@ class BatchRunner:
         except Exception:
             # The lease lapses and another worker (or this one) takes the batch up again.
             log.exception("batch %s: its run failed; it resumes once its lease lapses", batch_id)
+
+    async def _relayed(self, run: _Run, principal: Principal) -> bool:
+        """Relay the batch to a vendor's own batch API when it can go there whole (`relay.py`);
+        False: the gateway runs its lines."""
+        row, upstream = run.row, run.row.upstream
+        if not upstream and row.processing == row.total:
+            pending = await self.store.pending(row.id, -1, row.total + 1)
+            chosen = plan(self.gw, row, pending, principal.budget is not None)
+            if chosen is None:
+                return False
+            upstream = await self.relay.submit(row, self.owner, chosen, pending) or ""
+            if not upstream:
+                run.lost = True
+                return True
+        if not upstream:
+            return False
+        if not await self.relay.follow(row, self.owner, upstream, run.stop, lambda: run.cancelling):
+            run.lost = True  # lost or stopping: whoever holds the lease next follows it on
+        return True
 
     async def _principal(self, row: BatchRow) -> Principal | None:
         principal = await self.gw.keys.get(row.key_id)
