@@ -4,7 +4,9 @@ the line succeeds, a cancel that stops new lines at once, and a budget no batch 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +19,8 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.flaky_openai import FlakyOpenAI
 from tests.support.memory_files import MemoryFiles
 from tests.support.waits import until
+from unigate.batches.store import BatchStore, NewLine
+from unigate.store import db
 
 
 def _config(fake: FakeOpenAI, **batches: Any) -> dict[str, Any]:
@@ -139,3 +143,30 @@ def test_a_batch_never_overruns_the_keys_budget(gateway_factory: Any) -> None:
         spent = sum(r["cost"] for r in usage)
         assert spent <= 0.05 + 1e-9
         assert spent == pytest.approx(0.005 * ok)
+
+
+def test_a_batch_past_its_window_ends_expired_with_its_pending_lines(
+    flaky: FlakyOpenAI, gateway_factory: Any
+) -> None:
+    gw = gateway_factory(_config(flaky, lease_seconds=3))
+    record = gw.create_key_record()
+
+    async def stale() -> None:
+        # A batch whose worker died a day ago: its lease lapsed, its window is over.
+        engine = db.create_engine(gw.settings.database_url)
+        lines = [NewLine(f"r{i}", body["params"]) for i, body in enumerate(_requests(3))]
+        store = BatchStore(engine)
+        gone = time.time() - 1
+        await store.create("msgbatch_stale", record["id"], "anthropic", "/v1/messages", status="in_progress",
+                           lines=lines, expires_at=gone)  # fmt: skip
+        await engine.dispose()
+
+    asyncio.run(stale())
+    client = anthropic.Anthropic(base_url=gw.base_url, api_key=record["key"], max_retries=0)
+    ended = until(
+        lambda: (b := client.messages.batches.retrieve("msgbatch_stale")).processing_status == "ended" and b,
+        "the stale batch ended",
+    )
+    assert ended.request_counts.expired == 3 and ended.request_counts.succeeded == 0
+    assert [r.result.type for r in client.messages.batches.results("msgbatch_stale")] == ["expired"] * 3
+    assert flaky.received == []

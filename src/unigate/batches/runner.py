@@ -153,7 +153,7 @@ class BatchRunner:
                 else:
                     row = await self.store.load(batch_id) or row
                 run.row = row
-            if row.status == "in_progress":
+            if row.status == "in_progress" and time.time() < row.expires_at:
                 if not await self._relayed(run, principal):
                     await self._lines(run, principal)
                 if run.lost:
