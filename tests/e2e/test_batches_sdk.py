@@ -20,7 +20,9 @@ from tests.support.waits import until
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServedGateway, MemoryFiles]]:
-    with ServedGateway(tmp_path_factory.mktemp("batches")) as gw:
+    # One attempt per line: a line retried after the key's own 429 would fail the test below.
+    config = {"sandbox": {"enabled": True}, "batches": {"max_attempts": 1}}
+    with ServedGateway(tmp_path_factory.mktemp("batches"), config=config) as gw:
         files = MemoryFiles()
         gw.app.batches.openai.files = files
         yield gw, files
@@ -209,3 +211,27 @@ def test_openai_owner_scoping(served: tuple[ServedGateway, MemoryFiles]) -> None
     with pytest.raises(openai.NotFoundError):
         stranger.batches.cancel(batch.id)
     assert stranger.batches.list().data == []
+
+
+def test_lines_refused_by_the_keys_own_limit_wait_their_turn(
+    served: tuple[ServedGateway, MemoryFiles],
+) -> None:
+    gw, _ = served
+    key = gw.create_key(rpm=120)
+    direct = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
+    message: Any = [{"role": "user", "content": "interactive"}]
+    with pytest.raises(openai.RateLimitError):  # the key's whole allowance is spent
+        for _ in range(200):
+            direct.chat.completions.create(model="sandbox-chat", messages=message)
+    client = anthropic.Anthropic(base_url=gw.base_url, api_key=key, max_retries=0)
+    params: Any = {"model": "sandbox-chat", "max_tokens": 8, "messages": message}
+    batch = client.messages.batches.create(
+        requests=[{"custom_id": f"w{i}", "params": params} for i in range(3)]
+    )
+    ended = until(
+        lambda: (b := client.messages.batches.retrieve(batch.id)).processing_status == "ended" and b,
+        "ended",
+        30,
+    )
+    # The gateway's own limit is no upstream failure: no attempt is spent on it, however many.
+    assert ended.request_counts.succeeded == 3 and ended.request_counts.errored == 0

@@ -37,6 +37,7 @@ class Answer:
     body: bytes
     request_id: str
     retry_after: float | None  # None: final; else the seconds the answer asks to wait (0: no hint)
+    limited: bool = False  # refused by the gateway's own rate limit (the key's or the model's)
 
 
 class _Capture:
@@ -91,9 +92,9 @@ class LineCaller:
             request.params = params
             await endpoint.key_handler(request, principal)
         except GatewayError as err:
-            return Answer(
-                error_status(err, style), render_error(err, style, request_id), request_id, _retry(err)
-            )
+            rendered = render_error(err, style, request_id)
+            limited = isinstance(err, RateLimited)
+            return Answer(error_status(err, style), rendered, request_id, _retry(err), limited)
         except Exception:
             log.exception("batch %s: a line failed in the gateway (request %s)", batch_id, request_id)
             failed = GatewayError("Internal server error.")

@@ -258,6 +258,14 @@ class BatchRunner:
         attempt = 1
         while True:
             answer = await self.caller.call(principal, row.id, row.endpoint, line.body)
+            if answer.limited:
+                # The key's own limit, shared with its direct calls: the line waits its turn as
+                # long as it takes, without spending an attempt.
+                wait = max(answer.retry_after or 0.0, self.config.retry_seconds)
+                pacer.back_off(wait)
+                if await _stopped(run, wait):
+                    return
+                continue
             if answer.retry_after is None or attempt >= self.config.max_attempts or run.stop.is_set():
                 break
             wait = min(_MAX_BACKOFF, max(answer.retry_after, self.config.retry_seconds * 2 ** (attempt - 1)))
@@ -268,11 +276,8 @@ class BatchRunner:
                 row.id, line.idx, answer.status, attempt, self.config.max_attempts, wait,
             )  # fmt: skip
             attempt += 1
-            try:
-                await asyncio.wait_for(run.stop.wait(), wait)
-            except TimeoutError:
-                continue
-            return  # stopped while waiting: the line stays pending (canceled, expired or resumed)
+            if await _stopped(run, wait):
+                return  # the line stays pending (canceled, expired or resumed elsewhere)
         state = "succeeded" if answer.status < 400 else "errored"
         run.results.append(LineResult(line.idx, state, answer.status, answer.request_id, answer.body))
         if len(run.results) >= FLUSH_LINES or time.monotonic() - run.flushed >= FLUSH_SECONDS:
@@ -298,3 +303,12 @@ def _json(value: object) -> str:
 def _done(flying: set[asyncio.Task[None]], gate: asyncio.Semaphore, task: asyncio.Task[None]) -> None:
     flying.discard(task)
     gate.release()
+
+
+async def _stopped(run: _Run, wait: float) -> bool:
+    """Wait `wait` seconds, or less if the run is stopped meanwhile; whether it was."""
+    try:
+        await asyncio.wait_for(run.stop.wait(), wait)
+    except TimeoutError:
+        return False
+    return True
