@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from unigate.batches.native import NativeBatches
 from unigate.config import ProviderConfig
 from unigate.limits.estimate import prompt_tokens
 from unigate.providers.base import (
@@ -40,6 +41,7 @@ from unigate.providers.http import (
 )
 from unigate.providers.model_list import Listing, listed_models
 from unigate.providers.openai import errors as openai_errors
+from unigate.providers.openai.batches import OpenAIBatches
 from unigate.providers.openai.responses import RESPONSES_FORMAT, Query, ResponsesRelay
 from unigate.providers.openai.videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
@@ -81,6 +83,9 @@ class OpenAIProvider(Provider):
         self.responses = ResponsesRelay(self.http, self.redactor)
         if config.responses == "native":  # the upstream serves /responses itself
             self.native_formats = frozenset({RESPONSES_FORMAT})
+        self.batches: OpenAIBatches | None = None
+        if config.batches == "native":  # whole batches go to the upstream's /files + /batches
+            self.batches = OpenAIBatches(self.http, self.timeouts(), self.redactor)
 
     def credentials(self, api_key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {api_key}"}
@@ -93,6 +98,9 @@ class OpenAIProvider(Provider):
 
     async def list_models(self, timeouts: Timeouts) -> list[str]:
         return await listed_models(self.http, Listing("/models"), timeouts, openai_errors.said)
+
+    def native_batches(self) -> NativeBatches | None:
+        return self.batches
 
     # Video jobs (`/videos`): the wire protocol lives in videos.py.
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
