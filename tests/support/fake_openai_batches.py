@@ -19,9 +19,11 @@ HTTP 401 `invalid_api_key`, whose message quotes the key sent, as a careless ups
 
 Per-line outcomes (`outcomes`, by custom_id; default success): `success` (200 and a body of
 the endpoint's kind with usage: prompt_tokens 10 + line number, completion_tokens 5), `error`
-(400 invalid_request_error in the error file), `expired` (`batch_expired` in the error file).
+(400 invalid_request_error in the error file), `error_quoting_key` (the same, its message
+quoting the key, as a careless upstream might), `expired` (`batch_expired` in the error file).
 `fail` answers a route (files, content, batches, retrieve, cancel) with an HTTP status
-instead; `status` forces what every retrieve reports. Everything received is in `received`.
+instead, `stall` only after that many seconds; `status` forces what every retrieve reports.
+Everything received is in `received`.
 
 Not modelled: file expiry, list endpoints, batch limits (50,000 lines, 200 MB), per-model
 queues and the `usage` summary newer batches carry.
@@ -29,6 +31,7 @@ queues and the `usage` summary newer batches carry.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -78,6 +81,7 @@ class FakeOpenAIBatches(LoopbackServer):
     outcomes: dict[str, str] = field(default_factory=dict)
     fail: dict[str, int] = field(default_factory=dict)
     status: str | None = None
+    stall: dict[str, float] = field(default_factory=dict)  # route -> seconds before answering
     received: list[Received] = field(default_factory=list)
     files: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)  # id -> purpose, name, bytes
     batches: dict[str, FakeBatch] = field(default_factory=dict)
@@ -111,7 +115,7 @@ class FakeOpenAIBatches(LoopbackServer):
             elif isinstance(value, str):
                 form[name] = value
         record = self._record(request, b"", form)
-        refused = self._refused(request, "files")
+        refused = await self._refused(request, "files")
         if refused is not None:
             return refused
         upload = form.get("file")
@@ -126,7 +130,7 @@ class FakeOpenAIBatches(LoopbackServer):
 
     async def _content(self, request: web.Request) -> web.Response:
         self._record(request, b"")
-        refused = self._refused(request, "content")
+        refused = await self._refused(request, "content")
         if refused is not None:
             return refused
         found = self.files.get(request.match_info["id"])
@@ -149,7 +153,7 @@ class FakeOpenAIBatches(LoopbackServer):
     async def _create(self, request: web.Request) -> web.Response:
         raw = await request.read()
         self._record(request, raw)
-        refused = self._refused(request, "batches")
+        refused = await self._refused(request, "batches")
         if refused is not None:
             return refused
         body = orjson.loads(raw)
@@ -180,7 +184,7 @@ class FakeOpenAIBatches(LoopbackServer):
 
     async def _retrieve(self, request: web.Request) -> web.Response:
         self._record(request, b"")
-        refused = self._refused(request, "retrieve")
+        refused = await self._refused(request, "retrieve")
         if refused is not None:
             return refused
         batch = self.batches.get(request.match_info["id"])
@@ -192,7 +196,7 @@ class FakeOpenAIBatches(LoopbackServer):
 
     async def _cancel(self, request: web.Request) -> web.Response:
         self._record(request, b"")
-        refused = self._refused(request, "cancel")
+        refused = await self._refused(request, "cancel")
         if refused is not None:
             return refused
         batch = self.batches.get(request.match_info["id"])
@@ -211,7 +215,8 @@ class FakeOpenAIBatches(LoopbackServer):
         self.received.append(record)
         return record
 
-    def _refused(self, request: web.Request, route: str) -> web.Response | None:
+    async def _refused(self, request: web.Request, route: str) -> web.Response | None:
+        await asyncio.sleep(self.stall.get(route, 0.0))
         sent = request.headers.get(self.auth_header, "")
         key = sent.removeprefix("Bearer ") if self.auth_header == "authorization" else sent
         if key != self.api_key:
@@ -297,6 +302,21 @@ class FakeOpenAIBatches(LoopbackServer):
                     "error": None,
                 }
                 output.append(row)
+            elif outcome == "error_quoting_key":
+                message = f"Header Authorization: Bearer {self.api_key} is not allowed in a batch line."
+                body = {
+                    "error": {
+                        "message": message,
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                }
+                row |= {
+                    "response": {"status_code": 400, "request_id": uuid.uuid4().hex, "body": body},
+                    "error": None,
+                }
+                errors.append(row)
             elif outcome == "error":
                 body = {
                     "error": {

@@ -45,6 +45,7 @@ def with_batches(
     protocol: str = "openai",
     base_url: str | None = None,
     api_key: str = SECRET,
+    read_timeout: float = 5,
 ) -> T:
     config = ProviderConfig(
         name="batchy",
@@ -53,7 +54,7 @@ def with_batches(
         api_key=api_key,
         batches="native",
         connect_timeout=2,
-        read_timeout=5,
+        read_timeout=read_timeout,
         total_timeout=10,
     )
 
@@ -306,6 +307,40 @@ def test_a_refused_batch_relays_the_upstreams_reason(tmp_path: Path, fake: FakeO
         with_batches(tmp_path, fake, use)
     assert caught.value.status == 400
     assert "endpoint: must be one of" in caught.value.message
+    assert fake.files == {}, "the refused batch's input file was deleted"
+
+
+def test_an_unanswered_create_keeps_the_input_file(tmp_path: Path, fake: FakeOpenAIBatches) -> None:
+    # The batch may exist upstream, reading that file: it is not deleted from under it.
+    fake.stall = {"batches": 1.5}
+    error = _failure(tmp_path, fake, read_timeout=0.5)
+    assert isinstance(error, RouteFailed) and error.status == 504
+    assert [purpose for purpose, _, _ in fake.files.values()] == ["batch"]
+    assert "DELETE" not in [r.method for r in fake.received]
+
+
+def test_results_before_the_end_say_so(tmp_path: Path, fake: FakeOpenAIBatches) -> None:
+    fake.run_seconds = 30
+
+    async def use(batches: NativeBatches) -> dict[str, NativeResult]:
+        return await collected(batches, await batches.submit(CHAT, LINES, {}))
+
+    with pytest.raises(RouteFailed, match=r"has no results yet \(it is (validating|in_progress)\)"):
+        with_batches(tmp_path, fake, use)
+
+
+def test_error_lines_quoting_the_key_are_scrubbed(tmp_path: Path, fake: FakeOpenAIBatches) -> None:
+    fake.outcomes = {"a": "error_quoting_key"}
+
+    async def use(batches: NativeBatches) -> dict[str, NativeResult]:
+        batch_id = await batches.submit(CHAT, LINES, {})
+        await until_over(batches, batch_id)
+        return await collected(batches, batch_id)
+
+    leaked = with_batches(tmp_path, fake, use)["a"]
+    assert leaked.kind == "errored" and leaked.error is not None
+    assert leaked.error["message"].startswith("Header Authorization: Bearer ")
+    assert SECRET not in orjson.dumps([leaked.error, leaked.body]).decode()
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ import orjson
 
 from unigate.batches.native import NativeLine, NativeResult, NativeState, NativeStatus, ResultKind
 from unigate.edge.multipart import Form, UploadedFile
-from unigate.errors import GatewayError
+from unigate.errors import GatewayError, UpstreamRejected
 from unigate.providers.base import RouteFailed, Timeouts
 from unigate.providers.batch_http import Spooled, count, json_call, jsonl_objects, token_usage
 from unigate.providers.form_body import FormBody
@@ -79,8 +79,11 @@ class OpenAIBatches:
         )
         try:
             batch = await self._call("POST", "/batches", self.queries, body)
-        except (RouteFailed, GatewayError):
-            await self._forget(file_id)  # nothing refers to it: not left to count in the quota
+        except (RouteFailed, UpstreamRejected) as exc:
+            # Refused: nothing refers to the file, which would only count in the upstream's
+            # storage. Unanswered (timeout, broken connection), a batch may exist that reads it.
+            if isinstance(exc, UpstreamRejected) or exc.cause == "answer":
+                await self._forget(file_id)
             raise
         batch_id = text(batch, "id")
         if not batch_id:
@@ -93,6 +96,9 @@ class OpenAIBatches:
 
     async def results(self, upstream_id: str) -> AsyncIterator[NativeResult]:
         batch = await self._call("GET", f"/batches/{path_id(upstream_id)}", self.queries)
+        if batch_state(batch).status == "running":
+            status = text(batch, "status") or "unknown"
+            raise RouteFailed(f"The OpenAI batch {upstream_id} has no results yet (it is {status}).")
         for key in ("output_file_id", "error_file_id"):
             file_id = text(batch, key)
             if not file_id:
