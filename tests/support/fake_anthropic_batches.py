@@ -1,7 +1,8 @@
 """A fake Anthropic Message Batches API on 127.0.0.1, in Anthropic's wire format. The gateway's
 `base_url` for it is `base_url` = http://127.0.0.1:<port>, as for Anthropic.
 
-Auth: `x-api-key: <api_key>` and an `anthropic-version` header; a wrong key is HTTP 401
+Auth: `x-api-key: <api_key>` (or `Authorization: Bearer <api_key>`, as newer SDKs send it) and
+an `anthropic-version` header; a wrong key is HTTP 401
 `authentication_error` (its message quotes the key sent, as a careless upstream might), a
 missing version 400.
 
@@ -126,8 +127,10 @@ class FakeAnthropicBatches(LoopbackServer):
     def _refused(self, request: web.Request, raw: bytes, route: str) -> web.Response | None:
         headers = {k.lower(): v for k, v in request.headers.items()}
         self.received.append(Received(request.method, request.path_qs, headers, raw))
-        if headers.get("x-api-key") != self.api_key:
-            return _error(401, f"invalid x-api-key: {headers.get('x-api-key')}", "authentication_error")
+        # The gateway sends `x-api-key`; newer Anthropic SDKs send the key as a Bearer token.
+        sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+        if sent != self.api_key:
+            return _error(401, f"invalid x-api-key: {sent}", "authentication_error")
         if "anthropic-version" not in headers:
             return _error(400, "anthropic-version: header is required")
         status = self.fail.get(route)
