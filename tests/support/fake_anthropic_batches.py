@@ -18,9 +18,11 @@ missing version 400.
 
 Per-request outcomes (`outcomes`, by custom_id; default success): `success` (a Message with
 usage input_tokens 20 + request number, output_tokens 7), `error` (errored:
-invalid_request_error), `expired`, `canceled`. `fail` answers a route (create, retrieve,
-cancel, results) with an HTTP status instead; `results_host` puts `results_url` on another
-origin (the adapter must not follow it). Everything received is in `received`.
+invalid_request_error), `error_quoting_key` (the same, its message quoting the key, as a
+careless upstream might), `expired`, `canceled`; `text` is what succeeded messages say.
+`fail` answers a route (create, retrieve, cancel, results) with an HTTP status instead;
+`results_host` puts `results_url` on another origin (the adapter must not follow it).
+Everything received is in `received`.
 
 Not modelled: list and delete, archived batches, batch limits (100,000 requests, 256 MB).
 """
@@ -40,6 +42,9 @@ from tests.support.fake_openai_batches import Received
 from tests.support.loopback import LoopbackServer
 from tests.support.net import free_port
 
+# The request_counts name of each scripted outcome.
+_COUNTED = {"success": "succeeded", "error": "errored", "error_quoting_key": "errored"}
+
 
 @dataclass
 class AnthropicBatch:
@@ -57,6 +62,7 @@ class FakeAnthropicBatches(LoopbackServer):
     outcomes: dict[str, str] = field(default_factory=dict)
     fail: dict[str, int] = field(default_factory=dict)
     results_host: str | None = None
+    text: str = "Answer"  # what a succeeded message says (then its request number)
     received: list[Received] = field(default_factory=list)
     batches: dict[str, AnthropicBatch] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
@@ -161,7 +167,7 @@ class FakeAnthropicBatches(LoopbackServer):
         counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
         for r in batch.requests:
             outcome = self._outcome(batch, r) if status == "ended" else "processing"
-            counts[{"success": "succeeded", "error": "errored"}.get(outcome, outcome)] += 1
+            counts[_COUNTED.get(outcome, outcome)] += 1
         origin = self.results_host or self.base_url
         return {
             "id": batch.id,
@@ -192,7 +198,7 @@ class FakeAnthropicBatches(LoopbackServer):
                 "type": "message",
                 "role": "assistant",
                 "model": params["model"],
-                "content": [{"type": "text", "text": f"Answer {number}"}],
+                "content": [{"type": "text", "text": f"{self.text} {number}"}],
                 "stop_reason": "end_turn",
                 "stop_sequence": None,
                 "usage": usage,
@@ -200,6 +206,12 @@ class FakeAnthropicBatches(LoopbackServer):
             result = {"type": "succeeded", "message": message}
         elif outcome == "error":
             error = {"type": "invalid_request_error", "message": "max_tokens: must be at most 8192"}
+            result = {"type": "errored", "error": {"type": "error", "error": error}}
+        elif outcome == "error_quoting_key":
+            error = {
+                "type": "invalid_request_error",
+                "message": f"x-api-key {self.api_key} is not allowed here",
+            }
             result = {"type": "errored", "error": {"type": "error", "error": error}}
         return {"custom_id": request["custom_id"], "result": result}
 

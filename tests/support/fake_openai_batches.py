@@ -21,7 +21,7 @@ Per-line outcomes (`outcomes`, by custom_id; default success): `success` (200 an
 the endpoint's kind with usage: prompt_tokens 10 + line number, completion_tokens 5), `error`
 (400 invalid_request_error in the error file), `error_quoting_key` (the same, its message
 quoting the key, as a careless upstream might), `expired` (`batch_expired` in the error file).
-`fail` answers a route (files, content, batches, retrieve, cancel) with an HTTP status
+`fail` answers a route (files, content, delete, batches, retrieve, cancel) with an HTTP status
 instead, `stall` only after that many seconds; `status` forces what every retrieve reports.
 Everything received is in `received`.
 
@@ -145,6 +145,9 @@ class FakeOpenAIBatches(LoopbackServer):
 
     async def _delete(self, request: web.Request) -> web.Response:
         self._record(request, b"")
+        refused = await self._refused(request, "delete")
+        if refused is not None:
+            return refused
         file_id = request.match_info["id"]
         if self.files.pop(file_id, None) is None:
             return _error(404, f"No such File object: {file_id}", "id")

@@ -136,6 +136,25 @@ def test_results_map_every_kind_of_line(tmp_path: Path, fake: FakeAnthropicBatch
     assert download.path.endswith("/results") and download.headers["x-api-key"] == SECRET
 
 
+def test_errored_lines_are_scrubbed_and_answers_left_as_they_are(
+    tmp_path: Path, fake: FakeAnthropicBatches
+) -> None:
+    fake.outcomes = {"b": "error_quoting_key"}
+    fake.text = "Send it as Authorization: Bearer abcdefghijklmnop"  # credential-like, not a secret
+
+    async def use(batches: NativeBatches) -> dict[str, NativeResult]:
+        batch_id = await batches.submit(MESSAGES, LINES, {})
+        await until_over(batches, batch_id)
+        return await collected(batches, batch_id)
+
+    results = with_batches(tmp_path, fake, use)
+    leaked = results["b"]
+    assert leaked.error is not None and leaked.error["message"].startswith("x-api-key ")
+    assert SECRET not in orjson.dumps([leaked.error, leaked.body]).decode()
+    answer = results["a"].body
+    assert answer is not None and answer["content"][0]["text"] == f"{fake.text} 0"
+
+
 def test_cancel(tmp_path: Path, fake: FakeAnthropicBatches) -> None:
     fake.run_seconds = 30
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import IO, Any
 
 import orjson
@@ -31,6 +31,7 @@ log = logging.getLogger("unigate.providers")
 MAX_LINE = 64 * 1024 * 1024
 SPOOL_IN_MEMORY = 1024 * 1024  # a request body larger than this is spooled to disk
 _CHUNK = 64 * 1024
+Clean = Callable[[dict[str, Any]], bool]  # whether a parsed line needs no scrubbing
 
 
 class Spooled:
@@ -82,49 +83,67 @@ async def json_call(
 
 
 async def jsonl_objects(
-    resp: Response, what: str, redactor: Redactor | None = None
+    resp: Response, what: str, redactor: Redactor | None = None, clean: Clean | None = None
 ) -> AsyncIterator[dict[str, Any]]:
     """The JSON objects of a JSONL body, one per line, parsed as the bytes arrive (the file is
-    never held whole). A line that is not a JSON object is logged and skipped; `redactor`
-    blanks the provider's secrets out of each line first (error lines quote what was sent)."""
-    rest = b""
+    never held whole). A line that is not a JSON object is logged and skipped. `redactor`
+    blanks the provider's secrets out of every line `clean` does not pass (error lines may
+    quote what was sent; a model's answer is left as it is, credential-like text included)."""
+    pending: list[bytes] = []  # the start of a line still arriving, in the pieces it came in
+    size = 0
     number = 0
     try:
         async for data in resp.iter_any():
-            lines = (rest + data).split(b"\n")
-            rest = lines.pop()
-            if len(rest) > MAX_LINE:
-                raise RouteFailed(f"The upstream {what} has a line longer than {MAX_LINE} bytes.")
-            for line in lines:
+            start = 0
+            while (end := data.find(b"\n", start)) >= 0:
+                line = data[start:end]
+                if pending:
+                    line = b"".join([*pending, line])
+                    pending.clear()
+                    size = 0
+                start = end + 1
                 number += 1
-                found = _object(line, redactor, what, number)
+                found = _object(line, what, number, redactor, clean)
                 if found is not None:
                     yield found
+            if start < len(data):
+                pending.append(data[start:])
+                size += len(data) - start
+                if size > MAX_LINE:
+                    raise RouteFailed(f"The upstream {what} has a line longer than {MAX_LINE} bytes.")
     except UpstreamTimeout:
         raise RouteFailed(f"The upstream {what} timed out.", status=504, cause="timeout") from None
     except UpstreamError as exc:
         raise RouteFailed(f"The upstream {what} broke off: {exc}.") from None
     finally:
         resp.release()
-    found = _object(rest, redactor, what, number + 1)
+    found = _object(b"".join(pending), what, number + 1, redactor, clean)
     if found is not None:
         yield found
 
 
-def _object(line: bytes, redactor: Redactor | None, what: str, number: int) -> dict[str, Any] | None:
+def _object(
+    line: bytes, what: str, number: int, redactor: Redactor | None, clean: Clean | None
+) -> dict[str, Any] | None:
     line = line.strip()
     if not line:
         return None
-    if redactor is not None:
-        line = redactor.data(line)
+    parsed = _parsed(line)
+    if redactor is not None and parsed is not None and not (clean is not None and clean(parsed)):
+        scrubbed = redactor.data(line)
+        if scrubbed != line:
+            parsed = _parsed(scrubbed)
+    if parsed is None:
+        log.warning("%s: line %d is not a JSON object; skipped", what, number)
+    return parsed
+
+
+def _parsed(line: bytes) -> dict[str, Any] | None:
     try:
         parsed = orjson.loads(line)
     except orjson.JSONDecodeError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        log.warning("%s: line %d is not a JSON object; skipped", what, number)
         return None
-    return parsed
+    return parsed if isinstance(parsed, dict) else None
 
 
 def token_usage(body: Any) -> dict[str, int]:

@@ -96,8 +96,9 @@ class AnthropicBatches:
         resp = await self.http.get(self._results_path(upstream_id, url), self.timeouts, _BINARY)
         if resp.status >= 400:
             await raise_for_answer(resp, said, vendor=VENDOR)
-        # Errored lines may quote what was sent: every line is scrubbed like an error answer.
-        async for line in jsonl_objects(resp, f"Anthropic batch {upstream_id} results", self.redactor):
+        # Errored lines may quote what was sent: scrubbed like an error answer.
+        what = f"Anthropic batch {upstream_id} results"
+        async for line in jsonl_objects(resp, what, self.redactor, _succeeded):
             result = line_result(line)
             if result is not None:
                 yield result
@@ -120,6 +121,10 @@ class AnthropicBatches:
 
 
 _BINARY = {"Accept": "application/binary"}  # what Anthropic's SDK asks the results file as
+
+
+def _succeeded(line: dict[str, Any]) -> bool:
+    return text(obj(line, "result"), "type") == "succeeded"
 
 
 def _requests(lines: Sequence[NativeLine]) -> Iterator[bytes]:
