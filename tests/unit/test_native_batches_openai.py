@@ -91,14 +91,16 @@ def test_submit_uploads_the_jsonl_and_creates_the_batch(
     tmp_path: Path, fake: FakeOpenAIBatches, protocol: str
 ) -> None:
     fake.auth_header = "api-key" if protocol == "azure" else "authorization"
+    # Azure's base URL may carry an api-version, which goes on every request.
+    query = "?api-version=preview" if protocol == "azure" else ""
 
     async def use(batches: NativeBatches) -> str:
         return await batches.submit(CHAT, LINES, {"unigate_batch": "batch_123"})
 
-    batch_id = with_batches(tmp_path, fake, use, protocol=protocol)
+    batch_id = with_batches(tmp_path, fake, use, protocol=protocol, base_url=fake.base_url + query)
 
     upload, create = fake.received
-    assert (upload.method, upload.path) == ("POST", "/v1/files")
+    assert (upload.method, upload.path) == ("POST", f"/v1/files{query}")
     assert upload.headers["content-type"].startswith("multipart/form-data; boundary=")
     assert upload.form["purpose"] == "batch"
     filename, content = upload.form["file"]
@@ -107,7 +109,7 @@ def test_submit_uploads_the_jsonl_and_creates_the_batch(
         orjson.dumps({"custom_id": line.custom_id, "method": "POST", "url": CHAT, "body": line.body}) + b"\n"
         for line in LINES
     )
-    assert (create.method, create.path) == ("POST", "/v1/batches")
+    assert (create.method, create.path) == ("POST", f"/v1/batches{query}")
     assert orjson.loads(create.body) == {
         "input_file_id": upload.form["id"],
         "endpoint": CHAT,
@@ -270,13 +272,14 @@ def _failure(tmp_path: Path, fake: FakeOpenAIBatches, **settings: Any) -> RouteF
     return error
 
 
+@pytest.mark.parametrize(("protocol", "vendor"), [("openai", "OpenAI"), ("azure", "Azure OpenAI")])
 def test_a_refused_key_names_the_credentials_never_the_key(
-    tmp_path: Path, fake: FakeOpenAIBatches, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, fake: FakeOpenAIBatches, caplog: pytest.LogCaptureFixture, protocol: str, vendor: str
 ) -> None:
     with caplog.at_level(logging.DEBUG):
-        error = _failure(tmp_path, fake, api_key="sk-wrong-key-9876543210")
+        error = _failure(tmp_path, fake, api_key="sk-wrong-key-9876543210", protocol=protocol)
     assert isinstance(error, RouteFailed)
-    assert "refused the gateway's credentials (HTTP 401 at /v1/files)" in error.message
+    assert f"The {vendor} upstream refused the gateway's credentials (HTTP 401 at /v1/files)" in error.message
     assert "sk-wrong-key" not in str(error) and "sk-wrong-key" not in caplog.text
 
 

@@ -99,7 +99,7 @@ class AnthropicBatches:
         # Errored lines may quote what was sent: scrubbed like an error answer.
         what = f"Anthropic batch {upstream_id} results"
         async for line in jsonl_objects(resp, what, self.redactor, _succeeded):
-            result = line_result(line)
+            result = line_result(line, what)
             if result is not None:
                 yield result
 
@@ -151,11 +151,11 @@ def batch_state(batch: dict[str, Any]) -> NativeState:
     )
 
 
-def line_result(line: dict[str, Any]) -> NativeResult | None:
+def line_result(line: dict[str, Any], what: str = "batch results") -> NativeResult | None:
     """One results line; None for a line without a `custom_id` (unmatchable)."""
     custom_id = text(line, "custom_id")
     if not custom_id:
-        log.warning("Anthropic batch result line without custom_id; skipped")
+        log.warning("%s: a line without custom_id; skipped", what)
         return None
     result = obj(line, "result")
     kind = text(result, "type")

@@ -44,7 +44,6 @@ from unigate.providers.task_http import obj, objects, path_id, query_timeouts, t
 
 log = logging.getLogger("unigate.providers")
 
-VENDOR = "OpenAI"
 DISCOUNT = 0.5  # OpenAI's and Azure's published batch price: half the synchronous one
 _STATUSES: dict[str, NativeStatus] = {
     "completed": "ended",
@@ -61,8 +60,9 @@ class OpenAIBatches:
 
     discount = DISCOUNT
 
-    def __init__(self, http: UpstreamHTTP, timeouts: Timeouts, redactor: Redactor) -> None:
+    def __init__(self, http: UpstreamHTTP, timeouts: Timeouts, redactor: Redactor, vendor: str) -> None:
         self.http = http
+        self.vendor = vendor  # "OpenAI" or "Azure OpenAI", for error messages and logs
         self.timeouts = timeouts  # the provider's: uploads and downloads of whole files
         self.queries = query_timeouts(timeouts)  # small JSON answers
         self.redactor = redactor
@@ -87,7 +87,7 @@ class OpenAIBatches:
             raise
         batch_id = text(batch, "id")
         if not batch_id:
-            raise RouteFailed("The OpenAI upstream's batch has no id.")
+            raise RouteFailed(f"The {self.vendor} upstream's batch has no id.")
         return batch_id
 
     async def poll(self, upstream_id: str) -> NativeState:
@@ -98,19 +98,19 @@ class OpenAIBatches:
         batch = await self._call("GET", f"/batches/{path_id(upstream_id)}", self.queries)
         if batch_state(batch).status == "running":
             status = text(batch, "status") or "unknown"
-            raise RouteFailed(f"The OpenAI batch {upstream_id} has no results yet (it is {status}).")
+            raise RouteFailed(f"The {self.vendor} batch {upstream_id} has no results yet (it is {status}).")
         for key in ("output_file_id", "error_file_id"):
             file_id = text(batch, key)
             if not file_id:
                 continue
             resp = await self.http.get(f"/files/{path_id(file_id)}/content", self.timeouts)
             if resp.status >= 400:
-                await raise_for_answer(resp, openai_errors.said, vendor=VENDOR)
+                await raise_for_answer(resp, openai_errors.said, vendor=self.vendor)
             # Error lines may quote what was sent: scrubbed like any error answer.
             redactor = self.redactor if key == "error_file_id" else None
-            what = f"OpenAI batch {upstream_id} {key.removesuffix('_id').replace('_', ' ')}"
+            what = f"{self.vendor} batch {upstream_id} {key.removesuffix('_id').replace('_', ' ')}"
             async for line in jsonl_objects(resp, what, redactor):
-                result = line_result(line)
+                result = line_result(line, what)
                 if result is not None:
                     yield result
 
@@ -128,7 +128,7 @@ class OpenAIBatches:
             spool.close()
         file_id = text(answer, "id")
         if not file_id:
-            raise RouteFailed("The OpenAI upstream's uploaded file has no id.")
+            raise RouteFailed(f"The {self.vendor} upstream's uploaded file has no id.")
         return file_id
 
     async def _forget(self, file_id: str) -> None:
@@ -136,12 +136,14 @@ class OpenAIBatches:
             resp = await self.http.delete(f"/files/{path_id(file_id)}", self.queries)
             resp.release()
         except (RouteFailed, GatewayError) as exc:
-            log.warning("OpenAI: deleting the unused batch input file %s failed: %s", file_id, exc.message)
+            log.warning(
+                "%s: deleting the unused batch input file %s failed: %s", self.vendor, file_id, exc.message
+            )
 
     def _call(
         self, method: str, path: str, timeouts: Timeouts, data: bytes | FormBody = b""
     ) -> Coroutine[Any, Any, dict[str, Any]]:
-        return json_call(self.http, method, path, timeouts, openai_errors.said, VENDOR, data)
+        return json_call(self.http, method, path, timeouts, openai_errors.said, self.vendor, data)
 
 
 def _jsonl(endpoint: str, lines: Sequence[NativeLine]) -> Iterator[bytes]:
@@ -167,11 +169,11 @@ def batch_state(batch: dict[str, Any]) -> NativeState:
     )
 
 
-def line_result(line: dict[str, Any]) -> NativeResult | None:
+def line_result(line: dict[str, Any], what: str = "batch result file") -> NativeResult | None:
     """One output or error file line; None for a line without a `custom_id` (unmatchable)."""
     custom_id = text(line, "custom_id")
     if not custom_id:
-        log.warning("OpenAI batch result line without custom_id; skipped")
+        log.warning("%s: a line without custom_id; skipped", what)
         return None
     response = line.get("response")
     status = response.get("status_code") if isinstance(response, dict) else None

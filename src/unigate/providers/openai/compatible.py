@@ -72,6 +72,7 @@ _MEDIA_PATHS = {
 
 class OpenAIProvider(Provider):
     protocol = PROVIDER_TYPE
+    vendor = "OpenAI"  # how errors of its batch calls name the upstream
     capabilities = frozenset(_PATHS) | frozenset(_MEDIA_PATHS) | frozenset(VIDEO_ACTIONS)
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
@@ -85,7 +86,7 @@ class OpenAIProvider(Provider):
             self.native_formats = frozenset({RESPONSES_FORMAT})
         self.batches: OpenAIBatches | None = None
         if config.batches == "native":  # whole batches go to the upstream's /files + /batches
-            self.batches = OpenAIBatches(self.http, self.timeouts(), self.redactor)
+            self.batches = OpenAIBatches(self.http, self.timeouts(), self.redactor, self.vendor)
 
     def credentials(self, api_key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {api_key}"}
