@@ -46,6 +46,7 @@ def with_batches(
     base_url: str | None = None,
     api_key: str = SECRET,
     read_timeout: float = 5,
+    total_timeout: float = 10,
 ) -> T:
     config = ProviderConfig(
         name="batchy",
@@ -55,7 +56,7 @@ def with_batches(
         batches="native",
         connect_timeout=2,
         read_timeout=read_timeout,
-        total_timeout=10,
+        total_timeout=total_timeout,
     )
 
     async def main() -> T:
@@ -147,6 +148,18 @@ def test_a_large_batch_is_uploaded_whole_from_its_spool(tmp_path: Path, fake: Fa
         "url": "/v1/embeddings",
         "body": lines[2999].body,
     }
+
+
+def test_a_file_transfer_may_outlast_the_providers_total_timeout(
+    tmp_path: Path, fake: FakeOpenAIBatches
+) -> None:
+    # total_timeout is chosen for single calls; moving a whole batch is bounded by silence.
+    fake.stall = {"files": 1.0}
+
+    async def use(batches: NativeBatches) -> str:
+        return await batches.submit(CHAT, LINES, {})
+
+    assert with_batches(tmp_path, fake, use, total_timeout=0.5) in fake.batches
 
 
 # -- poll --

@@ -32,6 +32,14 @@ MAX_LINE = 64 * 1024 * 1024
 SPOOL_IN_MEMORY = 1024 * 1024  # a request body larger than this is spooled to disk
 _CHUNK = 64 * 1024
 Clean = Callable[[dict[str, Any]], bool]  # whether a parsed line needs no scrubbing
+# A whole batch going up or its results coming down may take longer than any single call the
+# provider's `total_timeout` was chosen for; a stalled transfer still ends at `read_timeout`.
+TRANSFER_SECONDS = 3600.0
+
+
+def transfer_timeouts(timeouts: Timeouts) -> Timeouts:
+    """The provider's timeouts for moving a whole batch file: at least `TRANSFER_SECONDS` in all."""
+    return Timeouts(timeouts.connect, timeouts.read, max(timeouts.total, TRANSFER_SECONDS))
 
 
 class Spooled:

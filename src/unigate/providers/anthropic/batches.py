@@ -28,7 +28,14 @@ import orjson
 
 from unigate.batches.native import NativeLine, NativeResult, NativeState, NativeStatus
 from unigate.providers.base import RouteFailed, Timeouts
-from unigate.providers.batch_http import Spooled, count, json_call, jsonl_objects, token_usage
+from unigate.providers.batch_http import (
+    Spooled,
+    count,
+    json_call,
+    jsonl_objects,
+    token_usage,
+    transfer_timeouts,
+)
 from unigate.providers.http import UpstreamHTTP, raise_for_answer
 from unigate.providers.redact import Redactor
 from unigate.providers.task_http import obj, path_id, query_timeouts, text
@@ -66,7 +73,7 @@ class AnthropicBatches:
 
     def __init__(self, http: UpstreamHTTP, timeouts: Timeouts, redactor: Redactor) -> None:
         self.http = http
-        self.timeouts = timeouts  # the provider's: the create's whole batch, the results file
+        self.timeouts = transfer_timeouts(timeouts)  # whole files: the batch up, its results down
         self.queries = query_timeouts(timeouts)  # small JSON answers
         self.redactor = redactor
 

@@ -35,7 +35,14 @@ from unigate.batches.native import NativeLine, NativeResult, NativeState, Native
 from unigate.edge.multipart import Form, UploadedFile
 from unigate.errors import GatewayError, UpstreamRejected
 from unigate.providers.base import RouteFailed, Timeouts
-from unigate.providers.batch_http import Spooled, count, json_call, jsonl_objects, token_usage
+from unigate.providers.batch_http import (
+    Spooled,
+    count,
+    json_call,
+    jsonl_objects,
+    token_usage,
+    transfer_timeouts,
+)
 from unigate.providers.form_body import FormBody
 from unigate.providers.http import UpstreamHTTP, raise_for_answer
 from unigate.providers.openai import errors as openai_errors
@@ -63,7 +70,7 @@ class OpenAIBatches:
     def __init__(self, http: UpstreamHTTP, timeouts: Timeouts, redactor: Redactor, vendor: str) -> None:
         self.http = http
         self.vendor = vendor  # "OpenAI" or "Azure OpenAI", for error messages and logs
-        self.timeouts = timeouts  # the provider's: uploads and downloads of whole files
+        self.timeouts = transfer_timeouts(timeouts)  # whole files: the batch up, its results down
         self.queries = query_timeouts(timeouts)  # small JSON answers
         self.redactor = redactor
 
