@@ -175,6 +175,16 @@ def test_cancel(tmp_path: Path, fake: FakeAnthropicBatches) -> None:
     assert {r.kind for r in results.values()} == {"canceled"}
 
 
+def test_cancelling_a_batch_that_has_ended_is_no_error(tmp_path: Path, fake: FakeAnthropicBatches) -> None:
+    async def use(batches: NativeBatches) -> NativeState:
+        batch_id = await batches.submit(MESSAGES, LINES, {})
+        await until_over(batches, batch_id)
+        await batches.cancel(batch_id)  # refused upstream: the batch is already over
+        return await batches.poll(batch_id)
+
+    assert with_batches(tmp_path, fake, use).status == "ended"
+
+
 def test_results_url_on_another_host_is_not_followed(tmp_path: Path, fake: FakeAnthropicBatches) -> None:
     # Nothing listens there: following it would fail (and would send the key to that host).
     fake.results_host = "http://127.0.0.1:9"

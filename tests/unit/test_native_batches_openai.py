@@ -271,6 +271,17 @@ def test_cancel(tmp_path: Path, fake: FakeOpenAIBatches) -> None:
     assert results["a"].error is not None and results["a"].error["code"] == "batch_cancelled"
 
 
+def test_cancelling_a_batch_that_has_ended_is_no_error(tmp_path: Path, fake: FakeOpenAIBatches) -> None:
+    async def use(batches: NativeBatches) -> NativeState:
+        batch_id = await batches.submit(CHAT, LINES, {})
+        await until_over(batches, batch_id)
+        await batches.cancel(batch_id)  # refused upstream: the batch is already over
+        return await batches.poll(batch_id)
+
+    assert with_batches(tmp_path, fake, use).status == "ended"
+    assert [r.method for r in fake.received if r.path.endswith("/cancel")] == ["POST"]
+
+
 # -- failures --
 
 

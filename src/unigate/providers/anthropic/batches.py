@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from unigate.batches.native import NativeLine, NativeResult, NativeState, NativeStatus
+from unigate.errors import UpstreamRejected
 from unigate.providers.base import RouteFailed, Timeouts
 from unigate.providers.batch_http import (
     Spooled,
@@ -111,7 +112,12 @@ class AnthropicBatches:
                 yield result
 
     async def cancel(self, upstream_id: str) -> None:
-        await self._call("POST", f"{BATCHES}/{path_id(upstream_id)}/cancel", self.queries)
+        try:
+            await self._call("POST", f"{BATCHES}/{path_id(upstream_id)}/cancel", self.queries)
+        except UpstreamRejected:
+            # Refused because the batch ended meanwhile: it is over, as a cancel would have it.
+            if (await self.poll(upstream_id)).status == "running":
+                raise
 
     def _results_path(self, upstream_id: str, url: str) -> str:
         """`results_url` under the provider's base URL; any other host gets the documented

@@ -122,7 +122,12 @@ class OpenAIBatches:
                     yield result
 
     async def cancel(self, upstream_id: str) -> None:
-        await self._call("POST", f"/batches/{path_id(upstream_id)}/cancel", self.queries)
+        try:
+            await self._call("POST", f"/batches/{path_id(upstream_id)}/cancel", self.queries)
+        except UpstreamRejected:
+            # Refused because the batch ended meanwhile: it is over, as a cancel would have it.
+            if (await self.poll(upstream_id)).status == "running":
+                raise
 
     async def _upload(self, endpoint: str, lines: Sequence[NativeLine]) -> str:
         """The input file, spooled in a worker thread and streamed from there (batch_http.py)."""
