@@ -18,7 +18,7 @@ import pytest
 from tests.support.fake_anthropic_batches import FakeAnthropicBatches
 from unigate.batches.native import NativeBatches, NativeLine, NativeResult, NativeState
 from unigate.config import ProviderConfig
-from unigate.providers.base import ProviderContext, RouteFailed
+from unigate.providers.base import ProviderContext, RouteFailed, Unsupported
 from unigate.providers.registry import build_provider
 
 SECRET = "sk-ant-upstream-batch-secret-0123456789"
@@ -106,7 +106,7 @@ def test_submit_refuses_another_endpoint(tmp_path: Path, fake: FakeAnthropicBatc
     async def use(batches: NativeBatches) -> str:
         return await batches.submit("/v1/chat/completions", LINES, {})
 
-    with pytest.raises(RouteFailed, match=r"/v1/messages requests only, not /v1/chat/completions"):
+    with pytest.raises(Unsupported, match=r"/v1/messages requests only, not /v1/chat/completions"):
         with_batches(tmp_path, fake, use)
     assert fake.received == []
 

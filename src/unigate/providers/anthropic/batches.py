@@ -28,7 +28,7 @@ import orjson
 
 from unigate.batches.native import NativeLine, NativeResult, NativeState, NativeStatus
 from unigate.errors import UpstreamRejected
-from unigate.providers.base import RouteFailed, Timeouts
+from unigate.providers.base import RouteFailed, Timeouts, Unsupported
 from unigate.providers.batch_http import (
     Spooled,
     count,
@@ -81,7 +81,11 @@ class AnthropicBatches:
     async def submit(self, endpoint: str, lines: Sequence[NativeLine], metadata: dict[str, str]) -> str:
         """`endpoint` is `/v1/messages`, the only one; Anthropic's batches take no metadata."""
         if endpoint != "/v1/messages":
-            raise RouteFailed(f"Anthropic batches run /v1/messages requests only, not {endpoint}.")
+            # Not this upstream's: the engine runs such lines itself.
+            raise Unsupported(
+                f"Anthropic batches run /v1/messages requests only, not {endpoint}.",
+                code="unsupported_operation",
+            )
         body = await asyncio.to_thread(Spooled, _requests(lines))
         try:
             batch = await self._call("POST", BATCHES, self.timeouts, body)
