@@ -18,13 +18,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
+from unigate.batches.native import NativeBatches, NativeLine, NativeResult
 from unigate.batches.store import BatchRow, BatchStore, LineResult, PendingLine
+from unigate.errors import GatewayError
 from unigate.gateway import Gateway
 from unigate.providers.base import Provider
 from unigate.routing.catalog import ModelEntry
@@ -38,36 +40,11 @@ _KINDS = {"succeeded", "errored", "canceled", "expired"}
 _CHUNK = 200
 
 
-class NativeAPI(Protocol):
-    """What the relay uses of `unigate.batches.native.NativeBatches`."""
-
-    discount: float
-
-    async def submit(self, endpoint: str, lines: Sequence[Any], metadata: dict[str, str]) -> str: ...
-    async def poll(self, upstream_id: str) -> Any: ...
-    def results(self, upstream_id: str) -> AsyncIterator[Any]: ...
-    async def cancel(self, upstream_id: str) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """A line as `NativeBatches.submit` reads it (`unigate.batches.native.NativeLine`'s fields)."""
-
-    custom_id: str
-    body: dict[str, Any]
-
-
 @dataclass(frozen=True, slots=True)
 class Plan:
     provider: Provider
-    native: NativeAPI
+    native: NativeBatches
     entries: dict[str, ModelEntry]  # by the model id the lines name
-
-
-def native_of(provider: Provider) -> NativeAPI | None:
-    method = getattr(provider, "native_batches", None)
-    found: NativeAPI | None = method() if callable(method) else None
-    return found
 
 
 def plan(gw: Gateway, row: BatchRow, lines: Sequence[PendingLine], budgeted: bool) -> Plan | None:
@@ -89,7 +66,7 @@ def plan(gw: Gateway, row: BatchRow, lines: Sequence[PendingLine], budgeted: boo
     assert chosen is not None
     if _FORMATS.get(chosen.protocol) != row.api:
         return None
-    native = native_of(chosen)
+    native = chosen.native_batches()
     return None if native is None else Plan(chosen, native, entries)
 
 
@@ -107,7 +84,7 @@ class Relay:
         for line in pending:
             model = str(line.body.get("model", ""))
             upstream = chosen.entries[model].routes[0].upstream_model or model
-            lines.append(Line(line.custom_id, {**line.body, "model": upstream}))
+            lines.append(NativeLine(line.custom_id, {**line.body, "model": upstream}))
         metadata = {"unigate_batch": row.id}
         upstream_id = await chosen.native.submit(row.endpoint, lines, metadata)
         kept = f"{chosen.provider.name}/{upstream_id}"
@@ -125,8 +102,8 @@ class Relay:
         results. False: the lease was lost."""
         name, _, upstream_id = upstream.partition("/")
         provider = self.gw.providers.get(name)
-        native = native_of(provider) if provider is not None else None
-        if native is None:
+        native = provider.native_batches() if provider is not None else None
+        if provider is None or native is None:
             log.error("batch %s: provider %s no longer relays batches; its lines are errored", row.id, name)
             return await self.store.close_pending(row.id, owner, "errored")
         cancelled = False
@@ -135,9 +112,13 @@ class Relay:
             if not cancelled and cancelling():
                 await native.cancel(upstream_id)
                 cancelled = True
-            state = await native.poll(upstream_id)
-            if state.status != "running":
-                break
+            try:
+                state = await native.poll(upstream_id)
+            except GatewayError as err:  # the vendor away for a while: polled again later
+                log.warning("batch %s: polling %s failed: %s (%s)", row.id, upstream, err.message, err.status)
+            else:
+                if state.status != "running":
+                    break
             if stop.is_set():  # a cancel (passed on above): wait for the upstream to end it
                 await asyncio.sleep(delay)
             else:
@@ -149,7 +130,7 @@ class Relay:
         return await self._results(row, owner, native, upstream_id, provider)
 
     async def _results(
-        self, row: BatchRow, owner: str, native: NativeAPI, upstream_id: str, provider: Any
+        self, row: BatchRow, owner: str, native: NativeBatches, upstream_id: str, provider: Provider
     ) -> bool:
         index = {line.custom_id: line for line in await self.store.pending(row.id, -1, row.total + 1)}
         out: list[LineResult] = []
@@ -173,7 +154,9 @@ class Relay:
             return await self.store.close_pending(row.id, owner, "errored")
         return True
 
-    def _account(self, row: BatchRow, body: dict[str, Any], res: Any, provider: Any, discount: float) -> None:
+    def _account(
+        self, row: BatchRow, body: dict[str, Any], res: NativeResult, provider: Provider, discount: float
+    ) -> None:
         model = str(body.get("model", ""))
         entry = self.gw.catalog.resolve(model)
         usage = res.usage or {}

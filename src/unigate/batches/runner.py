@@ -28,6 +28,7 @@ from unigate.batches.lines import LineCaller
 from unigate.batches.pacing import Pacer
 from unigate.batches.relay import Relay, plan
 from unigate.batches.store import BatchRow, BatchStore, LineResult, PendingLine
+from unigate.errors import GatewayError
 from unigate.gateway import Gateway
 
 log = logging.getLogger("unigate.batches")
@@ -175,7 +176,15 @@ class BatchRunner:
             chosen = plan(self.gw, row, pending, principal.budget is not None)
             if chosen is None:
                 return False
-            upstream = await self.relay.submit(row, self.owner, chosen, pending) or ""
+            try:
+                upstream = await self.relay.submit(row, self.owner, chosen, pending) or ""
+            except GatewayError as err:
+                # The vendor refused or was unreachable: the gateway runs the lines itself.
+                log.warning(
+                    "batch %s: relaying to %s failed (%s: %s); the gateway runs its lines",
+                    row.id, chosen.provider.name, err.status, err.message,
+                )  # fmt: skip
+                return False
             if not upstream:
                 run.lost = True
                 return True
