@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 
+from tests.support.fake_anthropic_batches import FakeAnthropicBatches
 from tests.support.flaky_openai import FlakyOpenAI
 from tests.support.memory_files import MemoryFiles
 from tests.support.served import ServedGateway
@@ -166,3 +168,34 @@ def test_a_key_with_a_budget_keeps_its_batch_on_the_gateway(relayed: Any) -> Non
     client, batch_id, _ = _submit(gw, files, 3, budget=10.0)
     until(lambda: client.batches.retrieve(batch_id).status == "completed", "completed", 20)
     assert native.submitted == [] and len(fake.received) == 3
+
+
+def test_an_anthropic_batch_relayed_to_the_vendors_message_batches(gateway_factory: Any) -> None:
+    # The native adapter against the fake Anthropic batch API: the engine end to end.
+    with FakeAnthropicBatches(outcomes={"b": "error"}) as vendor:
+        config = {
+            "providers": [{"name": "claude", "protocol": "anthropic", "base_url": vendor.base_url,
+                           "api_key": vendor.api_key, "batches": "native"}],
+            "models": [{"name": "claude-x", "routes": [{"provider": "claude", "model": "claude-up"}],
+                        "input_per_million": 1.0, "output_per_million": 1.0}],
+            "tasks": {"poll_interval": 0.05},
+        }  # fmt: skip
+        gw = gateway_factory(config)
+        client = anthropic.Anthropic(base_url=gw.base_url, api_key=gw.create_key(), max_retries=0)
+        params: Any = {"model": "claude-x", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+        batch = client.messages.batches.create(requests=[{"custom_id": c, "params": params} for c in "abc"])
+        ended = until(
+            lambda: (b := client.messages.batches.retrieve(batch.id)).processing_status == "ended" and b,
+            "ended",
+            20,
+        )
+        assert (ended.request_counts.succeeded, ended.request_counts.errored) == (2, 1)
+        results = {r.custom_id: r.result for r in client.messages.batches.results(batch.id)}
+        assert results["a"].type == "succeeded" and results["b"].type == "errored"
+        assert results["a"].message.content[0].type == "text"  # type: ignore[union-attr]
+        assert len(vendor.batches) == 1  # one upstream batch, not three calls
+        usage = until(
+            lambda: [r for r in gw.admin("GET", "/admin/usage?group_by=batch").json()["data"] if r["batch"]],
+            "usage written",
+        )
+        assert usage[0]["requests"] == 3 and usage[0]["cost"] > 0
