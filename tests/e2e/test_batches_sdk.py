@@ -235,3 +235,13 @@ def test_lines_refused_by_the_keys_own_limit_wait_their_turn(
     )
     # The gateway's own limit is no upstream failure: no attempt is spent on it, however many.
     assert ended.request_counts.succeeded == 3 and ended.request_counts.errored == 0
+
+
+def test_an_input_file_of_another_purpose_is_refused(served: tuple[ServedGateway, MemoryFiles]) -> None:
+    gw, files = served
+    key, key_id = _key(gw)
+    client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
+    vision = files.put(key_id, _jsonl([_chat_line(0)]), purpose="vision")
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.batches.create(input_file_id=vision, endpoint="/v1/chat/completions", completion_window="24h")
+    assert refused.value.param == "input_file_id"  # type: ignore[attr-defined]

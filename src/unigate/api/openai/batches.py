@@ -25,7 +25,13 @@ class BatchesAPI:
         _, payload = await request.json_object(self.limit)
         checked = BATCH.check(payload)
         files = self.batches.openai.need_files()
-        await files.get(principal.key_id, checked.input_file_id)  # 404 now for a file not the key's
+        found = await files.get(principal.key_id, checked.input_file_id)  # 404 now for another key's
+        if found.purpose != "batch":
+            raise InvalidRequest(
+                f"The file {checked.input_file_id} has purpose '{found.purpose}'; a batch's input file is "
+                "uploaded with purpose 'batch'.",
+                param="input_file_id",
+            )
         batch_id = await self.batches.create(
             "batch_", principal.key_id, API, checked.endpoint, expires_at=expires(),
             input_file_id=checked.input_file_id, metadata=checked.metadata,
