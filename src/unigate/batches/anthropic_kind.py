@@ -13,9 +13,8 @@ import orjson
 
 from unigate.auth.principal import Principal
 from unigate.batches.store import BatchRow, BatchStore, NewLine
-from unigate.errors import GatewayError, InvalidRequest, PermissionDenied
+from unigate.errors import InvalidRequest, PermissionDenied
 from unigate.routing.catalog import Catalog
-from unigate.shapes.anthropic import MESSAGES
 from unigate.shapes.batches import MESSAGE_BATCH
 
 ENDPOINT = "/v1/messages"
@@ -40,20 +39,15 @@ def check_requests(
     seen: set[str] = set()
     for i, item in enumerate(requests):
         where = f"requests[{i}]"
-        custom_id, params = item.custom_id, item.params
+        custom_id, checked = item.custom_id, item.params
         if custom_id in seen:
             raise InvalidRequest(
                 f"{where}.custom_id: '{custom_id}' is used twice.", param=f"{where}.custom_id"
             )
         seen.add(custom_id)
-        try:
-            checked = MESSAGES.check(params)
-        except GatewayError as err:
-            inner = f"{where}.params" + (f".{err.param}" if err.param else "")
-            raise InvalidRequest(f"{where}.params: {err.message}", param=inner) from None
         if checked.stream:
             raise InvalidRequest(
-                f"{where}.params.stream: batch requests cannot stream.", param=f"{where}.params"
+                f"{where}.params.stream: batch requests cannot stream.", param=f"{where}.params.stream"
             )
         if catalog.resolve(checked.model) is None:
             raise InvalidRequest(
@@ -64,6 +58,7 @@ def check_requests(
             raise PermissionDenied(
                 f"This API key may not use the model '{checked.model}'.", code="model_not_allowed"
             )
+        params = payload["requests"][i]["params"]  # the client's own object, as a direct call sends it
         lines.append(NewLine(custom_id, params))
     return lines
 

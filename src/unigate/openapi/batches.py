@@ -13,6 +13,7 @@ from unigate.openapi.schema import (
     enum,
     integer,
     json_response,
+    link,
     obj,
     query,
     ref,
@@ -22,6 +23,7 @@ from unigate.openapi.schema import (
 from unigate.shapes.batches import BATCH, MESSAGE_BATCH
 
 TAG = "text"
+_ID = "$response.body#/id"
 
 
 def _nullable(kind: str) -> Schema:
@@ -113,7 +115,9 @@ def operations() -> list[Operation]:
         Operation("POST", "/v1/batches", "createBatch", "Batch (OpenAI Batch API)", TAG, {"200": batch},
                   declared_json(BATCH, openai_example),
                   description="Runs every line of the input file as the same direct call (limits, budget, "
-                  "fallback, usage), paced to a share of the key's limits."),
+                  "fallback, usage), paced to a share of the key's limits.",
+                  links={"retrieve": link("retrieveBatch", "The batch as it runs.", batch_id=_ID),
+                         "cancel": link("cancelBatch", "Cancel it.", batch_id=_ID)}),
         Operation("GET", "/v1/batches", "listBatches", "The key's batches, newest first", TAG,
                   {"200": json_response("A page of batches.", ref("BatchList"))},
                   parameters=(query("after", string(), "A batch id: the page after it."),
@@ -122,7 +126,11 @@ def operations() -> list[Operation]:
         Operation("POST", "/v1/batches/{batch_id}/cancel", "cancelBatch", "Cancel a batch", TAG,
                   {"200": json_response("The batch, `cancelling` (then `cancelled`).", ref("Batch"))}),
         Operation("POST", "/v1/messages/batches", "createMessageBatch", "Message batch (Anthropic)", TAG,
-                  {"200": message_batch}, declared_json(MESSAGE_BATCH, anthropic_example)),
+                  {"200": message_batch}, declared_json(MESSAGE_BATCH, anthropic_example),
+                  links={"retrieve": link("retrieveMessageBatch", "The batch as it runs.", batch_id=_ID),
+                         "results": link("messageBatchResults", "Its results, once ended.", batch_id=_ID),
+                         "cancel": link("cancelMessageBatch", "Cancel it.", batch_id=_ID),
+                         "delete": link("deleteMessageBatch", "Delete it, once ended.", batch_id=_ID)}),
         Operation("GET", "/v1/messages/batches", "listMessageBatches", "The key's message batches", TAG,
                   {"200": json_response("A page of message batches.", ref("MessageBatchList"))},
                   parameters=(query("after_id", string(), "Older than this batch."),

@@ -1,16 +1,17 @@
 """The batch APIs' create bodies: OpenAI's `POST /v1/batches` and Anthropic's `POST
 /v1/messages/batches` (`api/openai/batches.py`, `api/anthropic/batches.py`).
 
-Anthropic's requests are declared down to each `custom_id`; each `params` is a Messages
-request, checked against the Messages declaration by `batches/anthropic_kind.py`, where the
-refusal can name the request it belongs to."""
+Anthropic's requests are declared down to each `params`, a Messages request checked by the
+Messages declaration (a refusal names it: `requests[2].params.max_tokens`); the lines keep the
+client's own `params` objects, relayed as a direct call's body would be."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from msgspec import Meta
 
+from unigate.shapes.anthropic import AnthropicMessageRequest
 from unigate.shapes.declare import Body, Shape
 
 BatchEndpoint = Literal[
@@ -36,7 +37,7 @@ class MessageBatchRequest(Body):
         str, Meta(pattern="^[a-zA-Z0-9_-]{1,64}$", description="Names the request's result.")
     ]
     params: Annotated[
-        dict[str, Any], Meta(description="A Messages request (POST /v1/messages), not streamed.")
+        AnthropicMessageRequest, Meta(description="A Messages request (POST /v1/messages), not streamed.")
     ]
 
 
