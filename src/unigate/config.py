@@ -164,7 +164,7 @@ class LimitsConfig(_Strict):
     # real count when it ends): what concurrent calls may overspend a budget by is what each
     # produces beyond this.
     budget_output_estimate: int = Field(default=1024, ge=0)
-    # Bytes of stored state (stored responses and their stream events) one API key may hold;
+    # Bytes of stored state (stored responses and their stream events, files) one API key may hold;
     # a call that would store more is refused with 429 `storage_quota_exceeded` (0: no quota).
     stored_bytes_per_key: int = Field(default=1024 * MiB, ge=0)
     redis_down: RedisDownConfig = Field(default_factory=RedisDownConfig)
