@@ -117,7 +117,7 @@ def test_the_migration_makes_the_declared_table(database_url: str) -> None:
             def describe(sync: sa.Connection) -> tuple[list[str], set[str]]:
                 inspector = sa.inspect(sync)
                 columns = [c["name"] for c in inspector.get_columns("files")]
-                return columns, {i["name"] for i in inspector.get_indexes("files")}
+                return columns, {str(i["name"]) for i in inspector.get_indexes("files")}
 
             columns, indexes = await conn.run_sync(describe)
         assert columns == [c.name for c in files.columns]
