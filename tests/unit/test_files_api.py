@@ -297,3 +297,9 @@ def _form(parts: list[tuple[str, str | tuple[str, bytes]]]) -> tuple[bytes, str]
             )
     out += f"--{boundary}--\r\n".encode()
     return out, f"multipart/form-data; boundary={boundary}"
+
+
+def test_the_gemini_download_path_under_v1_files_stays_geminis(gw: InProcessGateway, key: str) -> None:
+    res = gw.request("GET", "/v1/files/abc:download?alt=media", key)
+    assert res.status_code == 404
+    assert res.json()["error"]["status"] == "NOT_FOUND"  # the Gemini API's shape, not a file_not_found

@@ -23,6 +23,7 @@ from unigate.shapes.files import UPLOAD, FileUpload, form_fields
 log = logging.getLogger("unigate.files")
 
 MAX_LIST = 10_000
+FILE_ID = "[^/:]+"
 _OCTETS = b"application/octet-stream"
 _JSONL = b"application/jsonl"
 
@@ -143,10 +144,11 @@ def _missing_file() -> InvalidRequest:
 
 def endpoints(gw: Gateway) -> list[Endpoint]:
     api = FilesAPI(gw)
+    # A file id never holds `:`, so `/v1/files/{name}:download` stays the Gemini API's (api/gemini/veo.py).
     return [
         Endpoint("POST", "/v1/files", api.create),
         Endpoint("GET", "/v1/files", api.list),
-        Endpoint("GET", "/v1/files/{file_id}", api.retrieve),
-        Endpoint("DELETE", "/v1/files/{file_id}", api.delete),
-        Endpoint("GET", "/v1/files/{file_id}/content", api.content),
+        Endpoint("GET", "/v1/files/{file_id}", api.retrieve, param=FILE_ID),
+        Endpoint("DELETE", "/v1/files/{file_id}", api.delete, param=FILE_ID),
+        Endpoint("GET", "/v1/files/{file_id}/content", api.content, param=FILE_ID),
     ]
