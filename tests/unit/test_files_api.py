@@ -5,7 +5,7 @@ the exact bytes, deletes, and expiry with its purge giving the bytes back."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +303,23 @@ def test_the_gemini_download_path_under_v1_files_stays_geminis(gw: InProcessGate
     res = gw.request("GET", "/v1/files/abc:download?alt=media", key)
     assert res.status_code == 404
     assert res.json()["error"]["status"] == "NOT_FOUND"  # the Gemini API's shape, not a file_not_found
+
+
+def test_an_expiry_policy_split_around_the_file_is_read_whole(gw: InProcessGateway, key: str) -> None:
+    body, content_type = _form(
+        [
+            ("purpose", "user_data"),
+            ("expires_after[anchor]", "created_at"),
+            ("file", ("split.txt", b"split\n")),
+            ("expires_after[seconds]", "5400"),
+        ]
+    )
+    cut = body.index(b"split\n")  # the body arrives in two pieces: up to the file's bytes, then the rest
+
+    async def pieces() -> AsyncIterator[bytes]:
+        yield body[:cut]
+        yield body[cut:]
+
+    res = gw.request("POST", "/v1/files", key, content=pieces(), headers={"content-type": content_type})
+    assert res.status_code == 200, res.text
+    assert res.json()["expires_at"] == res.json()["created_at"] + 5400

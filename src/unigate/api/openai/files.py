@@ -48,7 +48,7 @@ class FilesAPI:
                 raise _missing_file()
             check_filename(upload.filename)
             if "purpose" in upload.fields:  # sent before the file (the SDKs do): refused before it is read
-                _form(upload.fields)
+                _form({"purpose": upload.fields["purpose"]})
             staged = await self.service.stage(principal.key_id, upload.chunks())
             await upload.finish()
             form = _form(upload.fields)
