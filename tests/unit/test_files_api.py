@@ -108,7 +108,9 @@ def test_a_refused_form_leaves_no_object_behind(gw: InProcessGateway, key: str) 
     before = stored_objects(gw)
     # The purpose after the file: the file is streamed before the purpose is known.
     body, content_type = _form([("file", ("x.jsonl", LINES)), ("purpose", "wrong")])
-    res = gw.request("POST", "/v1/files", key, content=body, headers={"content-type": content_type})
+    res = gw.request(
+        "POST", "/v1/files", key, content=_in_two(body, LINES), headers={"content-type": content_type}
+    )
     assert res.status_code == 400 and res.json()["error"]["param"] == "purpose"
     assert stored_objects(gw) == before
 
@@ -283,6 +285,14 @@ def test_lines_split_the_stored_bytes_on_newlines(gw: InProcessGateway) -> None:
     assert gw.run(run()) == data.split(b"\n")
 
 
+async def _in_two(body: bytes, at: bytes) -> AsyncIterator[bytes]:
+    """The body in two pieces, cut where `at` starts (the file's bytes): what comes after the
+    file arrives only once the file has started streaming."""
+    cut = body.index(at)
+    yield body[:cut]
+    yield body[cut:]
+
+
 def _form(parts: list[tuple[str, str | tuple[str, bytes]]]) -> tuple[bytes, str]:
     boundary = "unigate-files-test"
     out = b""
@@ -314,12 +324,8 @@ def test_an_expiry_policy_split_around_the_file_is_read_whole(gw: InProcessGatew
             ("expires_after[seconds]", "5400"),
         ]
     )
-    cut = body.index(b"split\n")  # the body arrives in two pieces: up to the file's bytes, then the rest
-
-    async def pieces() -> AsyncIterator[bytes]:
-        yield body[:cut]
-        yield body[cut:]
-
-    res = gw.request("POST", "/v1/files", key, content=pieces(), headers={"content-type": content_type})
+    res = gw.request(
+        "POST", "/v1/files", key, content=_in_two(body, b"split\n"), headers={"content-type": content_type}
+    )
     assert res.status_code == 200, res.text
     assert res.json()["expires_at"] == res.json()["created_at"] + 5400
