@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.errors import NotFound, PayloadTooLarge, StorageQuotaExceeded
+from unigate.files.expiry import FileExpiry
 from unigate.files.service import FileLimits, FileService
 from unigate.files.store import FileStore
 from unigate.files.table import files
@@ -122,6 +123,28 @@ def test_the_migration_makes_the_declared_table(database_url: str) -> None:
             columns, indexes = await conn.run_sync(describe)
         assert columns == [c.name for c in files.columns]
         assert indexes == {i.name for i in files.indexes}
+        await engine.dispose()
+
+    asyncio.run(run())
+
+
+def test_the_expiry_loop_purges_on_its_own(tmp_path: Path) -> None:
+    async def run() -> None:
+        engine = db.create_engine(f"sqlite:///{tmp_path / 'store.db'}")
+        await db.migrate(engine)
+        service = _service(engine, tmp_path)
+        expiring = await service.create(
+            "k1", "user_data", "soon", _chunks(b"bye"), expires_at=int(time.time()) + 1
+        )
+        loop = FileExpiry(service, interval=0.1)
+        await loop.start()
+        try:
+            deadline = time.monotonic() + 10
+            while expiring.id in _objects(tmp_path) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        finally:
+            await loop.stop()
+        assert _objects(tmp_path) == [] and await key_storage.held(engine, "k1") == 0
         await engine.dispose()
 
     asyncio.run(run())
