@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,13 @@ def _rss_mb(gw: GatewayProcess) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise AssertionError("no VmRSS")
+
+
+def _cpu_seconds(gw: GatewayProcess) -> float:
+    """The worker's user + system CPU time so far."""
+    assert gw.proc is not None
+    fields = Path(f"/proc/{gw.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _lines() -> Iterator[bytes]:
@@ -57,6 +65,7 @@ def test_a_200_mb_upload_and_download_keep_the_workers_memory_flat(tmp_path: Pat
         conn.putheader("Content-Length", str(len(head) + SIZE + len(tail)))
         conn.endheaders()
         before = _rss_mb(gw)
+        cpu_start = _cpu_seconds(gw)
         peak_up = before
         digest = hashlib.sha256()
         conn.send(head)
@@ -72,6 +81,7 @@ def test_a_200_mb_upload_and_download_keep_the_workers_memory_flat(tmp_path: Pat
         created = orjson.loads(body)
         assert created["bytes"] == SIZE and created["purpose"] == "batch"
         after_up = _rss_mb(gw)
+        cpu_up = _cpu_seconds(gw) - cpu_start
 
         conn.request("GET", f"/v1/files/{created['id']}/content", headers={"Authorization": f"Bearer {key}"})
         res = conn.getresponse()
@@ -85,10 +95,12 @@ def test_a_200_mb_upload_and_download_keep_the_workers_memory_flat(tmp_path: Pat
             if got % (8 * MB) < MB:
                 peak_down = max(peak_down, _rss_mb(gw))
         conn.close()
+        cpu_down = _cpu_seconds(gw) - cpu_start - cpu_up
         assert got == SIZE and back.hexdigest() == digest.hexdigest()
     print(
         f"\nworker RSS: {before:.1f} MB before, peak {peak_up:.1f} MB during the 200 MB upload, "
-        f"{after_up:.1f} MB after it, peak {peak_down:.1f} MB during the download"
+        f"{after_up:.1f} MB after it, peak {peak_down:.1f} MB during the download; worker CPU "
+        f"{cpu_up:.2f} s for the upload, {cpu_down:.2f} s for the download"
     )
     assert peak_up - before < 25, f"the worker's RSS grew {peak_up - before:.1f} MB during the upload"
     assert peak_down - before < 25, f"the worker's RSS grew {peak_down - before:.1f} MB during the download"
