@@ -100,10 +100,14 @@ def test_expiry_purge_and_refusals(database_url: str, tmp_path: Path) -> None:
         with pytest.raises(StorageQuotaExceeded):
             await service.precheck("k1")
         await service.precheck("k2")
-        # The gateway's own outputs are not bound by the upload limit (the quota still holds).
-        out = await service.create("k2", "batch_output", "out.jsonl", _chunks(b"x" * 20))
+        # The gateway's own outputs (a batch's results) are neither bound by the upload limit
+        # nor refused by the quota, only counted in it: finished work is never thrown away.
+        out = await service.create("k1", "batch_output", "out.jsonl", _chunks(b"x" * 20))
         assert out.bytes == 20 and out.expires_at == out.created_at + 30 * 86400
         assert sorted(_objects(tmp_path)) == sorted([*before, out.id])
+        assert await key_storage.held(engine, "k1") == 45
+        with pytest.raises(StorageQuotaExceeded):
+            await service.create("k1", "user_data", "after", _chunks(b"1"))
         await engine.dispose()
 
     asyncio.run(run())

@@ -107,9 +107,11 @@ class FileService:
         default expiry (see `default_expiry`)."""
         check_purpose(purpose, PURPOSES)
         check_filename(filename)
-        # `files.max_bytes` bounds what clients upload; the gateway's own outputs (a batch's
-        # results) are bounded by what made them, and count in the quota all the same.
-        staged = await self.stage(owner, chunks, sized=purpose in UPLOAD_PURPOSES)
+        # `files.max_bytes` and the quota refuse what clients upload. The gateway's own outputs
+        # (a batch's results) are bounded by what made them and count in the quota without being
+        # refused by it: work already done and paid for is never thrown away (as a stored
+        # response, a key can exceed its quota by one such output).
+        staged = await self.stage(owner, chunks, upload=purpose in UPLOAD_PURPOSES)
         return await self.commit(staged, purpose, filename, expires_at)
 
     async def precheck(self, owner: str) -> None:
@@ -121,13 +123,14 @@ class FileService:
                 "Delete files or stored responses first."
             )
 
-    async def stage(self, owner: str, chunks: AsyncIterable[bytes], sized: bool = True) -> Staged:
-        """Write the bytes under a new id; a refusal (`files.max_bytes` when `sized`, the quota)
-        or a failure leaves nothing."""
+    async def stage(self, owner: str, chunks: AsyncIterable[bytes], upload: bool = True) -> Staged:
+        """Write the bytes under a new id; an upload's refusal (`files.max_bytes`, the quota) or
+        a failure leaves nothing."""
         limits = self._limits()
-        used = await held(self.store.engine, owner) if limits.quota else 0
-        room = limits.quota - used if limits.quota else None
-        counted = _Counted(chunks, limits.max_bytes if sized else None, room, used, limits.quota)
+        checked = upload and limits.quota > 0
+        used = await held(self.store.engine, owner) if checked else 0
+        room = limits.quota - used if checked else None
+        counted = _Counted(chunks, limits.max_bytes if upload else None, room, used, limits.quota)
         file_id = new_file_id()
         created = time.time()
         await self.storage.put_stream(file_key(file_id), counted())
