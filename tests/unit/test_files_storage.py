@@ -81,3 +81,29 @@ def test_a_failing_source_leaves_nothing_and_keeps_its_error(storage: Storage, t
     run(go())
     if isinstance(storage, LocalStorage):  # no temporary file left either
         assert [p.name for p in (tmp_path / "files").iterdir()] == []
+
+
+@pytest.mark.services
+def test_the_files_api_on_an_s3_store(s3: S3Server, tmp_path: Path) -> None:
+    """Upload, download and delete through the gateway when its file store is a bucket."""
+    import openai
+
+    from tests.support.in_process import BASE_URL, InProcessGateway
+
+    config = {"sandbox": {"enabled": True}, "storage": s3.storage_config(s3.create_bucket(), prefix="gw/")}
+    data = b"".join(_block(i) for i in range(40))  # ~10 MiB: a multipart upload to the bucket
+    with InProcessGateway(tmp_path, config) as gw:
+        client = openai.AsyncOpenAI(
+            base_url=BASE_URL + "/v1", api_key=gw.create_key(), http_client=gw.client(), max_retries=0
+        )
+        assert gw.app is not None
+        storage = gw.app.gateway.storage
+
+        async def go() -> None:
+            made = await client.files.create(file=("big.bin", data), purpose="user_data")
+            assert made.bytes == len(data) and await storage.exists(file_key(made.id))
+            assert (await client.files.content(made.id)).read() == data
+            await client.files.delete(made.id)
+            assert not await storage.exists(file_key(made.id))
+
+        gw.run(go())
