@@ -55,6 +55,9 @@ class ProviderConfig(_Strict):
     # upstream models whose name has `search`; `always` (an upstream that searches for every
     # model) or `never`. A call that loses it names it in x-unigate-dropped-fields.
     web_search: Literal["auto", "always", "never"] = "auto"
+    # `openai`/`azure`/`anthropic` only: `native` relays a whole batch whose lines all route here
+    # to the vendor's own batch API (its discount, its 24 h window); `gateway` runs the lines itself.
+    batches: Literal["native", "gateway"] = "gateway"
 
     @model_validator(mode="after")
     def _check_responses(self) -> ProviderConfig:
@@ -75,6 +78,25 @@ class ProviderConfig(_Strict):
             raise ValueError(
                 f"web_search: is for `openai` and `azure` providers only (a {self.protocol!r} upstream "
                 "is always given its own search tool)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_batches(self) -> ProviderConfig:
+        if self.batches != "native":
+            return self  # `gateway` is accepted everywhere: a dumped default config writes it
+        if self.protocol not in ("openai", "azure", "anthropic"):
+            raise ValueError(
+                f"provider {self.name!r}: batches: native is for `openai`, `azure` and `anthropic` "
+                f"providers only (a {self.protocol!r} upstream has no batch API): remove it or set "
+                "batches: gateway"
+            )
+        if self.protocol == "azure" and "/deployments/" in self.base_url:
+            # Azure serves /files and /batches on its v1 surface; the lines' `model` names the deployment.
+            raise ValueError(
+                f"provider {self.name!r}: batches: native on azure needs base_url "
+                "https://{resource}.openai.azure.com/openai/v1 (where Azure serves /files and /batches), "
+                "not a deployment URL"
             )
         return self
 
