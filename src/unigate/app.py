@@ -23,7 +23,7 @@ from unigate.api.anthropic import batches as message_batches
 from unigate.api.anthropic import messages
 from unigate.api.gemini import content as gemini
 from unigate.api.gemini import veo
-from unigate.api.openai import audio, batches, images, responses, text, videos
+from unigate.api.openai import audio, batches, files, images, responses, text, videos
 from unigate.api.serving import media, task_output
 from unigate.api.unigate import docs, health, home, video_generations
 from unigate.api.vendors import fish, kling, picwish, stability, suno, vidu
@@ -86,6 +86,7 @@ class GatewayApp:
             *fish.endpoints(gateway),
             *stability.endpoints(gateway),
             *videos.endpoints(gateway),
+            *files.endpoints(gateway),
             *video_generations.endpoints(gateway),
             *kling.endpoints(gateway),
             *veo.endpoints(gateway),

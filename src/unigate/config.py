@@ -190,7 +190,7 @@ class LimitsConfig(_Strict):
     # real count when it ends): what concurrent calls may overspend a budget by is what each
     # produces beyond this.
     budget_output_estimate: int = Field(default=1024, ge=0)
-    # Bytes of stored state (stored responses and their stream events) one API key may hold;
+    # Bytes of stored state (stored responses and their stream events, files) one API key may hold;
     # a call that would store more is refused with 429 `storage_quota_exceeded` (0: no quota).
     stored_bytes_per_key: int = Field(default=1024 * MiB, ge=0)
     redis_down: RedisDownConfig = Field(default_factory=RedisDownConfig)
@@ -277,6 +277,16 @@ class BatchesConfig(_Strict):
     max_lines: int = Field(default=50_000, ge=1, le=1_000_000)  # lines one batch may hold
 
 
+class FilesConfig(_Strict):
+    """The Files API (`/v1/files`): uploads streamed to the file store (`storage`)."""
+
+    # One file's size; an upload past it is a 413, before its body is read when it says its size.
+    max_bytes: int = Field(default=512 * MiB, gt=0)
+    # Days until a file expires when its purpose has no expiry of its own (batch files expire after
+    # 30 days, as on OpenAI) and the upload sets none; 0: kept until deleted.
+    retention_days: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+
+
 class StorageConfig(_Strict):
     """Where the files the gateway serves (`/media/`) and the sandbox's jobs live: the data
     dir (`local`, one machine) or an S3-compatible bucket every replica shares (`s3`).
@@ -324,6 +334,7 @@ class GatewayConfig(_Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
+    files: FilesConfig = Field(default_factory=FilesConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     batches: BatchesConfig = Field(default_factory=BatchesConfig)
     # The gateway's base URL as clients reach it (`https://gw.example.com`), for links to the

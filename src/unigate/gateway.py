@@ -21,6 +21,9 @@ from unigate.auth.cache import KeyCache
 from unigate.cluster.fanout import Fanout
 from unigate.config import GatewayConfig, load_config
 from unigate.data_dir.owner_only import private_dir, write_private
+from unigate.files.expiry import FileExpiry
+from unigate.files.service import FileLimits, FileService
+from unigate.files.store import FileStore
 from unigate.lifecycle import Lifecycle, Step
 from unigate.limits.backend import Counters, LocalCounters, counters_path
 from unigate.limits.service import Limits
@@ -84,6 +87,8 @@ class Gateway:
     redis: Redis | None  # UNIGATE_REDIS_URL's client (store/redis.py); None on a single node
     storage: Storage  # the files served under /media/ (storage/: the data dir or a shared bucket)
     fanout: Fanout  # key changes and config reloads, to and from every other worker and replica
+    files: FileService  # the Files API's files (files/), in `storage`
+    file_expiry: FileExpiry
     # Without a config file: the models each environment vendor listed at start (by provider
     # name, providers/discovery.py), kept so that a reload serves them too.
     listed_models: dict[str, list[str]] = field(default_factory=dict)
@@ -137,6 +142,16 @@ class Gateway:
         outbox = OutboxDeliverer(task_store, keys, sender, config.tasks.webhook_retry_schedule,
                                  config.tasks.webhook_timeout, metrics=metrics)  # fmt: skip
         responses = ResponseStore(engine)
+
+        def file_limits() -> FileLimits:  # read at each upload, so a config reload applies
+            files_config = gateway.config.files
+            return FileLimits(
+                files_config.max_bytes,
+                gateway.config.limits.stored_bytes_per_key,
+                files_config.retention_days,
+            )
+
+        files = FileService(FileStore(engine), storage, file_limits)
         gateway = cls(
             settings=settings,
             config=config,
@@ -165,6 +180,8 @@ class Gateway:
             response_retention=Retention(responses, lambda: gateway.config.responses.retention_days),
             redis=redis,
             storage=storage,
+            files=files,
+            file_expiry=FileExpiry(files),
         )
         return gateway
 
@@ -211,6 +228,7 @@ class Gateway:
             Step(
                 "response retention", start=self.response_retention.start, stop=self.response_retention.stop
             ),
+            Step("file expiry", start=self.file_expiry.start, stop=self.file_expiry.stop),
             Step("request log", start=self.request_log.start, stop=self.request_log.stop),
             Step("usage recorder", start=self.usage.start, stop=self.usage.stop),
         ]

@@ -16,10 +16,10 @@ from typing import Any
 import orjson
 
 from unigate.auth.principal import Principal
-from unigate.batches.files import FileServiceLike
 from unigate.batches.kinds import Refused
 from unigate.batches.store import BatchRow, BatchStore, DoneLine, NewLine
 from unigate.errors import GatewayError
+from unigate.files.service import FileService
 from unigate.routing.catalog import Catalog
 
 _MAX_ERRORS = 1000  # errors.data stays readable for a file that is wrong everywhere
@@ -34,27 +34,16 @@ def _bad(line: int, code: str, message: str, param: str | None = None) -> dict[s
 
 
 class OpenAIBatches:
-    def __init__(
-        self, store: BatchStore, files: FileServiceLike | None, catalog: Any, max_lines: int
-    ) -> None:
+    def __init__(self, store: BatchStore, files: FileService, catalog: Any, max_lines: int) -> None:
         self.store = store
         self.files = files
         self.catalog = catalog  # a callable giving the current catalog (config reloads swap it)
         self.max_lines = max_lines
 
-    def need_files(self) -> FileServiceLike:
-        if self.files is None:
-            raise GatewayError(
-                "This gateway has no file service, so /v1/batches cannot read input files.",
-                status=501,
-                code="files_unavailable",
-            )
-        return self.files
-
     # -- BatchKind -------------------------------------------------------------------------
 
     async def prepare(self, row: BatchRow, principal: Principal) -> list[NewLine]:
-        files = self.need_files()
+        files = self.files
         try:
             found = await files.get(row.key_id, row.input_file_id)
         except GatewayError as err:
@@ -128,7 +117,7 @@ class OpenAIBatches:
         return NewLine(custom_id, body)
 
     async def finalize(self, row: BatchRow) -> dict[str, Any]:
-        files = self.need_files()
+        files = self.files
         values: dict[str, Any] = {}
         if row.succeeded:
             made = await files.create(

@@ -7,7 +7,6 @@ import secrets
 from collections.abc import Callable, Sequence
 
 from unigate.batches.anthropic_kind import AnthropicBatches
-from unigate.batches.files import file_service
 from unigate.batches.lines import LineCaller
 from unigate.batches.openai_kind import OpenAIBatches
 from unigate.batches.runner import BatchRunner
@@ -20,9 +19,7 @@ class Batches:
     def __init__(self, gw: Gateway, table: Callable[[], EndpointTable]) -> None:
         self.gw = gw
         self.store = BatchStore(gw.engine)
-        self.openai = OpenAIBatches(
-            self.store, file_service(gw), lambda: gw.catalog, gw.config.batches.max_lines
-        )
+        self.openai = OpenAIBatches(self.store, gw.files, lambda: gw.catalog, gw.config.batches.max_lines)
         self.anthropic = AnthropicBatches()
         self.runner = BatchRunner(gw, LineCaller(table), {"openai": self.openai, "anthropic": self.anthropic})
 

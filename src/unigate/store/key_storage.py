@@ -1,11 +1,11 @@
 """How many bytes of stored state each key holds, and the per-key quota on it.
 
-Stored responses (with a background run's events) count against their key. The count lives in
-`key_storage`, changed in the same transaction that stores or deletes the state, so the quota
-check before a call is one point read and never drifts from what is stored. The check is made
-before the call (what the call is about to store is estimated from its request), like a budget:
-a call that fits is not cut off later, so a key can exceed its quota by at most one call's
-output.
+Stored responses (with a background run's events) and files (files/) count against their key.
+The count lives in `key_storage`, changed in the same transaction that stores or deletes the
+state, so the quota check before a call is one point read and never drifts from what is
+stored. The check is made before the call (what the call is about to store is estimated from
+its request), like a budget: a call that fits is not cut off later, so a key can exceed its
+quota by at most one call's output. An upload is checked as its bytes arrive instead.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ class BatchesAPI:
     async def create(self, request: Request, principal: Principal) -> None:
         _, payload = await request.json_object(self.limit)
         checked = BATCH.check(payload)
-        files = self.batches.openai.need_files()
+        files = self.batches.openai.files
         found = await files.get(principal.key_id, checked.input_file_id)  # 404 now for another key's
         if found.purpose != "batch":
             raise InvalidRequest(

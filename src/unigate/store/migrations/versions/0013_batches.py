@@ -1,14 +1,14 @@
 """Batches the gateway runs, their lines, and the batch a usage record's calls ran for.
 
-Revision ID: 0013
-Revises: 0011
+Revision ID: 0013_batches
+Revises: 0012_files
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013"
-down_revision = "0011"
+revision = "0013_batches"
+down_revision = "0012_files"
 branch_labels = None
 depends_on = None
 
