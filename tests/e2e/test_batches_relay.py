@@ -14,9 +14,9 @@ import anthropic
 import openai
 import pytest
 
+from tests.support.batch_files import content, upload
 from tests.support.fake_anthropic_batches import FakeAnthropicBatches
 from tests.support.flaky_openai import FlakyOpenAI
-from tests.support.memory_files import MemoryFiles
 from tests.support.served import ServedGateway
 from tests.support.waits import until
 
@@ -87,7 +87,7 @@ class FakeNative:
 @pytest.fixture
 def relayed(
     gateway_factory: Any,
-) -> Iterator[tuple[ServedGateway, MemoryFiles, FakeNative, FlakyOpenAI]]:
+) -> Iterator[tuple[ServedGateway, FakeNative, FlakyOpenAI]]:
     with FlakyOpenAI(flaky=False) as fake:
         config = {
             "providers": [
@@ -98,14 +98,12 @@ def relayed(
             "tasks": {"poll_interval": 0.05},
         }  # fmt: skip
         gw = gateway_factory(config)
-        files = MemoryFiles()
-        gw.app.batches.openai.files = files
         native = FakeNative()
         gw.app.gateway.providers["vendor"].native_batches = lambda: native
-        yield gw, files, native, fake
+        yield gw, native, fake
 
 
-def _submit(gw: ServedGateway, files: MemoryFiles, n: int, **key: Any) -> tuple[openai.OpenAI, str, str]:
+def _submit(gw: ServedGateway, n: int, **key: Any) -> tuple[openai.OpenAI, str, str]:
     record = gw.create_key_record(**key)
     client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=record["key"], max_retries=0)
     lines = [
@@ -113,9 +111,9 @@ def _submit(gw: ServedGateway, files: MemoryFiles, n: int, **key: Any) -> tuple[
          "body": {"model": "chat-x", "messages": [{"role": "user", "content": f"q{i}"}]}}
         for i in range(n)
     ]  # fmt: skip
-    content = b"\n".join(json.dumps(line).encode() for line in lines)
+    data = b"\n".join(json.dumps(line).encode() for line in lines)
     batch = client.batches.create(
-        input_file_id=files.put(record["id"], content),
+        input_file_id=upload(client, data),
         endpoint="/v1/chat/completions",
         completion_window="24h",
     )
@@ -123,8 +121,8 @@ def _submit(gw: ServedGateway, files: MemoryFiles, n: int, **key: Any) -> tuple[
 
 
 def test_a_batch_routed_to_one_native_provider_is_relayed_whole(relayed: Any) -> None:
-    gw, files, native, fake = relayed
-    client, batch_id, key_id = _submit(gw, files, 4)
+    gw, native, fake = relayed
+    client, batch_id, _ = _submit(gw, 4)
     done = until(
         lambda: (b := client.batches.retrieve(batch_id)).status == "completed" and b, "completed", 20
     )
@@ -135,10 +133,10 @@ def test_a_batch_routed_to_one_native_provider_is_relayed_whole(relayed: Any) ->
     assert endpoint == "/v1/chat/completions" and metadata == {"unigate_batch": batch_id}
     assert [line.custom_id for line in lines] == ["c0", "c1", "c2", "c3"]
     assert {line.body["model"] for line in lines} == {"gpt-up"}  # the upstream's id
-    out = [json.loads(x) for x in files.content(key_id, done.output_file_id or "").splitlines()]
+    out = [json.loads(x) for x in content(client, done.output_file_id).splitlines()]
     assert [x["custom_id"] for x in out] == ["c0", "c2", "c3"]
     assert out[0]["response"]["body"]["choices"][0]["message"]["content"] == "native"
-    errors = [json.loads(x) for x in files.content(key_id, done.error_file_id or "").splitlines()]
+    errors = [json.loads(x) for x in content(client, done.error_file_id).splitlines()]
     assert errors[0]["custom_id"] == "c1" and errors[0]["response"]["status_code"] == 400
     usage = until(
         lambda: [r for r in gw.admin("GET", "/admin/usage?group_by=batch").json()["data"] if r["batch"]],
@@ -151,9 +149,9 @@ def test_a_batch_routed_to_one_native_provider_is_relayed_whole(relayed: Any) ->
 
 
 def test_a_cancel_is_passed_on_to_the_upstream_batch(relayed: Any) -> None:
-    gw, files, native, _ = relayed
+    gw, native, _ = relayed
     native.polls = 10_000  # runs until cancelled
-    client, batch_id, _ = _submit(gw, files, 3)
+    client, batch_id, _ = _submit(gw, 3)
     until(lambda: native.polled >= 2, "the relay polls")
     client.batches.cancel(batch_id)
     done = until(
@@ -164,8 +162,8 @@ def test_a_cancel_is_passed_on_to_the_upstream_batch(relayed: Any) -> None:
 
 
 def test_a_key_with_a_budget_keeps_its_batch_on_the_gateway(relayed: Any) -> None:
-    gw, files, native, fake = relayed
-    client, batch_id, _ = _submit(gw, files, 3, budget=10.0)
+    gw, native, fake = relayed
+    client, batch_id, _ = _submit(gw, 3, budget=10.0)
     until(lambda: client.batches.retrieve(batch_id).status == "completed", "completed", 20)
     assert native.submitted == [] and len(fake.received) == 3
 

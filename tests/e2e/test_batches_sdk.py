@@ -1,6 +1,6 @@
 """Batches driven by the real SDKs against an in-process gateway on the sandbox: OpenAI's
-`batches.create/retrieve/list/cancel` (the input and result files through a stand-in file
-service: `tests/support/memory_files.py`), Anthropic's `messages.batches.*` with its results,
+`batches.create/retrieve/list/cancel` with `files.create/content` for the input and result
+files, Anthropic's `messages.batches.*` with its results,
 a bad input file's every line named, owner scoping, and the batch id in `/admin/usage`."""
 
 from __future__ import annotations
@@ -13,19 +13,17 @@ import anthropic
 import openai
 import pytest
 
-from tests.support.memory_files import MemoryFiles
+from tests.support.batch_files import content, upload
 from tests.support.served import ServedGateway
 from tests.support.waits import until
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServedGateway, MemoryFiles]]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
     # One attempt per line: a line retried after the key's own 429 would fail the test below.
     config = {"sandbox": {"enabled": True}, "batches": {"max_attempts": 1}}
     with ServedGateway(tmp_path_factory.mktemp("batches"), config=config) as gw:
-        files = MemoryFiles()
-        gw.app.batches.openai.files = files
-        yield gw, files
+        yield gw
 
 
 def _key(gw: ServedGateway) -> tuple[str, str]:
@@ -42,11 +40,11 @@ def _chat_line(i: int, model: str = "sandbox-chat") -> dict[str, Any]:
     return {"custom_id": f"req-{i}", "method": "POST", "url": "/v1/chat/completions", "body": body}
 
 
-def test_openai_sdk_batch_runs_every_line_once(served: tuple[ServedGateway, MemoryFiles]) -> None:
-    gw, files = served
+def test_openai_sdk_batch_runs_every_line_once(served: ServedGateway) -> None:
+    gw = served
     key, key_id = _key(gw)
     client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
-    input_id = files.put(key_id, _jsonl([_chat_line(i) for i in range(30)]))
+    input_id = upload(client, _jsonl([_chat_line(i) for i in range(30)]))
     batch = client.batches.create(
         input_file_id=input_id,
         endpoint="/v1/chat/completions",
@@ -73,7 +71,7 @@ def test_openai_sdk_batch_runs_every_line_once(served: tuple[ServedGateway, Memo
     ):
         assert isinstance(stamp, int) and stamp > 0
     assert done.error_file_id is None and done.output_file_id is not None
-    out = [json.loads(line) for line in files.content(key_id, done.output_file_id).splitlines()]
+    out = [json.loads(line) for line in content(client, done.output_file_id).splitlines()]
     assert sorted(line["custom_id"] for line in out) == sorted(f"req-{i}" for i in range(30))
     for line in out:
         assert line["error"] is None and line["response"]["status_code"] == 200
@@ -92,9 +90,9 @@ def test_openai_sdk_batch_runs_every_line_once(served: tuple[ServedGateway, Memo
     assert rows == [dict(rows[0], requests=30)] and rows[0]["key_id"] == key_id
 
 
-def test_openai_bad_input_file_fails_naming_every_bad_line(served: tuple[ServedGateway, MemoryFiles]) -> None:
-    gw, files = served
-    key, key_id = _key(gw)
+def test_openai_bad_input_file_fails_naming_every_bad_line(served: ServedGateway) -> None:
+    gw = served
+    key, _ = _key(gw)
     client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
     good = _chat_line(0)
     lines = [
@@ -107,7 +105,7 @@ def test_openai_bad_input_file_fails_naming_every_bad_line(served: tuple[ServedG
         json.dumps({**good, "custom_id": "b", "body": [1]}).encode(),
         json.dumps({**good, "custom_id": "x", "body": {**good["body"], "model": "no-such-model"}}).encode(),
     ]
-    input_id = files.put(key_id, b"\n".join(lines))
+    input_id = upload(client, b"\n".join(lines))
     batch = client.batches.create(
         input_file_id=input_id, endpoint="/v1/chat/completions", completion_window="24h"
     )
@@ -127,23 +125,23 @@ def test_openai_bad_input_file_fails_naming_every_bad_line(served: tuple[ServedG
     assert failed.request_counts is not None and failed.request_counts.total == 0  # nothing ran
 
 
-def test_openai_create_refusals(served: tuple[ServedGateway, MemoryFiles]) -> None:
-    gw, files = served
+def test_openai_create_refusals(served: ServedGateway) -> None:
+    gw = served
     key, _ = _key(gw)
-    other_key, other_id = _key(gw)
+    other_key, _ = _key(gw)
     client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
-    theirs = files.put(other_id, _jsonl([_chat_line(0)]))
+    other = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=other_key, max_retries=0)
+    theirs = upload(other, _jsonl([_chat_line(0)]))
     with pytest.raises(openai.NotFoundError):  # another key's file
         client.batches.create(input_file_id=theirs, endpoint="/v1/chat/completions", completion_window="24h")
     with pytest.raises(openai.BadRequestError) as refused:
         client.batches.create(input_file_id=theirs, endpoint="/v1/nothing", completion_window="24h")  # type: ignore[arg-type]
     assert refused.value.param == "endpoint"  # type: ignore[attr-defined]
-    del other_key
 
 
-def test_anthropic_sdk_message_batch(served: tuple[ServedGateway, MemoryFiles]) -> None:
-    gw, _ = served
-    key, key_id = _key(gw)
+def test_anthropic_sdk_message_batch(served: ServedGateway) -> None:
+    gw = served
+    key, _ = _key(gw)
     client = anthropic.Anthropic(base_url=gw.base_url, api_key=key, max_retries=0)
     requests: list[Any] = [
         {"custom_id": f"r{i}", "params": {"model": "sandbox-chat", "max_tokens": 16,
@@ -183,11 +181,10 @@ def test_anthropic_sdk_message_batch(served: tuple[ServedGateway, MemoryFiles]) 
     assert deleted.type == "message_batch_deleted"
     with pytest.raises(anthropic.NotFoundError):
         client.messages.batches.retrieve(batch.id)
-    del key_id
 
 
-def test_anthropic_bad_request_names_the_field(served: tuple[ServedGateway, MemoryFiles]) -> None:
-    gw, _ = served
+def test_anthropic_bad_request_names_the_field(served: ServedGateway) -> None:
+    gw = served
     client = anthropic.Anthropic(base_url=gw.base_url, api_key=_key(gw)[0], max_retries=0)
     params: Any = {"model": "sandbox-chat", "messages": [{"role": "user", "content": "x"}]}  # no max_tokens
     with pytest.raises(anthropic.BadRequestError) as refused:
@@ -196,12 +193,12 @@ def test_anthropic_bad_request_names_the_field(served: tuple[ServedGateway, Memo
     assert refused.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
 
 
-def test_openai_owner_scoping(served: tuple[ServedGateway, MemoryFiles]) -> None:
-    gw, files = served
-    key, key_id = _key(gw)
+def test_openai_owner_scoping(served: ServedGateway) -> None:
+    gw = served
+    key, _ = _key(gw)
     client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
     batch = client.batches.create(
-        input_file_id=files.put(key_id, _jsonl([_chat_line(0)])),
+        input_file_id=upload(client, _jsonl([_chat_line(0)])),
         endpoint="/v1/chat/completions",
         completion_window="24h",
     )
@@ -214,9 +211,9 @@ def test_openai_owner_scoping(served: tuple[ServedGateway, MemoryFiles]) -> None
 
 
 def test_lines_refused_by_the_keys_own_limit_wait_their_turn(
-    served: tuple[ServedGateway, MemoryFiles],
+    served: ServedGateway,
 ) -> None:
-    gw, _ = served
+    gw = served
     key = gw.create_key(rpm=120)
     direct = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
     message: Any = [{"role": "user", "content": "interactive"}]
@@ -237,11 +234,11 @@ def test_lines_refused_by_the_keys_own_limit_wait_their_turn(
     assert ended.request_counts.succeeded == 3 and ended.request_counts.errored == 0
 
 
-def test_an_input_file_of_another_purpose_is_refused(served: tuple[ServedGateway, MemoryFiles]) -> None:
-    gw, files = served
-    key, key_id = _key(gw)
+def test_an_input_file_of_another_purpose_is_refused(served: ServedGateway) -> None:
+    gw = served
+    key, _ = _key(gw)
     client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
-    vision = files.put(key_id, _jsonl([_chat_line(0)]), purpose="vision")
+    vision = upload(client, _jsonl([_chat_line(0)]), purpose="vision")
     with pytest.raises(openai.BadRequestError) as refused:
         client.batches.create(input_file_id=vision, endpoint="/v1/chat/completions", completion_window="24h")
     assert refused.value.param == "input_file_id"  # type: ignore[attr-defined]

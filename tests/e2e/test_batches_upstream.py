@@ -15,9 +15,9 @@ import anthropic
 import openai
 import pytest
 
+from tests.support.batch_files import content, upload
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.flaky_openai import FlakyOpenAI
-from tests.support.memory_files import MemoryFiles
 from tests.support.waits import until
 from unigate.batches.store import BatchStore, NewLine
 from unigate.store import db
@@ -108,8 +108,6 @@ def test_cancel_stops_new_lines_at_once_and_keeps_partial_results(gateway_factor
 def test_a_batch_never_overruns_the_keys_budget(gateway_factory: Any) -> None:
     with FlakyOpenAI(flaky=False) as fake:
         gw = gateway_factory(_config(fake))
-        files = MemoryFiles()
-        gw.app.batches.openai.files = files
         record = gw.create_key_record(budget=0.05)
         client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=record["key"], max_retries=0)
         lines = [
@@ -117,9 +115,9 @@ def test_a_batch_never_overruns_the_keys_budget(gateway_factory: Any) -> None:
              "body": {"model": "fake-chat", "messages": [{"role": "user", "content": f"q{i}"}]}}
             for i in range(40)
         ]  # fmt: skip
-        content = b"\n".join(json.dumps(line).encode() for line in lines)
+        data = b"\n".join(json.dumps(line).encode() for line in lines)
         batch = client.batches.create(
-            input_file_id=files.put(record["id"], content),
+            input_file_id=upload(client, data),
             endpoint="/v1/chat/completions",
             completion_window="24h",
         )
@@ -131,7 +129,7 @@ def test_a_batch_never_overruns_the_keys_budget(gateway_factory: Any) -> None:
         assert ok + failed == 40 and failed > 0
         # Each line costs half its price (the model's batch_discount), so at most 10 fit in 0.05.
         assert 5 <= ok <= 10 and len(fake.received) == ok
-        errors = [json.loads(x) for x in files.content(record["id"], done.error_file_id or "").splitlines()]
+        errors = [json.loads(x) for x in content(client, done.error_file_id).splitlines()]
         assert len(errors) == failed
         for line in errors:
             assert line["response"]["status_code"] == 429
