@@ -242,3 +242,36 @@ def test_an_input_file_of_another_purpose_is_refused(served: ServedGateway) -> N
     with pytest.raises(openai.BadRequestError) as refused:
         client.batches.create(input_file_id=vision, endpoint="/v1/chat/completions", completion_window="24h")
     assert refused.value.param == "input_file_id"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "body", "answer"),
+    [
+        ("/v1/embeddings", {"model": "sandbox-embedding", "input": "some text"}, "list"),
+        ("/v1/completions", {"model": "sandbox-chat", "prompt": "Once", "max_tokens": 8}, "text_completion"),
+        ("/v1/responses", {"model": "sandbox-chat", "input": "Hello", "store": False}, "response"),
+        ("/v1/moderations", {"input": "a kind word"}, None),  # no model: OpenAI's default one
+    ],
+)
+def test_every_openai_batch_endpoint_runs_its_direct_call(
+    served: ServedGateway, endpoint: str, body: dict[str, Any], answer: str | None
+) -> None:
+    key, _ = _key(served)
+    client = openai.OpenAI(base_url=served.base_url + "/v1", api_key=key, max_retries=0)
+    lines = [{"custom_id": f"e{i}", "method": "POST", "url": endpoint, "body": body} for i in range(3)]
+    batch = client.batches.create(
+        input_file_id=upload(client, _jsonl(lines)),
+        endpoint=endpoint,
+        completion_window="24h",  # type: ignore[arg-type]
+    )
+    done = until(
+        lambda: (b := client.batches.retrieve(batch.id)).status == "completed" and b, "completed", 20
+    )
+    assert done.request_counts is not None and done.request_counts.completed == 3, done.errors
+    for line in content(client, done.output_file_id).splitlines():
+        result = json.loads(line)["response"]
+        assert result["status_code"] == 200
+        if answer is not None:
+            assert result["body"]["object"] == answer
+        else:
+            assert result["body"]["results"][0]["flagged"] is False
