@@ -104,6 +104,7 @@ def test_openai_bad_input_file_fails_naming_every_bad_line(served: ServedGateway
         json.dumps({**good, "custom_id": "u", "url": "/v1/embeddings"}).encode(),
         json.dumps({**good, "custom_id": "b", "body": [1]}).encode(),
         json.dumps({**good, "custom_id": "x", "body": {**good["body"], "model": "no-such-model"}}).encode(),
+        json.dumps({**good, "custom_id": "s", "body": {**good["body"], "stream": True}}).encode(),
     ]
     input_id = upload(client, b"\n".join(lines))
     batch = client.batches.create(
@@ -120,6 +121,7 @@ def test_openai_bad_input_file_fails_naming_every_bad_line(served: ServedGateway
         (6, "mismatched_endpoint", "url"),
         (7, "invalid_request", "body"),
         (8, "model_not_found", "body.model"),
+        (9, "invalid_request", "body.stream"),
     ]
     assert all(e.message for e in failed.errors.data)
     assert failed.request_counts is not None and failed.request_counts.total == 0  # nothing ran

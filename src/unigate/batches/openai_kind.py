@@ -107,6 +107,10 @@ class OpenAIBatches:
             return _bad(number, "missing_required_parameter", "The body needs a model.", "body.model")
         if body.get("stream") is True:
             return _bad(number, "invalid_request", "Batch requests cannot stream.", "body.stream")
+        if body.get("background") is True:  # a batch line is already run in the background
+            return _bad(
+                number, "invalid_request", "Batch requests cannot be background responses.", "body.background"
+            )
         catalog: Catalog = self.catalog()
         if catalog.resolve(model) is None:
             return _bad(number, "model_not_found", f"The model '{model}' does not exist.", "body.model")
