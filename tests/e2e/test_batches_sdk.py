@@ -277,3 +277,24 @@ def test_every_openai_batch_endpoint_runs_its_direct_call(
             assert result["body"]["object"] == answer
         else:
             assert result["body"]["results"][0]["flagged"] is False
+
+
+def test_the_sdks_page_through_a_keys_batches_newest_first(served: ServedGateway) -> None:
+    key, _ = _key(served)
+    claude = anthropic.Anthropic(base_url=served.base_url, api_key=key, max_retries=0)
+    params: Any = {"model": "sandbox-chat", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    made = [
+        claude.messages.batches.create(requests=[{"custom_id": "a", "params": params}]).id for _ in range(5)
+    ]
+    assert [b.id for b in claude.messages.batches.list(limit=2)] == made[::-1]  # every page, in order
+    newer = claude.messages.batches.list(limit=2, before_id=made[1])
+    assert [b.id for b in newer.data] == [made[3], made[2]]
+    client = openai.OpenAI(base_url=served.base_url + "/v1", api_key=key, max_retries=0)
+    input_id = upload(client, _jsonl([_chat_line(0)]))
+    runs = [
+        client.batches.create(
+            input_file_id=input_id, endpoint="/v1/chat/completions", completion_window="24h"
+        ).id
+        for _ in range(5)
+    ]
+    assert [b.id for b in client.batches.list(limit=2)] == runs[::-1]
