@@ -71,7 +71,7 @@ class GatewayApp:
         self.reloader = ConfigReloader(gateway)  # SIGHUP and POST /admin/reload
         self.responses = responses.ResponsesAPI(gateway)  # owns the background-response runner
         # Batch lines run through this app's own handlers, so the engine reads the table below.
-        self.batches = Batches(gateway, lambda: self.table)
+        self.batches = Batches(gateway, lambda: self.table, self.error_answer)
         endpoints: list[Endpoint] = [
             *health.endpoints(gateway),
             *text.endpoints(gateway),
@@ -240,9 +240,12 @@ class GatewayApp:
         else:
             self._metrics.rate_limited.inc((family, err.code or ""))
 
-    async def _send_error(self, request: Request, err: GatewayError, endpoint: Endpoint | None) -> None:
-        """The one place an error becomes a response: in the endpoint's error style (for paths
-        several formats share, the request's client's), the unmatched path's otherwise."""
+    def error_answer(
+        self, request: Request, err: GatewayError, endpoint: Endpoint | None
+    ) -> tuple[int, bytes]:
+        """The status and body an error is answered with: in the endpoint's error style (for
+        paths several formats share, the request's client's), the unmatched path's otherwise.
+        A batch line's error result is this same answer (batches/lines.py)."""
         if endpoint is None:
             style = style_for_path(request.path)
         elif endpoint.style_of is None:
@@ -252,12 +255,16 @@ class GatewayApp:
                 style = endpoint.style_of(request)
             except GatewayError:  # what picks the style is unreadable (a NUL in the query string)
                 style = style_for_path(request.path)
-        body = render_error(err, style, request.request_id)
+        return error_status(err, style), render_error(err, style, request.request_id)
+
+    async def _send_error(self, request: Request, err: GatewayError, endpoint: Endpoint | None) -> None:
+        """The one place an error becomes a response."""
+        status, body = self.error_answer(request, err, endpoint)
         request.scope[ERROR] = f"{err.code}: {err.message}" if err.code else err.message  # the request log's
         extra = [(b"x-request-id", request.request_id.encode())]
         extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())
         try:
-            await send_body(request.send, error_status(err, style), body, extra=extra)
+            await send_body(request.send, status, body, extra=extra)
         except RuntimeError:
             # The response had already started (a handler bug); nothing more can be sent.
             log.error("error after response start on request %s: %s", request.request_id, err.message)

@@ -1,7 +1,7 @@
 """One batch line, run exactly as the same direct call would be: its endpoint's own handler
 (parsing, routing, fallback, translation, limits, budget, usage) with a request made in process
-and a capture in place of the client. The edge's error rendering turns a refusal into the body
-the client would have read, so a line's result is the direct call's answer.
+and a capture in place of the client. The edge's error answer (`GatewayApp.error_answer`) turns a
+refusal into the body the client would have read, so a line's result is the direct call's answer.
 
 Whether a failed answer is worth another attempt is decided here too (`retry_after`): the
 gateway's own rate limit and an upstream's 429, 5xx or unreachable host are; a spent budget,
@@ -22,12 +22,13 @@ import orjson
 from unigate.api.serving.serve import BATCH
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Message, Request
-from unigate.edge.endpoints import EndpointTable
-from unigate.edge.error_styles import error_status, render_error
+from unigate.edge.endpoints import Endpoint, EndpointTable
 from unigate.errors import BudgetExceeded, GatewayError, RateLimited, StorageQuotaExceeded
 
 log = logging.getLogger("unigate.batches")
 
+# The edge's own answer to an error (`GatewayApp.error_answer`): its status and body.
+Render = Callable[[Request, GatewayError, Endpoint | None], tuple[int, bytes]]
 _FINAL_429 = (BudgetExceeded, StorageQuotaExceeded)  # money and storage do not come back by waiting
 
 
@@ -67,8 +68,9 @@ class _Capture:
 
 
 class LineCaller:
-    def __init__(self, table: Callable[[], EndpointTable]) -> None:
+    def __init__(self, table: Callable[[], EndpointTable], render: Render) -> None:
         self.table = table  # the app's endpoint table, read when the first line runs
+        self.render = render
 
     async def call(self, principal: Principal, batch_id: str, url: str, body: dict[str, Any]) -> Answer:
         """Run one line's request for `principal`, tagged with `batch_id` for its usage."""
@@ -85,20 +87,18 @@ class LineCaller:
         }
         request = Request(scope, capture.receive, capture.send, request_id)
         endpoint, params, _ = self.table().match("POST", url)
-        style = endpoint.style if endpoint is not None else "openai"
         try:
             if endpoint is None or endpoint.auth != "key":
                 raise GatewayError(f"No batch endpoint at POST {url}.", status=404, code="unknown_url")
             request.params = params
             await endpoint.key_handler(request, principal)
         except GatewayError as err:
-            rendered = render_error(err, style, request_id)
-            limited = isinstance(err, RateLimited)
-            return Answer(error_status(err, style), rendered, request_id, _retry(err), limited)
+            status, rendered = self.render(request, err, endpoint)
+            return Answer(status, rendered, request_id, _retry(err), isinstance(err, RateLimited))
         except Exception:
             log.exception("batch %s: a line failed in the gateway (request %s)", batch_id, request_id)
-            failed = GatewayError("Internal server error.")
-            return Answer(500, render_error(failed, style, request_id), request_id, 0.0)
+            status, rendered = self.render(request, GatewayError("Internal server error."), endpoint)
+            return Answer(status, rendered, request_id, 0.0)
         status = capture.status or 500
         retry = 0.0 if status >= 500 or status == 429 else None
         return Answer(status, b"".join(capture.chunks), request_id, retry)

@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Callable, Sequence
 
 from unigate.batches.anthropic_kind import AnthropicBatches
-from unigate.batches.lines import LineCaller
+from unigate.batches.lines import LineCaller, Render
 from unigate.batches.openai_kind import OpenAIBatches
 from unigate.batches.runner import BatchRunner
 from unigate.batches.store import BatchStore, NewLine
@@ -16,12 +16,14 @@ from unigate.gateway import Gateway
 
 
 class Batches:
-    def __init__(self, gw: Gateway, table: Callable[[], EndpointTable]) -> None:
+    def __init__(self, gw: Gateway, table: Callable[[], EndpointTable], render: Render) -> None:
         self.gw = gw
         self.store = BatchStore(gw.engine)
         self.openai = OpenAIBatches(self.store, gw.files, lambda: gw.catalog, gw.config.batches.max_lines)
         self.anthropic = AnthropicBatches()
-        self.runner = BatchRunner(gw, LineCaller(table), {"openai": self.openai, "anthropic": self.anthropic})
+        self.runner = BatchRunner(
+            gw, LineCaller(table, render), {"openai": self.openai, "anthropic": self.anthropic}
+        )
 
     async def create(
         self,
