@@ -29,6 +29,7 @@ REPEATABLE = int(FLUSH_SECONDS * CONCURRENCY / DELAY) + 2 * CONCURRENCY
 def test_kill_9_mid_batch_another_process_completes_it_with_no_duplicate_line(tmp_path: Path) -> None:
     with FlakyOpenAI(flaky=False, delay=DELAY) as fake:
         config = {
+            # pragma: allowlist nextline secret
             "providers": [{"name": "fake", "protocol": "openai", "base_url": fake.base_url, "api_key": "sk"}],
             "models": [{"name": "fake-chat", "routes": [{"provider": "fake", "model": "gpt-x"}]}],
             "batches": {"lease_seconds": 3, "concurrency": CONCURRENCY},
