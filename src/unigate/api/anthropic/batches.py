@@ -5,7 +5,7 @@ runs each request as a direct `/v1/messages` call."""
 
 from __future__ import annotations
 
-from unigate.api.openai.batches import _limit
+from unigate.api.serving import fields
 from unigate.api.serving.public_url import configured_base, public_base
 from unigate.auth.principal import Principal
 from unigate.batches.anthropic_kind import ENDPOINT, batch_object, check_requests, results
@@ -44,7 +44,7 @@ class MessageBatchesAPI:
 
     async def list(self, request: Request, principal: Principal) -> None:
         query = request.query
-        limit = _limit(query.get("limit"), 1000)
+        limit = fields.integer(query, "limit", 1, 1000) or 20
         after, before = query.get("after_id"), query.get("before_id")
         if after is not None and before is not None:
             raise InvalidRequest("Give after_id or before_id, not both.", param="after_id")

@@ -4,6 +4,7 @@ as direct calls; this router only checks what it is given and renders the Batch 
 
 from __future__ import annotations
 
+from unigate.api.serving import fields
 from unigate.auth.principal import Principal
 from unigate.batches.openai_kind import batch_object, expires
 from unigate.batches.service import Batches
@@ -44,7 +45,7 @@ class BatchesAPI:
 
     async def list(self, request: Request, principal: Principal) -> None:
         query = request.query
-        limit = _limit(query.get("limit"), 100)
+        limit = fields.integer(query, "limit", 1, 100) or 20
         rows = await self.batches.store.page(principal.key_id, API, limit + 1, after=query.get("after"))
         data = [batch_object(r) for r in rows[:limit]]
         await send_json(
@@ -75,18 +76,6 @@ class BatchesAPI:
         if row is None:
             raise NotFound(f"No batch found with id '{batch_id}'.", param="batch_id")
         return row
-
-
-def _limit(text: str | None, most: int, default: int = 20) -> int:
-    if text is None:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= most:
-        raise InvalidRequest(f"'limit' must be an integer from 1 to {most}.", param="limit")
-    return value
 
 
 def endpoints(batches: Batches) -> list[Endpoint]:
