@@ -169,3 +169,24 @@ def test_a_batch_past_its_window_ends_expired_with_its_pending_lines(
     assert ended.request_counts.expired == 3 and ended.request_counts.succeeded == 0
     assert [r.result.type for r in client.messages.batches.results("msgbatch_stale")] == ["expired"] * 3
     assert flaky.received == []
+
+
+def test_revoking_the_key_cancels_its_running_batch(gateway_factory: Any) -> None:
+    with FlakyOpenAI(flaky=False, delay=0.1) as slow:
+        gw = gateway_factory(_config(slow, concurrency=2))
+        record = gw.create_key_record()
+        client = anthropic.Anthropic(base_url=gw.base_url, api_key=record["key"], max_retries=0)
+        batch = client.messages.batches.create(requests=_requests(60))
+        until(lambda: client.messages.batches.retrieve(batch.id).request_counts.succeeded >= 2, "some done")
+        assert gw.admin("DELETE", f"/admin/keys/{record['id']}").status == 200
+
+        async def load() -> Any:
+            engine = db.create_engine(gw.settings.database_url)
+            try:
+                return await BatchStore(engine).get(record["id"], batch.id, "anthropic")
+            finally:
+                await engine.dispose()
+
+        row = until(lambda: (r := asyncio.run(load())).status == "cancelled" and r, "the batch cancelled")
+        assert row.canceled > 40 and row.succeeded + row.canceled == 60
+        assert len(slow.received) == row.succeeded  # no line ran for the revoked key

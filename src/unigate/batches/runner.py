@@ -115,6 +115,12 @@ class BatchRunner:
                 if status is None:
                     run.lost = True
                     run.stop.set()
+                elif status != "cancelling" and await self._principal(run.row) is None:
+                    # The key was revoked or expired: its batch stops spending as a cancel would.
+                    log.info("batch %s cancelled: its API key is no longer valid", bid)
+                    await self.store.request_cancel(run.row.key_id, bid, run.row.api)
+                    run.cancelling = True
+                    run.stop.set()
                 elif status == "cancelling" or time.time() >= run.row.expires_at:
                     run.cancelling = status == "cancelling"
                     run.stop.set()
