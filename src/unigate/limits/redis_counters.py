@@ -4,8 +4,9 @@
 
 A call whose every counter has a lease (`redis_lease.py`: a slice of the limit this process
 took from Redis beforehand) is decided in memory, with no round trip; leases are refilled
-ahead of need in the background. Any other admission is one EVALSHA of `redis_script.SCRIPT` (EVAL when Redis answers NOSCRIPT, e.g.
-after a restart, which also caches it again): one round trip, atomic across replicas. The
+ahead of need in the background. Any other admission is one EVALSHA of `redis_script.SCRIPT`
+(EVAL when Redis answers NOSCRIPT, e.g. after a restart, which also caches it again): one
+round trip, atomic across replicas. The
 admissions a process has waiting go in the same call, and so do the settlements it has queued:
 a settlement never makes its request wait, and under load costs no round trip of its own (an
 idle process sends its queued settlements alone after `SETTLE_DELAY`). `ahead` (for the
