@@ -21,6 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from unigate.limits.estimate import prompt_tokens
 from unigate.store import key_storage
 from unigate.store.schema import response_events, responses
+from unigate.store.sqlite_reader import sqlite_path
+from unigate.store.sqlite_writer import SQLiteWriter, compile_insert
 from unigate.tasks.group_commit import GroupCommit
 
 Json = dict[str, Any]
@@ -158,12 +160,26 @@ def _values(item: NewResponse) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return values, event_rows
 
 
+_INSERT = compile_insert(responses.insert())
+_INSERT_EVENTS = compile_insert(response_events.insert())
+_ADD_BYTES = compile_insert(key_storage.sqlite_add())
+
+
 class ResponseStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         # The stored responses of calls answered together share one transaction (the callers
         # log a failure: it reaches each as the exception its row's insert raised).
         self.writer = GroupCommit(self, what="response", log_failures=False)
+        # On SQLite that transaction is one thread hand-off rather than one per statement.
+        path = sqlite_path(engine.url.render_as_string(hide_password=False))
+        self._sqlite = SQLiteWriter(path, "response-writer") if path is not None else None
+
+    async def close(self) -> None:
+        """Stop the writer (what it was given is committed first)."""
+        await self.writer.stop()
+        if self._sqlite is not None:
+            await self._sqlite.close()
 
     async def save(self, r: StoredResponse, before: tuple[int, int] = (0, 0)) -> None:
         """Store a finished response; returns once it is committed (with the responses of
@@ -194,6 +210,10 @@ class ResponseStore:
             event_rows += events
             key_id = item.record.key_id
             sizes[key_id] = sizes.get(key_id, 0) + values["size_bytes"]
+        if self._sqlite is not None:
+            added = [{"key_id": key, "bytes": n} for key, n in sizes.items() if n]
+            await self._sqlite.write([(_INSERT, rows), (_INSERT_EVENTS, event_rows), (_ADD_BYTES, added)])
+            return
         async with self.engine.begin() as conn:
             await conn.execute(responses.insert(), rows)
             if event_rows:

@@ -11,6 +11,7 @@ output.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -23,17 +24,25 @@ from unigate.store.sqlite_reader import SQLiteReader, compile_select
 QUOTA_KEY = "limits.stored_bytes_per_key"
 
 
+def _add(insert: Callable[..., Any]) -> Any:
+    stmt = insert(key_storage)
+    return stmt.on_conflict_do_update(
+        index_elements=["key_id"], set_={"bytes": key_storage.c.bytes + stmt.excluded.bytes}
+    )
+
+
+def sqlite_add() -> sqlite.Insert:
+    """The statement `add` runs on SQLite, rows `{"key_id", "bytes"}`."""
+    stmt: sqlite.Insert = _add(sqlite.insert)
+    return stmt
+
+
 async def add(conn: AsyncConnection, deltas: Mapping[str, int]) -> None:
     """Add (or, negative, remove) bytes to keys' counts, inside the caller's transaction."""
     rows = [{"key_id": key, "bytes": n} for key, n in deltas.items() if n]
     if not rows:
         return
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    stmt = insert(key_storage)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["key_id"], set_={"bytes": key_storage.c.bytes + stmt.excluded.bytes}
-    )
-    await conn.execute(stmt, rows)
+    await conn.execute(_add(postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert), rows)
 
 
 async def held(engine: AsyncEngine, key_id: str) -> int:
