@@ -145,7 +145,9 @@ class RedisCounters:
             self._release(batch, _Unreachable())
         except BaseException as exc:
             # Cancelled (shutdown): the callers decide locally; a fault in this code: each
-            # caller gets it, rather than waiting forever.
+            # caller gets it, rather than waiting forever. Leases asked for may never be
+            # answered: what they would have held lapses in Redis with the counters.
+            self.leases.forget()
             if isinstance(exc, Exception):
                 log.exception("limits: the Redis script call failed")
                 self._release(batch, exc)
@@ -179,9 +181,7 @@ class RedisCounters:
         return Refusal(-1, 0.0, [int(i) for i in reply[2:]])
 
     def _read_lease(self, lease: Demand, reply: list[bytes]) -> None:
-        ok = reply[0] == b"ok"
-        self.leases.granted(lease, ok)
-        if not ok:
+        if not self.leases.granted(lease, reply[0] == b"ok"):
             return
         if lease.kind == "rate":
             self._remember(lease.name, float(reply[2]) + time.time() - float(reply[1]), lease.limit)

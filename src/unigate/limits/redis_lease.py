@@ -113,20 +113,21 @@ class Leases:
         names = list(self.wanted)[:most]
         return [self.wanted.pop(name) for name in names]
 
-    def granted(self, d: Demand, ok: bool) -> None:
-        """Redis's answer to a lease request."""
+    def granted(self, d: Demand, ok: bool) -> bool:
+        """Redis's answer to a lease request; True when this process now holds the slice."""
         lease = self.held.get(d.name)
         if lease is None or lease.limit != d.limit or lease.period != d.period:
             # Dropped or replaced while the request was out: the slice goes straight back.
             if ok:
                 self._give_back([Demand(d.name, d.kind, d.limit, -d.amount, d.period)])
-            return
+            return False
         lease.asked = False
-        if ok:
-            lease.units += d.amount
-            lease.until = time.monotonic() + LEASE_TTL
-        else:
+        if not ok:
             lease.retry = time.monotonic() + _DENIED
+            return False
+        lease.units += d.amount
+        lease.until = time.monotonic() + LEASE_TTL
+        return True
 
     def unspent(self, name: str) -> float:
         """Units of `name` this process holds and has not admitted (they are spent in Redis)."""
