@@ -223,6 +223,7 @@ class Gateway:
             Step("task store", stop=_sync(self.tasks.store.close)),
             Step("change feed", start=lambda: self.fanout.start(self.redis), stop=self.fanout.stop),
             Step("task writer", start=self.tasks.writer.start, stop=self.tasks.writer.stop),
+            Step("response writer", start=self.responses.writer.start, stop=self.responses.close),
             Step("webhook outbox", start=self.outbox.start, stop=self.outbox.stop),
             Step("task poller", start=self.poller.start, stop=self.poller.stop),
             Step(
