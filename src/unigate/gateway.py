@@ -249,15 +249,19 @@ class Gateway:
 
     async def _discover_models(self) -> None:
         """Without a config file, the models the environment's vendors list replace their
-        well-known ones; then one line per provider says what it serves."""
+        well-known ones; then one line per provider says what it serves. Under `unigate serve`
+        both were done once before the workers started (settings.listed_models), so that with
+        several workers the upstreams are asked, and the lines printed, once."""
+        given = self.settings.listed_models
         if self.settings.config_path is None:
-            listed = await discover(self.providers)
+            listed = dict(given) if given is not None else await discover(self.providers)
             if listed:
                 config = load_config(None, self.settings.environ, listed)
                 self.listed_models = listed
                 self.apply(config, self.providers, lambda _key: True)
-        for line in provider_lines(self.config):
-            log.info("%s", line)
+        if given is None:
+            for line in provider_lines(self.config):
+                log.info("%s", line)
 
     async def _close_providers(self) -> None:
         """Every provider in use now (a config reload may have replaced those it started

@@ -5,6 +5,7 @@ Everything else receives a `Settings` instance from `create_app` or the CLI.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -45,6 +46,10 @@ class Settings:
     # SDK reads its other OTEL_* variables (headers, batch delays) itself.
     otel_traces_endpoint: str | None = None
     otel_service_name: str = "unigate"
+    # UNIGATE_LISTED_MODELS, set by `unigate serve` for its workers: the models each environment
+    # vendor listed when serve asked them once before starting the workers, which also printed
+    # the start-up lines once. None (an in-process gateway): each gateway asks and says itself.
+    listed_models: Mapping[str, list[str]] | None = None
     # The variables these settings were read from, for what the config file interpolates
     # (`${VAR}`) and the default config's vendor keys; None: the process environment. Kept so
     # that several gateways in one process (an embedding application, the test suite) each
@@ -85,6 +90,7 @@ class Settings:
             log_format=(env.get("UNIGATE_LOG_FORMAT") or "text").lower(),
             otel_traces_endpoint=_traces_endpoint(env),
             otel_service_name=env.get("OTEL_SERVICE_NAME") or "unigate",
+            listed_models=_listed_models(env.get("UNIGATE_LISTED_MODELS")),
             environ=None if env is os.environ else dict(env),
         )
 
@@ -113,7 +119,22 @@ class Settings:
         if self.metrics_token:
             env["UNIGATE_METRICS_TOKEN"] = self.metrics_token
         env["UNIGATE_LOG_FORMAT"] = self.log_format
+        if self.listed_models is not None:
+            env["UNIGATE_LISTED_MODELS"] = json.dumps(dict(self.listed_models))
         return env
+
+
+def _listed_models(value: str | None) -> dict[str, list[str]] | None:
+    """UNIGATE_LISTED_MODELS as `serve` wrote it; anything else is None (the gateway asks itself)."""
+    try:
+        found = json.loads(value) if value else None
+    except ValueError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    if not all(isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in found.values()):
+        return None
+    return {str(name): ids for name, ids in found.items()}
 
 
 def _traces_endpoint(env: Mapping[str, str]) -> str | None:
