@@ -62,18 +62,39 @@ def code_blocks(text: str, lang: str) -> list[str]:
 
 
 def shell_commands(block: str) -> list[str]:
-    """The commands of a shell block: continued lines (`\\` at the end) joined, comment lines
-    (what a command prints, shown as `#  -> ...`) and blank lines left out."""
+    """The commands of a shell block: continued lines (`\\` at the end, or a quoted string
+    still open) joined, comment lines (what a command prints, shown as `#  -> ...`) and blank
+    lines left out."""
     commands: list[str] = []
     current = ""
     for line in block.splitlines():
         if not current and (not line.strip() or line.lstrip().startswith("#")):
             continue
         current += line + "\n"
-        if not line.endswith("\\"):
+        if not line.endswith("\\") and not _quote_open(current):
             commands.append(current.rstrip("\n"))
             current = ""
     return commands
+
+
+def _quote_open(text: str) -> bool:
+    """Whether `text` ends inside a '...' or "..." string (a `#` comment's quotes do not count)."""
+    quote, i, word_start = "", 0, True
+    while i < len(text):
+        ch = text[i]
+        if not quote and ch == "#" and word_start:
+            i = text.find("\n", i)
+            if i < 0:
+                break
+        elif not quote and ch in "'\"":
+            quote = ch
+        elif ch == "\\" and quote != "'":
+            i += 1
+        elif ch == quote:
+            quote = ""
+        word_start = not quote and (ch.isspace() or ch in ";|&(")
+        i += 1
+    return bool(quote)
 
 
 # Every fenced block of the README and the site is run by a test, or marked in its page, on the
