@@ -592,7 +592,9 @@ def default_config(
     """The configuration used when no file is given: the sandbox for every family (when it is
     installed), plus real vendors whose credentials are present in the environment, each with
     the models its upstream listed (`listed`, by provider name: `providers/discovery.py`) or
-    else its well-known ones. A vendor's model wins over a sandbox model of the same name."""
+    else its well-known ones. A vendor's model wins over a sandbox model of the same name, or
+    one its route globs match (with OPENAI_API_KEY, `omni-moderation-latest` is OpenAI's even
+    when the upstream's list could not be read)."""
     sandbox = find_plugin(SANDBOX)
     providers: list[dict[str, Any]] = []
     models: list[dict[str, Any]] = []
@@ -610,7 +612,9 @@ def default_config(
         providers.insert(0, {"name": SANDBOX, "protocol": SANDBOX})
         defined = {m["name"] for m in models}
         models.extend(
-            {"name": n, "routes": [{"provider": SANDBOX}]} for n in sandbox.models if n not in defined
+            {"name": n, "routes": [{"provider": SANDBOX}]}
+            for n in sandbox.models
+            if not any(fnmatch.fnmatchcase(n, name) for name in defined)
         )
     if not providers:
         raise ConfigError(
