@@ -26,7 +26,17 @@ from tests.support.served import ServedGateway
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl command")
 
-EXAMPLES = [pytest.param(block, id=block.id) for block in blocks() if block.runner == "shell"]
+
+def _runs_the_cli(block: Block) -> bool:
+    return any(re.match(r"(\S*/)?unigate ", command) for command in shell_commands(block.text))
+
+
+# A block that runs the `unigate` CLI (a process start of a second or more) is out of the default run.
+EXAMPLES = [
+    pytest.param(block, id=block.id, marks=[pytest.mark.process] if _runs_the_cli(block) else [])
+    for block in blocks()
+    if block.runner == "shell"
+]
 # A line that only sets variables (`KEY=ugk_...`, `ADMIN_KEY=$(cat ...)`): kept for the commands after it.
 ASSIGNMENT = re.compile(r"^(export )?[A-Z_][A-Z0-9_]*=(\$\([^)]*\)|\S*)(\s+#.*)?$")
 PRELUDE = 'set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; }\n'
