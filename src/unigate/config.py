@@ -391,7 +391,7 @@ class StorageConfig(_Strict):
 
 
 class GatewayConfig(_Strict):
-    """The config file's top level."""
+    """The config file's top level: the sections below, and these keys."""
 
     providers: list[ProviderConfig] = Field(default_factory=list)
     models: list[ModelConfig] = Field(default_factory=list)

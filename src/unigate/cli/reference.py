@@ -162,7 +162,7 @@ def config_tables(model: type[BaseModel] = GatewayConfig, level: str = "###") ->
             rows.append(
                 f"| `{key}` | {_cell(kind)} | {_cell(_default(field))} | {_cell(field.description or '')} |"
             )
-        about_line = f"{_cell(about)}\n\n" if about else ""
+        about_line = f"{_cell(about[0].upper() + about[1:])}\n\n" if about else ""
         parts.append(f"{level} {title}\n\n{about_line}" + "\n".join(rows) + "\n")
     return "\n".join(parts)
 
