@@ -302,13 +302,14 @@ def _digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode()).digest()
 
 
-def read_or_create_admin_key(data_dir: Path) -> tuple[str, bool]:
-    """The admin key stored in the data dir, created (0600) on first use.
+def read_or_create_admin_key(data_dir: Path, warn: bool = True) -> tuple[str, bool]:
+    """The admin key stored in the data dir, created (0600) on first use; `warn`: say if the
+    data dir is open to others (False where the caller's own start-up checks said so already).
     Returns (key, created now)."""
     path = data_dir / "admin_key"
     if path.exists():
         return path.read_text().strip(), False
-    private_dir(data_dir)
+    private_dir(data_dir, warn=warn)
     key = "uga_" + secrets.token_urlsafe(32)
     tmp = path.with_suffix(".tmp")
     write_private(tmp, key + "\n")  # 0600 from the first byte

@@ -106,7 +106,8 @@ def _prepare(config: Path | None, host: str, port: int, server: str, workers: in
     # Migrated once here so several workers do not race on the schema.
     with_database(settings.database_url, nothing)
     if settings.admin_key is None:
-        admin_key, created = read_or_create_admin_key(settings.data_dir)
+        # check_data_dir has warned already if the data dir is open to others.
+        admin_key, created = read_or_create_admin_key(settings.data_dir, warn=False)
         if created:
             print(f"Admin key (shown once; also stored in {settings.data_dir / 'admin_key'}):", flush=True)
             print(admin_key, flush=True)
