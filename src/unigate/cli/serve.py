@@ -91,7 +91,6 @@ def _prepare(config: Path | None, host: str, port: int, server: str, workers: in
     check_data_dir(settings.data_dir)
     check_redis(settings.redis_url)
     loaded = _check_config(settings)
-    settings = settings.with_overrides(listed_models=_announce_providers(settings, loaded))
     # The workers' shared limit counters start from the database's figures, not from what
     # a previous server's in-flight calls had reserved.
     SharedTable.remove(counters_path(settings.data_dir))
@@ -112,7 +111,8 @@ def _prepare(config: Path | None, host: str, port: int, server: str, workers: in
             print(f"Admin key (shown once; also stored in {settings.data_dir / 'admin_key'}):", flush=True)
             print(admin_key, flush=True)
         settings = settings.with_overrides(admin_key=admin_key)
-    return settings
+    # Last, once nothing can stop the start: a failed start is its one error line alone.
+    return settings.with_overrides(listed_models=_announce_providers(settings, loaded))
 
 
 def _check_config(settings: Settings) -> GatewayConfig:
