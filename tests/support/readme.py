@@ -155,3 +155,12 @@ def blocks(paths: list[Path] | None = None) -> list[Block]:
             found.append(Block(path, i + 1, fence.group(2), text, mark.group(1) if mark else None))
             i = end + 1
     return found
+
+
+def distinct(found: list[Block]) -> dict[str, list[Block]]:
+    """The blocks by text: a block written the same in two places (the README's quick start and
+    the getting-started page's) is run once, under the id of each place."""
+    by_text: dict[str, list[Block]] = {}
+    for block in found:
+        by_text.setdefault(block.text, []).append(block)
+    return by_text
