@@ -79,6 +79,8 @@ def _bounds(field: FieldInfo) -> str:
             said.append(f"< {_value(rule.lt)}")
         elif isinstance(rule, Le):
             said.append(f"≤ {_value(rule.le)}")
+        elif isinstance(rule, MinLen) and rule.min_length == 1:
+            said.append("non-empty")
         elif isinstance(rule, MinLen):
             said.append(f"at least {rule.min_length} {unit}")
         elif isinstance(rule, MaxLen):
