@@ -223,6 +223,7 @@ class Gateway:
             Step("task store", stop=_sync(self.tasks.store.close)),
             Step("change feed", start=lambda: self.fanout.start(self.redis), stop=self.fanout.stop),
             Step("task writer", start=self.tasks.writer.start, stop=self.tasks.writer.stop),
+            Step("response writer", start=self.responses.writer.start, stop=self.responses.close),
             Step("webhook outbox", start=self.outbox.start, stop=self.outbox.stop),
             Step("task poller", start=self.poller.start, stop=self.poller.stop),
             Step(
@@ -267,15 +268,19 @@ class Gateway:
 
     async def _discover_models(self) -> None:
         """Without a config file, the models the environment's vendors list replace their
-        well-known ones; then one line per provider says what it serves."""
+        well-known ones; then one line per provider says what it serves. Under `unigate serve`
+        both were done once before the workers started (settings.listed_models), so that with
+        several workers the upstreams are asked, and the lines printed, once."""
+        given = self.settings.listed_models
         if self.settings.config_path is None:
-            listed = await discover(self.providers)
+            listed = dict(given) if given is not None else await discover(self.providers)
             if listed:
                 config = load_config(None, self.settings.environ, listed)
                 self.listed_models = listed
                 self.apply(config, self.providers, lambda _key: True)
-        for line in provider_lines(self.config):
-            log.info("%s", line)
+        if given is None:
+            for line in provider_lines(self.config):
+                log.info("%s", line)
 
     async def _close_providers(self) -> None:
         """Every provider in use now (a config reload may have replaced those it started
@@ -316,13 +321,14 @@ def _digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode()).digest()
 
 
-def read_or_create_admin_key(data_dir: Path) -> tuple[str, bool]:
-    """The admin key stored in the data dir, created (0600) on first use.
+def read_or_create_admin_key(data_dir: Path, warn: bool = True) -> tuple[str, bool]:
+    """The admin key stored in the data dir, created (0600) on first use; `warn`: say if the
+    data dir is open to others (False where the caller's own start-up checks said so already).
     Returns (key, created now)."""
     path = data_dir / "admin_key"
     if path.exists():
         return path.read_text().strip(), False
-    private_dir(data_dir)
+    private_dir(data_dir, warn=warn)
     key = "uga_" + secrets.token_urlsafe(32)
     tmp = path.with_suffix(".tmp")
     write_private(tmp, key + "\n")  # 0600 from the first byte
