@@ -84,7 +84,7 @@ def test_cancel_stops_new_lines_at_once_and_keeps_partial_results(gateway_factor
     with FlakyOpenAI(flaky=False, delay=0.1) as slow:
         gw = gateway_factory(_config(slow, concurrency=2))
         client = anthropic.Anthropic(base_url=gw.base_url, api_key=gw.create_key(), max_retries=0)
-        batch = client.messages.batches.create(requests=_requests(60))
+        batch = client.messages.batches.create(requests=_requests(200))
         until(
             lambda: client.messages.batches.retrieve(batch.id).request_counts.succeeded >= 4, "some done", 20
         )
@@ -98,8 +98,8 @@ def test_cancel_stops_new_lines_at_once_and_keeps_partial_results(gateway_factor
             "cancelled batch ended",
         )
         counts = ended.request_counts
-        assert counts.canceled > 40 and counts.succeeded >= 4 and counts.errored == 0
-        assert counts.succeeded + counts.canceled == 60
+        assert counts.canceled >= 150 and counts.succeeded >= 4 and counts.errored == 0
+        assert counts.succeeded + counts.canceled == 200
         sent = len(slow.received)
         assert sent == counts.succeeded  # the canceled lines never reached the upstream
         kinds = Counter(r.result.type for r in client.messages.batches.results(batch.id))
@@ -176,7 +176,7 @@ def test_revoking_the_key_cancels_its_running_batch(gateway_factory: Any) -> Non
         gw = gateway_factory(_config(slow, concurrency=2))
         record = gw.create_key_record()
         client = anthropic.Anthropic(base_url=gw.base_url, api_key=record["key"], max_retries=0)
-        batch = client.messages.batches.create(requests=_requests(60))
+        batch = client.messages.batches.create(requests=_requests(200))  # 10 s at 20 lines a second
         until(lambda: client.messages.batches.retrieve(batch.id).request_counts.succeeded >= 2, "some done")
         assert gw.admin("DELETE", f"/admin/keys/{record['id']}").status == 200
 
@@ -188,5 +188,5 @@ def test_revoking_the_key_cancels_its_running_batch(gateway_factory: Any) -> Non
                 await engine.dispose()
 
         row = until(lambda: (r := asyncio.run(load())).status == "cancelled" and r, "the batch cancelled")
-        assert row.canceled > 40 and row.succeeded + row.canceled == 60
+        assert row.canceled >= 100 and row.succeeded + row.canceled == 200
         assert len(slow.received) == row.succeeded  # no line ran for the revoked key
