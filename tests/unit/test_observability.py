@@ -185,6 +185,33 @@ def test_access_lines_of_one_loop_turn_go_out_in_one_write() -> None:
     assert all(" INFO unigate.test.access: GET /" in line for line in written)
 
 
+def test_an_access_line_keeps_plain_paths_and_models_and_escapes_or_cuts_the_rest() -> None:
+    """The access line takes a plain path and model as they are and gives anything else to
+    the escaping and cutting rules: spaces and newlines (forged lines), overlong text, media
+    names (capabilities)."""
+    from unigate.edge.access_log import MAX_LOGGED, MODEL, ROUTE, access_line
+    from unigate.edge.asgi import Request
+
+    def line(path: str, model: str | None) -> str:
+        scope = {"method": "POST", "path": path, "headers": [], MODEL: model, ROUTE: "up/m"}
+        return access_line(Request(scope, _never, _never, "req1"), 200, 0.0, "key_1")
+
+    plain = line("/v1/chat/completions", "gpt-4o:ft")
+    assert plain.startswith("POST /v1/chat/completions 200 ")
+    assert plain.endswith(" model=gpt-4o:ft route=up/m key=key_1 request=req1")
+    forged = line("/v1/x y\nGET /admin 200", "a b\nc")
+    assert "\n" not in forged and " /v1/x%20y%0AGET%20/admin%20200 " in forged
+    assert " model=a%20b%0Ac " in forged
+    media = line("/media/0123456789abcdef.png", "m" * (MAX_LOGGED + 5))
+    assert " /media/01234567….png " in media
+    assert f" model={'m' * MAX_LOGGED}…(+5) " in media
+    assert " model=- " in line("/v1/models", None)
+
+
+async def _never(*args: object) -> dict[str, object]:
+    raise AssertionError("an access line reads nothing from the client")
+
+
 def test_a_worker_imports_no_client_library_it_was_not_configured_for(tmp_path: Path) -> None:
     """Webhooks and URL fetches use the project's own HTTP client, and Redis, PostgreSQL, S3
     and OpenTelemetry are imported only when configured: a gateway on the defaults (SQLite, the

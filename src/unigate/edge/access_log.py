@@ -104,15 +104,26 @@ def _bounded(text: str) -> str:
 def access_line(request: Request, status: int, started: float, key_id: str | None) -> str:
     """The access record of a finished request, built once as one string."""
     scope = request.scope
+    path = request.path
+    if not _plain(path) or path.startswith("/media/"):
+        path = shown_path(path)
     model = scope.get(MODEL)
+    if not model:
+        model = "-"
+    elif not _plain(model):
+        model = _clean(_bounded(model))
     outcome = scope.get(OUTCOME)
     line = (
-        f"{request.method} {shown_path(request.path)} {status or 499} "
-        f"{(time.perf_counter() - started) * 1000.0:.2f}ms "
-        f"model={_clean(_bounded(model)) if model else '-'} route={scope.get(ROUTE) or '-'} "
-        f"key={key_id or '-'} request={request.request_id}"
+        f"{request.method} {path} {status or 499} {(time.perf_counter() - started) * 1000.0:.2f}ms "
+        f"model={model} route={scope.get(ROUTE) or '-'} key={key_id or '-'} request={request.request_id}"
     )
     return line if outcome is None else f"{line} outcome={outcome}"
+
+
+def _plain(text: str) -> bool:
+    """`text` goes into a line as it is (`_clean` and `_bounded` would leave it alone): tested
+    in line, as most paths and models pass, so that they cost no calls."""
+    return len(text) <= MAX_LOGGED and text.isprintable() and " " not in text
 
 
 def access_fields(

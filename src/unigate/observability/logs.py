@@ -186,7 +186,12 @@ class InfoLines:
             if second != self._second:
                 self._second = second
                 self._stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
-            self._write(handler, f"{self._stamp},{int((now - second) * 1000):03d}{self._tail}{line}\n")
+            text = f"{self._stamp},{int((now - second) * 1000):03d}{self._tail}{line}\n"
+            pending = self._pending
+            if pending and handler is self._handler and len(pending) < self.MAX_PENDING - 1:
+                pending.append(text)  # `_write`'s common case, without its call
+                return
+            self._write(handler, text)
             return
         self._handle(line, None)
 

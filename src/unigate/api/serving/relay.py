@@ -56,7 +56,7 @@ async def send_reply(
     if reply.stream is None:
         headers = [
             (b"content-type", reply.content_type),
-            (b"content-length", str(len(reply.body)).encode()),
+            (b"content-length", b"%d" % len(reply.body)),
             rid,
             *reply.headers,
         ]

@@ -259,19 +259,20 @@ class Serving:
             prompt = prompt_tokens(call.payload)
         prices = run.entry.prices
         cost = prices.tokens_cost(prompt, completion) + (prices.per_call if status < 400 else 0.0)
+        # Positional, in UsageRecord's field order: keywords cost a NamedTuple half again.
         self.gw.usage.record(
             UsageRecord(
-                key_id=call.principal.key_id,
-                endpoint=call.endpoint,
-                model=call.model,
-                provider=target.provider.name if target else "",
-                upstream_model=target.upstream_model if target else "",
-                status=status,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                latency_ms=(time.perf_counter() - run.started) * 1000.0,
-                cost=cost,
-                created_at=time.time(),
+                call.principal.key_id,
+                call.endpoint,
+                call.model,
+                target.provider.name if target else "",  # provider
+                target.upstream_model if target else "",
+                status,
+                prompt,
+                completion,
+                (time.perf_counter() - run.started) * 1000.0,  # latency_ms
+                cost,
+                time.time(),  # created_at
             )
         )
         if target is not None:
