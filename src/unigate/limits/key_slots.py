@@ -22,7 +22,7 @@ class KeySlots:
     """The rpm, tpm and budget counters of one key (a limit the key lacks has no slot: -1).
     Slots are claimed at the first admission, under the table's lock, and never move."""
 
-    __slots__ = ("_names", "_offs", "_rpm_step", "_tpm_step", "budget", "corrects", "table")
+    __slots__ = ("_names", "_rpm_step", "_tpm_step", "budget", "corrects", "offs", "table")
 
     def __init__(
         self,
@@ -39,7 +39,8 @@ class KeySlots:
             names[1] if tpm else "",
             names[2] if budget is not None else "",
         )
-        self._offs: tuple[int, int, int] | None = None
+        # The claimed slots (None before the first admission): the headers read them too.
+        self.offs: tuple[int, int, int] | None = None
         self._rpm_step = WINDOW / rpm if rpm else 0.0  # seconds one request moves the counter
         self._tpm_step = WINDOW / tpm if tpm else 0.0
         self.budget = budget if budget is not None else 0.0
@@ -50,10 +51,6 @@ class KeySlots:
         rpm, tpm, budget = self._names
         return (offset(rpm) if rpm else -1, offset(tpm) if tpm else -1, offset(budget) if budget else -1)
 
-    def offsets(self) -> tuple[int, int, int] | None:
-        """The claimed slots (None before the first admission): for reading the headers."""
-        return self._offs
-
     def take(self, tokens: float, cost: float, period: int, now: float) -> bool:
         """Take one request, `tokens` and `cost` at once: True when all fit (written); False
         when nothing was taken and the generic path must decide (a refusal, an unseeded budget)."""
@@ -62,9 +59,9 @@ class KeySlots:
         if locking:
             table.lock()
         try:
-            offs = self._offs
+            offs = self.offs
             if offs is None:
-                offs = self._offs = self._claim()
+                offs = self.offs = self._claim()
             rpm_off, tpm_off, budget_off = offs
             read = table.read
             if rpm_off >= 0:
@@ -101,7 +98,7 @@ class KeySlots:
     def adjust(self, tokens: float, cost: float, period: int, now: float) -> None:
         """Settle: move the tokens counter by `tokens` and the budget by `cost` (either may be
         0.0: left alone), as `LocalCounters.adjust_now` moves them."""
-        offs = self._offs
+        offs = self.offs
         if offs is None:
             return
         _, tpm_off, budget_off = offs

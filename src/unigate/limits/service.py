@@ -105,26 +105,40 @@ class _KeyPlan:
         tpm = _rate_header_head(_TOKENS, principal.tpm)
         rpm_name, tpm_name = self.rpm_name, self.tpm_name
 
-        def headers() -> list[Header]:
-            offs = slots.offsets() if slots is not None else None
-            if offs is not None:  # the slots are known: read them directly, at one instant
-                read, now = slots.table.read, time.time()  # type: ignore[union-attr]
-                out: list[Header] = []
-                if rpm is not None:
-                    tat = read(offs[0])[0] if offs[0] >= 0 else 0.0
-                    out += rpm.figures(tat - now if tat > now else 0.0)
-                if tpm is not None:
-                    tat = read(offs[1])[0] if offs[1] >= 0 else 0.0
-                    out += tpm.figures(tat - now if tat > now else 0.0)
-                return out
-            out = []
+        def by_name() -> list[Header]:
+            out: list[Header] = []
             if rpm is not None:
                 out += rpm.figures(ahead(rpm_name))
             if tpm is not None:
                 out += tpm.figures(ahead(tpm_name))
             return out
 
-        self.headers = headers
+        self.headers = by_name
+        if slots is not None:
+            table = slots.table
+            rates = tuple((i, h) for i, h in ((0, rpm), (1, tpm)) if h is not None)
+
+            def from_slots() -> list[Header]:
+                # Once the slots are claimed they are read directly, at one instant, with
+                # `_RateHeaders.figures` and the common case of `format_reset` written out.
+                offs = slots.offs
+                if offs is None:
+                    return by_name()
+                read, now = table.read, time.time()
+                out: list[Header] = []
+                for i, h in rates:
+                    off = offs[i]
+                    tat = read(off)[0] if off >= 0 else 0.0
+                    ahead = tat - now if tat > now else 0.0
+                    remaining = int((WINDOW - ahead) * h.limit / WINDOW + 1e-9)
+                    out += (
+                        h.limit_header,
+                        (h.names[1], b"%d" % remaining if remaining > 0 else b"0"),
+                        (h.names[2], b"0ms" if ahead < 0.0005 else format_reset(ahead)),
+                    )
+                return out
+
+            self.headers = from_slots
 
     def period(self, now: float) -> int:
         """The budget's period index at `now`, recomputed only when the last one has ended."""
