@@ -195,6 +195,27 @@ class InfoLines:
             return
         self._handle(line, None)
 
+    def write_all(self, lines: list[str]) -> None:
+        """`self(line)` for each of `lines`, written now in one write: the handler is looked
+        at, the time read and the timestamp made once for them all."""
+        handler = self._direct()
+        if handler is None:
+            for line in lines:
+                self._handle(line, None)
+            return
+        if self._pending:
+            self.flush()  # lines held from before go first
+        now = time.time()
+        second = int(now)
+        if second != self._second:
+            self._second = second
+            self._stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
+        head = f"{self._stamp},{int((now - second) * 1000):03d}{self._tail}"
+        text = head + f"\n{head}".join(lines) + "\n"
+        with handler.lock:  # type: ignore[union-attr]  # always set by Handler.__init__
+            handler.stream.write(text)
+            handler.stream.flush()
+
     def record(self, message: str, fields: dict[str, Any]) -> None:
         """A line with structured fields: one JSON object (`message` and `fields` beside
         the usual keys) from unigate's JSON handler, a record carrying `fields` otherwise."""
