@@ -19,8 +19,9 @@ _SEEDED = 1  # backend.py's flag of a budget slot whose spend has been loaded
 
 
 class KeySlots:
-    """The rpm, tpm and budget counters of one key (a limit the key lacks has no slot: -1).
-    Slots are claimed at the first admission, under the table's lock, and never move."""
+    """The rpm, tpm and budget counters of one key (a limit the key lacks has no slot: -1),
+    read and written by byte offset through the table's `get` and `put`. Slots are claimed at
+    the first admission, under the table's lock, and never move."""
 
     __slots__ = ("_names", "_rpm_step", "_tpm_step", "budget", "corrects", "offs", "table")
 
@@ -47,9 +48,14 @@ class KeySlots:
         self.corrects = bool(tpm) or budget is not None  # a settlement replaces the estimates
 
     def _claim(self) -> tuple[int, int, int]:
-        offset = self.table.offset
-        rpm, tpm, budget = self._names
-        return (offset(rpm) if rpm else -1, offset(tpm) if tpm else -1, offset(budget) if budget else -1)
+        """The byte offsets of the slots' values (`table.get`, `table.put`), -1 for a limit
+        the key lacks or a full table (that counter is then not enforced, as `take_now` does)."""
+        table = self.table
+        offs = []
+        for name in self._names:
+            off = table.offset(name) if name else -1
+            offs.append(table.at(off) if off >= 0 else -1)
+        return offs[0], offs[1], offs[2]
 
     def take(self, tokens: float, cost: float, period: int, now: float) -> bool:
         """Take one request, `tokens` and `cost` at once: True when all fit (written); False
@@ -63,7 +69,7 @@ class KeySlots:
             if offs is None:
                 offs = self.offs = self._claim()
             rpm_off, tpm_off, budget_off = offs
-            read = table.read
+            read = table.get
             if rpm_off >= 0:
                 rpm = read(rpm_off)
                 tat = rpm[0]
@@ -84,8 +90,8 @@ class KeySlots:
                     spent = 0.0  # a new day or month: the old period's spend no longer counts
                 if spent + cost > self.budget + 1e-12:
                     return False
-                table.write(budget_off, spent + cost, b, period, flags)
-            write = table.write
+                table.put(budget_off, spent + cost, b, period, flags)
+            write = table.put
             if rpm_off >= 0:
                 write(rpm_off, rpm_tat, rpm[1], rpm[2], rpm[3])
             if tpm_off >= 0:
@@ -108,14 +114,14 @@ class KeySlots:
             table.lock()
         try:
             if tokens and tpm_off >= 0:
-                tat, b, held, flags = table.read(tpm_off)
+                tat, b, held, flags = table.get(tpm_off)
                 moved = (tat if tat > now else now) + tokens * self._tpm_step
-                table.write(tpm_off, moved if moved > now else now, b, held, flags)
+                table.put(tpm_off, moved if moved > now else now, b, held, flags)
             if cost and budget_off >= 0:
-                spent, b, held, flags = table.read(budget_off)
+                spent, b, held, flags = table.get(budget_off)
                 if held == period and flags & _SEEDED:
                     # A settlement for an older period changes nothing: that period is over.
-                    table.write(budget_off, max(0.0, spent + cost), b, held, flags)
+                    table.put(budget_off, max(0.0, spent + cost), b, held, flags)
         finally:
             if locking:
                 table.unlock()

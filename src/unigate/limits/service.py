@@ -124,7 +124,7 @@ class _KeyPlan:
                 offs = slots.offs
                 if offs is None:
                     return by_name()
-                read, now = table.read, time.time()
+                read, now = table.get, time.time()
                 out: list[Header] = []
                 for i, h in rates:
                     off = offs[i]
