@@ -172,7 +172,7 @@ class GatewayApp:
         if self._access.enabled():
             self._access.add(request, sent.status, started, ended, key_id)
         self._count_request(
-            _family(endpoint),
+            "unmatched" if endpoint is None else endpoint.label,  # `_family`, written out
             scope.get(MODEL_NAME, ""),
             scope.get(PROVIDER, ""),
             sent.status or 499,
@@ -320,11 +320,6 @@ def _too_deep() -> InvalidRequest:
     )
 
 
-# The metrics' family label of endpoints outside the model families, by auth kind.
-_NO_FAMILY = {"key": "api", "admin": "admin", "metrics": "metrics", "none": "public"}
-
-
 def _family(endpoint: Endpoint | None) -> str:
-    if endpoint is None:
-        return "unmatched"
-    return endpoint.family or _NO_FAMILY[endpoint.auth]
+    """The metrics' family label of a request."""
+    return "unmatched" if endpoint is None else endpoint.label

@@ -111,13 +111,15 @@ def access_line(
     if ended is None:
         ended = time.perf_counter()
     scope = request.scope
+    # Plain text (what `_clean` and `_bounded` would leave alone: most paths and models) is
+    # tested here rather than in a call.
     path = request.path
-    if not _plain(path) or path.startswith("/media/"):
+    if len(path) > MAX_LOGGED or not path.isprintable() or " " in path or path.startswith("/media/"):
         path = shown_path(path)
     model = scope.get(MODEL)
     if not model:
         model = "-"
-    elif not _plain(model):
+    elif len(model) > MAX_LOGGED or not model.isprintable() or " " in model:
         model = _clean(_bounded(model))
     outcome = scope.get(OUTCOME)
     line = (
@@ -125,12 +127,6 @@ def access_line(
         f"model={model} route={scope.get(ROUTE) or '-'} key={key_id or '-'} request={request.request_id}"
     )
     return line if outcome is None else f"{line} outcome={outcome}"
-
-
-def _plain(text: str) -> bool:
-    """`text` goes into a line as it is (`_clean` and `_bounded` would leave it alone): tested
-    in line, as most paths and models pass, so that they cost no calls."""
-    return len(text) <= MAX_LOGGED and text.isprintable() and " " not in text
 
 
 def access_fields(
@@ -164,15 +160,14 @@ class AccessLog:
     than once per request. Lines are held as strings only: a held request would keep its
     scope and server objects alive for the garbage collector to walk."""
 
-    __slots__ = ("_json", "_lines", "_pending")
+    __slots__ = ("_json", "_lines", "_pending", "enabled")
 
     def __init__(self, lines: InfoLines, json: bool) -> None:
         self._lines = lines
         self._json = json
         self._pending: list[str] = []
-
-    def enabled(self) -> bool:
-        return self._lines.enabled()
+        # Whether lines are written, asked per request so a level changed at run time counts.
+        self.enabled: Callable[[], bool] = lines.enabled_check()
 
     def add(self, request: Request, status: int, started: float, ended: float, key_id: str | None) -> None:
         if self._json:

@@ -9,9 +9,11 @@ traceback) when it has them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -124,6 +126,10 @@ class InfoLines:
     def enabled(self) -> bool:
         # Asked per line (a cached lookup) so a level changed at run time takes effect.
         return self._logger.isEnabledFor(logging.INFO)
+
+    def enabled_check(self) -> Callable[[], bool]:
+        """`enabled` as one call fewer: the logger's own check, bound to INFO."""
+        return functools.partial(self._logger.isEnabledFor, logging.INFO)
 
     def _direct(self) -> logging.StreamHandler[Any] | None:
         """unigate's handler when nothing else is in the way, else None."""
