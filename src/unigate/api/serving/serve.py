@@ -156,7 +156,9 @@ class Serving:
             if call.finish is not None:
                 shown = await self._finish(run, call.finish, shown)
             try:
-                outcome = await self._send(request, shown, call.framing)
+                # A body is sent without `_stream`'s frame.
+                sending = self._stream if shown.stream is not None else self._send_body
+                outcome = await sending(request, shown, call.framing)
             except asyncio.CancelledError:
                 # Stopped from inside the gateway (a background response cancelled or deleted, a
                 # shutdown): what the upstream produced until then is paid for, as when a client
@@ -188,9 +190,11 @@ class Serving:
                 run.reply.close()
             raise
 
-    async def _send(self, request: Request, reply: Reply, framing: Framing) -> Outcome:
-        if reply.stream is None:
-            return await send_reply(request, reply, framing, self.keepalive)
+    def _send_body(self, request: Request, reply: Reply, framing: Framing) -> Awaitable[Outcome]:
+        return send_reply(request, reply, framing, self.keepalive)
+
+    async def _stream(self, request: Request, reply: Reply, framing: Framing) -> Outcome:
+        """A streamed reply, counted in the open streams' gauge while it lasts."""
         self.metrics.stream_opened()
         try:
             return await send_reply(request, reply, framing, self.keepalive)
