@@ -212,7 +212,10 @@ class Limits:
         if slots is None or (entry is not None and (entry.rpm or entry.tpm)):
             return PENDING
         now = time.time()
-        period = plan.period(now) if principal.budget is not None else 0
+        period = 0
+        if principal.budget is not None:
+            # `plan.period`'s test written out: a new period is looked up once per period.
+            period = plan.budget_period if now < plan.budget_ends else plan.period(now)
         if not slots.take(tokens, cost, period, now):
             return PENDING
         return Ticket(_NO_DEMANDS, tokens, cost, False, slots, period) if slots.corrects else None
