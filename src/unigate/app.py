@@ -35,9 +35,8 @@ from unigate.edge.access_log import (
     ERROR,
     MODEL_NAME,
     PROVIDER,
+    AccessLog,
     StatusCapture,
-    access_fields,
-    access_line,
     shown_path,
 )
 from unigate.edge.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
@@ -119,8 +118,7 @@ class GatewayApp:
         )
         # Bound once: a per-request call then skips the attribute and method lookups.
         self._request_id = RequestIds().for_request  # the client's x-request-id, or a fresh one
-        self._access = InfoLines(ACCESS_LOGGER)
-        self._json_access = gateway.settings.log_format == "json"
+        self._access = AccessLog(InfoLines(ACCESS_LOGGER), gateway.settings.log_format == "json")
         self._metrics = gateway.metrics
         self._count_request = gateway.metrics.request
         self._requests = gateway.request_log
@@ -178,20 +176,18 @@ class GatewayApp:
         except Exception as exc:
             await self._send_error(request, _unexpected(request, exc), endpoint)
         key_id = principal.key_id if principal else None
+        ended = time.perf_counter()
         if self._access.enabled():
-            if self._json_access:
-                self._access.record(*access_fields(request, sent.status, started, key_id))
-            else:
-                self._access(access_line(request, sent.status, started, key_id))
+            self._access.add(request, sent.status, started, ended, key_id)
         self._count_request(
-            _family(endpoint),
+            "unmatched" if endpoint is None else endpoint.label,  # `_family`, written out
             scope.get(MODEL_NAME, ""),
             scope.get(PROVIDER, ""),
             sent.status or 499,
-            time.perf_counter() - started,
+            ended - started,
         )
         if endpoint is None or endpoint.auth == "key":  # API calls, not the dashboard's own polling
-            self._requests.add(request, sent.status, started, key_id)
+            self._requests.add(request, sent.status, started, key_id, ended)
 
     def _unknown_path(self, request: Request) -> str:
         """The 404 for a path no endpoint has; when the same path under /v1 is one, that (an
@@ -339,11 +335,6 @@ def _too_deep() -> InvalidRequest:
     )
 
 
-# The metrics' family label of endpoints outside the model families, by auth kind.
-_NO_FAMILY = {"key": "api", "admin": "admin", "metrics": "metrics", "none": "public"}
-
-
 def _family(endpoint: Endpoint | None) -> str:
-    if endpoint is None:
-        return "unmatched"
-    return endpoint.family or _NO_FAMILY[endpoint.auth]
+    """The metrics' family label of a request."""
+    return "unmatched" if endpoint is None else endpoint.label

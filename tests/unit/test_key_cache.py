@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
+import pytest
+
 from unigate.auth.cache import KeyCache
 from unigate.auth.principal import Principal
 from unigate.store.keys import KeyStore
@@ -66,3 +68,58 @@ def test_a_miss_overlapping_a_creation_is_not_remembered() -> None:
         assert await cache.lookup("h") is not None  # the miss was not remembered for 2 s
 
     asyncio.run(run())
+
+
+def test_a_known_keys_hash_is_remembered_and_a_revocation_still_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Authenticating a cached key skips hashing it again, and only keys that were found are
+    remembered; a key revoked after that is refused at its next call all the same."""
+    from unigate.auth.authenticate import authenticate
+    from unigate.auth.keys import generate_key, hash_key
+    from unigate.edge.asgi import Request
+    from unigate.errors import AuthenticationFailed
+
+    key = generate_key()
+    hashed: list[str] = []
+
+    class Store:
+        record = _principal()
+
+        async def by_hash(self, key_hash: str) -> Principal | None:
+            return self.record if key_hash == hash_key(key) else None
+
+    def request(presented: str) -> Request:
+        scope = {
+            "method": "POST",
+            "path": "/v1/x",
+            "headers": [(b"authorization", f"Bearer {presented}".encode())],
+        }
+        return Request(scope, _nothing, _nothing, "r")
+
+    async def run() -> None:
+        store = Store()
+        cache = KeyCache(cast(KeyStore, store))
+        first = await authenticate(request(key), cache)
+        assert first.key_id == "key_1"
+        with pytest.raises(AuthenticationFailed):
+            await authenticate(request(generate_key()), cache)  # well formed, unknown
+
+        def counted(presented: str) -> str:
+            hashed.append(presented)
+            return hash_key(presented)
+
+        monkeypatch.setattr("unigate.auth.cache.hash_key", counted)
+        for _ in range(3):
+            assert await authenticate(request(key), cache) is first
+        assert hashed == [key]  # hashed once more, when the cache first found it
+        store.record = _principal(revoked_at=1.0)
+        cache.invalidate(hash_key(key))
+        with pytest.raises(AuthenticationFailed, match="revoked"):
+            await authenticate(request(key), cache)
+
+    asyncio.run(run())
+
+
+async def _nothing(*args: object) -> None:
+    raise AssertionError("authentication reads nothing from the client")

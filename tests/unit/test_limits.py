@@ -173,3 +173,92 @@ def test_a_keys_plan_follows_its_budget_period_and_its_changes(
         assert dict(limits.headers_for(changed)())[b"x-ratelimit-limit-requests"] == b"100"
 
     asyncio.run(scenario())
+
+
+class _Generic:
+    """The node's counters behind the plain `Counters` methods only: `Limits` then decides
+    every call demand by demand, the path Redis and model limits take."""
+
+    def __init__(self, counters: LocalCounters) -> None:
+        self.table = counters.table
+        self._counters = counters
+
+    async def take(self, demands: list[Demand]) -> object:
+        return await self._counters.take(demands)
+
+    async def adjust(self, changes: list[Demand]) -> None:
+        await self._counters.adjust(changes)
+
+    async def seed(self, name: str, period: int, spent: float) -> None:
+        await self._counters.seed(name, period, spent)
+
+    def ahead(self, name: str) -> float:
+        return self._counters.ahead(name)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_keys_own_limits_decided_in_one_call_count_as_demand_by_demand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared: bool
+) -> None:
+    """A key's rpm, tpm and budget on the node's table are admitted and settled in one call
+    each (`admit_now`, `settle_now`, no await); the counters, headers and refusals that leaves
+    are those of the demand-by-demand path, through refusals, a budget loaded at its first
+    use, settlements up and down and a new budget period."""
+    import asyncio
+
+    from unigate.auth.principal import Principal
+    from unigate.errors import BudgetExceeded, RateLimited
+    from unigate.limits.service import PENDING, Limits
+
+    now = [dt.datetime(2026, 1, 31, 23, 58, tzinfo=dt.UTC).timestamp()]
+    monkeypatch.setattr("time.time", lambda: now[0])
+
+    async def spent_so_far(key_id: str, start: float) -> float:
+        return 0.25
+
+    key = Principal("key_q", "n", "h", (), (), 5, 1.0, None, None, 0.0, "whsec_x",
+                    tpm=100, budget_period="monthly")  # fmt: skip
+    fast = Limits(LocalCounters(tmp_path / "fast.bin", shared=shared), spent_so_far)
+    generic = Limits(_Generic(LocalCounters(tmp_path / "generic.bin", shared=shared)), spent_so_far)  # type: ignore[arg-type]
+    names = ("key:key_q:rpm", "key:key_q:tpm", "key:key_q:budget")
+
+    def state(limits: Limits) -> list[object]:
+        table = limits.counters.table  # type: ignore[attr-defined]
+        return [table.read(table.offset(name)) for name in names]
+
+    async def both(tokens: float, cost: float, used: tuple[float, float] | None) -> str:
+        outcomes = []
+        for limits in (fast, generic):
+            try:
+                ticket = await limits.admit(key, None, tokens, cost)
+            except (RateLimited, BudgetExceeded) as exc:
+                outcomes.append(f"{type(exc).__name__}: {exc.message} {exc.headers}")
+                continue
+            if used is not None:
+                await limits.settle(ticket, *used)
+            outcomes.append("admitted")
+        assert outcomes[0] == outcomes[1]
+        assert state(fast) == state(generic)
+        assert fast.headers(key) == generic.headers(key)
+        return outcomes[0]
+
+    async def scenario() -> None:
+        assert await both(10, 0.1, (30, 0.2)) == "admitted"  # the budget loaded at its first use
+        assert await both(20, 0.1, (5, 0.05)) == "admitted"
+        assert (await both(90, 0.1, None)).startswith("RateLimited: Rate limit of 100 tokens")
+        assert await both(10, 0.5, (10, 0.3)) == "admitted"  # 0.8 of 1.0 spent
+        assert (await both(1, 0.3, (1, 0.3))).startswith("BudgetExceeded")
+        assert await both(1, 0.0, (0, 0.0)) == "admitted"
+        assert await both(1, 0.0, (0, 0.0)) == "admitted"  # the key's fifth request this minute
+        assert (await both(1, 0.0, (0, 0.0))).startswith("RateLimited: Rate limit of 5 requests")
+        now[0] += 120  # February: a new budget period, and every rate back to full
+        assert await both(10, 0.9, (12, 0.7)) == "admitted"
+        # Once the budget is loaded, an admission is decided without awaiting.
+        ticket = fast.admit_now(key, None, 1, 0.01)
+        assert ticket is not PENDING and ticket is not None and ticket.slots is not None
+        assert fast.settle_now(ticket, 2, 0.02)
+        await generic.settle(await generic.admit(key, None, 1, 0.01), 2, 0.02)
+        assert state(fast) == state(generic)
+        assert generic.admit_now(key, None, 1, 0.01) is PENDING  # not the node's own table
+
+    asyncio.run(scenario())

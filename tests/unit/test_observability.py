@@ -15,7 +15,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from unigate.observability.logs import InfoLines, JsonFormatter
+from unigate.observability.logs import FORMAT, InfoLines, JsonFormatter
 from unigate.observability.metrics import MAX_SERIES, Metrics
 from unigate.observability.request_ids import RequestIds
 from unigate.observability.scrape import render
@@ -183,6 +183,87 @@ def test_access_lines_of_one_loop_turn_go_out_in_one_write() -> None:
     assert (held, after) == (0, 1)
     assert [line.rsplit("=", 1)[1] for line in written] == ["r0", "r1", "r2", "r3", "r4", "outside"]
     assert all(" INFO unigate.test.access: GET /" in line for line in written)
+
+
+def test_access_lines_are_built_at_the_end_of_their_loop_turn_with_what_the_request_ended_with() -> None:
+    """The edge hands each finished request to `AccessLog`, which builds and writes the lines
+    of one loop turn together: in order, with the latency measured when each request ended and
+    the model the handler left in the scope; with no running loop, at once."""
+    from unigate.edge.access_log import MODEL, AccessLog
+    from unigate.edge.asgi import Request
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    handler._unigate = "text"  # type: ignore[attr-defined]  # as configure_logging marks its own
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    access = AccessLog(InfoLines("unigate.test.batched"), json=False)
+
+    def request(i: int) -> Request:
+        scope = {"method": "GET", "path": f"/v1/x{i}", "headers": [], MODEL: f"m{i}"}
+        return Request(scope, _never, _never, f"r{i}")
+
+    async def turn() -> str:
+        for i in range(3):
+            access.add(request(i), 200, 10.0, 10.0 + (i + 1) / 1000, "key_1")
+        held = stream.getvalue()
+        await asyncio.sleep(0)
+        return held
+
+    records: list[str] = []
+
+    def keep(record: logging.LogRecord) -> bool:
+        records.append(record.getMessage())
+        return True
+
+    try:
+        held = asyncio.run(turn())
+        access.add(request(3), 0, 1.0, 1.5, None)  # no running loop: written at once
+        handler.addFilter(keep)  # a filter in the way: each line a record it sees
+        access.add(request(4), 200, 1.0, 1.25, None)
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+    assert held == ""
+    assert records == ["GET /v1/x4 200 250.00ms model=m4 route=- key=- request=r4"]
+    lines = [line.split(": ", 1)[1] for line in stream.getvalue().splitlines()]
+    assert lines == [
+        "GET /v1/x0 200 1.00ms model=m0 route=- key=key_1 request=r0",
+        "GET /v1/x1 200 2.00ms model=m1 route=- key=key_1 request=r1",
+        "GET /v1/x2 200 3.00ms model=m2 route=- key=key_1 request=r2",
+        "GET /v1/x3 499 500.00ms model=m3 route=- key=- request=r3",
+        "GET /v1/x4 200 250.00ms model=m4 route=- key=- request=r4",
+    ]
+
+
+def test_an_access_line_keeps_plain_paths_and_models_and_escapes_or_cuts_the_rest() -> None:
+    """The access line takes a plain path and model as they are and gives anything else to
+    the escaping and cutting rules: spaces and newlines (forged lines), overlong text, media
+    names (capabilities)."""
+    from unigate.edge.access_log import MAX_LOGGED, MODEL, ROUTE, access_line
+    from unigate.edge.asgi import Request
+
+    def line(path: str, model: str | None) -> str:
+        scope = {"method": "POST", "path": path, "headers": [], MODEL: model, ROUTE: "up/m"}
+        return access_line(Request(scope, _never, _never, "req1"), 200, 0.0, "key_1")
+
+    plain = line("/v1/chat/completions", "gpt-4o:ft")
+    assert plain.startswith("POST /v1/chat/completions 200 ")
+    assert plain.endswith(" model=gpt-4o:ft route=up/m key=key_1 request=req1")
+    forged = line("/v1/x y\nGET /admin 200", "a b\nc")
+    assert "\n" not in forged and " /v1/x%20y%0AGET%20/admin%20200 " in forged
+    assert " model=a%20b%0Ac " in forged
+    media = line("/media/0123456789abcdef.png", "m" * (MAX_LOGGED + 5))
+    assert " /media/01234567….png " in media
+    assert f" model={'m' * MAX_LOGGED}…(+5) " in media
+    assert " model=- " in line("/v1/models", None)
+
+
+async def _never(*args: object) -> dict[str, object]:
+    raise AssertionError("an access line reads nothing from the client")
 
 
 def test_a_worker_imports_no_client_library_it_was_not_configured_for(tmp_path: Path) -> None:

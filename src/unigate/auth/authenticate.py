@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from unigate.auth.cache import KeyCache
-from unigate.auth.keys import PREFIX, hash_key, is_well_formed
+from unigate.auth.keys import PREFIX, is_well_formed
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.error_styles import KEY_HEADERS, KEY_QUERY, KEY_SCHEMES
@@ -83,8 +83,7 @@ async def authenticate(
         raise AuthenticationFailed(
             "Missing API key. Send it as 'Authorization: Bearer <key>'.", code="missing_api_key"
         )
-    key_hash = hash_key(key)
-    principal = cache.peek(key_hash)
+    key_hash, principal = cache.peek_key(key)
     if principal is None:
         # Shape and checksum only matter for keys the cache does not know: a typo or a
         # scanner's guess is refused here without touching the database.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 
+from unigate.auth.keys import hash_key
 from unigate.auth.principal import Principal
 from unigate.store.keys import KeyStore
 
@@ -16,6 +17,7 @@ log = logging.getLogger("unigate.auth")
 
 _NEGATIVE_TTL = 2.0
 _MAX_NEGATIVE = 10_000
+_MAX_HASHES = 10_000
 
 
 class KeyCache:
@@ -26,10 +28,27 @@ class KeyCache:
         # Bumped by every invalidation: a lookup whose database read overlapped one does not
         # cache what it read (it may predate the change, and nothing would evict it later).
         self._generation = 0
+        # Presented key -> its hash, for keys found in the cache: hashing is most of what
+        # authenticating a known key costs. Only keys that were valid get in, so guesses
+        # cannot fill it; a pure function of the key, so invalidations need not touch it.
+        self._hashes: dict[str, str] = {}
 
     def peek(self, key_hash: str) -> Principal | None:
         """Cache-only lookup: the hot path for every known key."""
         return self._known.get(key_hash)
+
+    def peek_key(self, key: str) -> tuple[str, Principal | None]:
+        """A presented key's hash and its cached principal (None: not in the cache)."""
+        key_hash = self._hashes.get(key)
+        if key_hash is not None:
+            return key_hash, self._known.get(key_hash)
+        key_hash = hash_key(key)
+        principal = self._known.get(key_hash)
+        if principal is not None:
+            if len(self._hashes) >= _MAX_HASHES:
+                self._hashes.clear()
+            self._hashes[key] = key_hash
+        return key_hash, principal
 
     async def lookup(self, key_hash: str) -> Principal | None:
         found = self._known.get(key_hash)

@@ -18,12 +18,14 @@ one per-request mapping every handler can reach without changing its signature).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
 from unigate.edge.asgi import Message, Request, Send
+from unigate.observability.logs import InfoLines
 
 ACCESS_LOGGER = "unigate.access"
 
@@ -101,24 +103,38 @@ def _bounded(text: str) -> str:
     return text if len(text) <= MAX_LOGGED else f"{text[:MAX_LOGGED]}…(+{len(text) - MAX_LOGGED})"
 
 
-def access_line(request: Request, status: int, started: float, key_id: str | None) -> str:
-    """The access record of a finished request, built once as one string."""
+def access_line(
+    request: Request, status: int, started: float, key_id: str | None, ended: float | None = None
+) -> str:
+    """The access record of a finished request, built once as one string; `ended` (a
+    `perf_counter` reading) defaults to now."""
+    if ended is None:
+        ended = time.perf_counter()
     scope = request.scope
+    # Plain text (what `_clean` and `_bounded` would leave alone: most paths and models) is
+    # tested here rather than in a call.
+    path = request.path
+    if len(path) > MAX_LOGGED or not path.isprintable() or " " in path or path.startswith("/media/"):
+        path = shown_path(path)
     model = scope.get(MODEL)
+    if not model:
+        model = "-"
+    elif len(model) > MAX_LOGGED or not model.isprintable() or " " in model:
+        model = _clean(_bounded(model))
     outcome = scope.get(OUTCOME)
     line = (
-        f"{request.method} {shown_path(request.path)} {status or 499} "
-        f"{(time.perf_counter() - started) * 1000.0:.2f}ms "
-        f"model={_clean(_bounded(model)) if model else '-'} route={scope.get(ROUTE) or '-'} "
-        f"key={key_id or '-'} request={request.request_id}"
+        f"{request.method} {path} {status or 499} {(ended - started) * 1000.0:.2f}ms "
+        f"model={model} route={scope.get(ROUTE) or '-'} key={key_id or '-'} request={request.request_id}"
     )
     return line if outcome is None else f"{line} outcome={outcome}"
 
 
 def access_fields(
-    request: Request, status: int, started: float, key_id: str | None
+    request: Request, status: int, started: float, key_id: str | None, ended: float | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The access record as (message, fields) for JSON lines."""
+    if ended is None:
+        ended = time.perf_counter()
     scope = request.scope
     model = scope.get(MODEL)
     path = shown_path(request.path)
@@ -131,7 +147,47 @@ def access_fields(
         "model": _bounded(model) if model else None,
         "route": scope.get(ROUTE),
         "status": status,
-        "latency_ms": round((time.perf_counter() - started) * 1000.0, 2),
+        "latency_ms": round((ended - started) * 1000.0, 2),
         "outcome": scope.get(OUTCOME),
     }
     return f"{request.method} {path} {status}", fields
+
+
+class AccessLog:
+    """The access lines of finished requests: each built when its request ends, and written
+    with the others of the same event-loop turn at the end of that turn, so the checks of
+    where lines go and the timestamp (`InfoLines.write_all`) are paid once per turn rather
+    than once per request. Lines are held as strings only: a held request would keep its
+    scope and server objects alive for the garbage collector to walk."""
+
+    __slots__ = ("_json", "_lines", "_pending", "enabled")
+
+    def __init__(self, lines: InfoLines, json: bool) -> None:
+        self._lines = lines
+        self._json = json
+        self._pending: list[str] = []
+        # Whether lines are written, asked per request so a level changed at run time counts.
+        self.enabled: Callable[[], bool] = lines.enabled_check()
+
+    def add(self, request: Request, status: int, started: float, ended: float, key_id: str | None) -> None:
+        if self._json:
+            self._lines.record(*access_fields(request, status, started, key_id, ended))
+            return
+        pending = self._pending
+        pending.append(access_line(request, status, started, key_id, ended))
+        if len(pending) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # no loop (a command-line tool): write now
+                self.flush()
+        elif len(pending) >= InfoLines.MAX_PENDING:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending lines (at the end of their loop turn, and at shutdown)."""
+        lines = self._pending
+        if lines:
+            self._pending = []
+            self._lines.write_all(lines)
+        elif self._json:
+            self._lines.flush()  # JSON lines are held by InfoLines itself

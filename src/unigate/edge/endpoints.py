@@ -49,6 +49,9 @@ class Endpoint:
     # stub that raises (the constructor's overloads pair each auth kind with its handler kind).
     key_handler: KeyHandler
     open_handler: OpenHandler
+    # The metrics' family label: `family`, or for endpoints outside the model families their
+    # auth kind's (made once here rather than per request).
+    label: str
 
     @overload
     def __init__(
@@ -96,7 +99,21 @@ class Endpoint:
             key = cast(KeyHandler, handler)
         else:
             plain = cast(OpenHandler, handler)
-        values = (method, path, handler, family, style, auth, param, family_by_output, style_of, key, plain)
+        label = family or _NO_FAMILY[auth]
+        values = (
+            method,
+            path,
+            handler,
+            family,
+            style,
+            auth,
+            param,
+            family_by_output,
+            style_of,
+            key,
+            plain,
+            label,
+        )
         for name, value in zip(_FIELDS, values, strict=True):
             object.__setattr__(self, name, value)
 
@@ -113,7 +130,10 @@ _FIELDS = (
     "style_of",
     "key_handler",
     "open_handler",
+    "label",
 )
+# The metrics' family label of endpoints outside the model families, by auth kind.
+_NO_FAMILY = {"key": "api", "admin": "admin", "metrics": "metrics", "none": "public"}
 
 
 async def _not_key(request: Request, principal: Principal) -> None:

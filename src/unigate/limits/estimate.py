@@ -36,6 +36,7 @@ _NOT_TEXT = frozenset(
 _OPAQUE = frozenset({"base64", "redacted_thinking"})
 _OUTPUT_CAPS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 _MAX_DEPTH = 64
+_CONTAINERS = (dict, list)  # a tuple: `dict | list` would build a union at every test
 # A chat prompt's framing: per message, per attached image, per other attachment (audio, file),
 # per tool, and the primer of the assistant's reply.
 MESSAGE_OVERHEAD = 4
@@ -76,7 +77,7 @@ def prompt_tokens(payload: Any) -> int:
     """Tokens of every text value in a request body (a parsed JSON object)."""
     if isinstance(payload, str):
         return len(_words(payload))
-    return _tokens_in(payload, 0) if isinstance(payload, dict | list) else 0
+    return _tokens_in(payload, 0) if isinstance(payload, _CONTAINERS) else 0
 
 
 def _tokens_in(value: dict[str, Any] | list[Any], depth: int) -> int:
@@ -93,13 +94,13 @@ def _tokens_in(value: dict[str, Any] | list[Any], depth: int) -> int:
                 continue
             if isinstance(item, str):
                 total += len(_words(item))
-            elif deeper and isinstance(item, dict | list):
+            elif deeper and isinstance(item, _CONTAINERS):
                 total += _tokens_in(item, depth + 1)
         return total
     for item in value:
         if isinstance(item, str):
             total += len(_words(item))
-        elif deeper and isinstance(item, dict | list):
+        elif deeper and isinstance(item, _CONTAINERS):
             total += _tokens_in(item, depth + 1)
     return total
 

@@ -28,8 +28,9 @@ from typing import NoReturn
 
 from unigate.auth.principal import Principal
 from unigate.errors import BudgetExceeded, RateLimited
-from unigate.limits.backend import Counters, Demand, Refusal
+from unigate.limits.backend import Counters, Demand, LocalCounters, Refusal
 from unigate.limits.counters import WINDOW, format_reset
+from unigate.limits.key_slots import KeySlots
 from unigate.routing.catalog import ModelEntry
 
 SpendLoader = Callable[[str, float], Awaitable[float]]  # (key id, period start) -> spent
@@ -51,12 +52,20 @@ def period_of(kind: str, now: float) -> tuple[int, float]:
 @dataclass(slots=True)
 class Ticket:
     """What one admitted call reserved and must settle exactly once: its token and budget
-    demands (requests per minute need no settling)."""
+    demands (requests per minute need no settling), or, admitted on the key's own slots, those
+    and the budget period."""
 
     demands: list[Demand]
     tokens: float
     cost: float
     settled: bool = False
+    slots: KeySlots | None = None
+    period: int = 0
+
+
+# `admit_now`'s answer when it cannot decide without awaiting: `admit` must. Already settled,
+# so settling it by mistake changes nothing.
+PENDING = Ticket([], 0.0, 0.0, settled=True)
 
 
 class _KeyPlan:
@@ -72,6 +81,7 @@ class _KeyPlan:
         "headers",
         "principal",
         "rpm_name",
+        "slots",
         "tpm_name",
     )
 
@@ -83,12 +93,19 @@ class _KeyPlan:
         self.budget_name = f"key:{key_id}:budget"
         self.budget_period = 0
         self.budget_ends = -math.inf  # the period is looked up at the first admission
-        ahead = limits.counters.ahead
+        counters = limits.counters
+        ahead = counters.ahead
+        # On this node's table, the key's own limits are admitted in one call (key_slots.py).
+        slots = None
+        if isinstance(counters, LocalCounters):
+            names = (self.rpm_name, self.tpm_name, self.budget_name)
+            slots = KeySlots(counters.table, names, principal.rpm, principal.tpm, principal.budget)
+        self.slots = slots
         rpm = _rate_header_head(_REQUESTS, principal.rpm)
         tpm = _rate_header_head(_TOKENS, principal.tpm)
         rpm_name, tpm_name = self.rpm_name, self.tpm_name
 
-        def headers() -> list[Header]:
+        def by_name() -> list[Header]:
             out: list[Header] = []
             if rpm is not None:
                 out += rpm.figures(ahead(rpm_name))
@@ -96,7 +113,32 @@ class _KeyPlan:
                 out += tpm.figures(ahead(tpm_name))
             return out
 
-        self.headers = headers
+        self.headers = by_name
+        if slots is not None:
+            table = slots.table
+            rates = tuple((i, h) for i, h in ((0, rpm), (1, tpm)) if h is not None)
+
+            def from_slots() -> list[Header]:
+                # Once the slots are claimed they are read directly, at one instant, with
+                # `_RateHeaders.figures` and the common case of `format_reset` written out.
+                offs = slots.offs
+                if offs is None:
+                    return by_name()
+                read, now = table.get, time.time()
+                out: list[Header] = []
+                for i, h in rates:
+                    off = offs[i]
+                    tat = read(off)[0] if off >= 0 else 0.0
+                    ahead = tat - now if tat > now else 0.0
+                    remaining = int((WINDOW - ahead) * h.limit / WINDOW + 1e-9)
+                    out += (
+                        h.limit_header,
+                        (h.names[1], b"%d" % remaining if remaining > 0 else b"0"),
+                        (h.names[2], b"0ms" if ahead < 0.0005 else format_reset(ahead)),
+                    )
+                return out
+
+            self.headers = from_slots
 
     def period(self, now: float) -> int:
         """The budget's period index at `now`, recomputed only when the last one has ended."""
@@ -138,6 +180,15 @@ class Limits:
         """Take the call's share of every limit that applies, or raise 429 (`RateLimited`,
         with an honest Retry-After) / `BudgetExceeded` (no retry helps). Returns what must be
         settled when the call ends, or None when nothing needs settling."""
+        ticket = self.admit_now(principal, entry, tokens, cost)
+        if ticket is not PENDING:
+            return ticket
+        return await self.admit_pending(principal, entry, tokens, cost)
+
+    async def admit_pending(
+        self, principal: Principal, entry: ModelEntry | None, tokens: float = 0.0, cost: float = 0.0
+    ) -> Ticket | None:
+        """`admit` after `admit_now` answered `PENDING`: every demand decided by the backend."""
         demands, corrects = self._demands(principal, entry, tokens, cost)
         refusal = await self.counters.take(demands)
         if refusal is not None and refusal.unseeded:
@@ -150,9 +201,43 @@ class Limits:
             self._refuse(principal, demands, refusal)
         return Ticket(demands, tokens, cost) if corrects else None
 
+    def admit_now(
+        self, principal: Principal, entry: ModelEntry | None, tokens: float = 0.0, cost: float = 0.0
+    ) -> Ticket | None:
+        """`admit` decided without awaiting, for a key's own limits on this node's counters
+        (the model has none): one call takes them all. `PENDING` when it cannot decide so (a
+        refusal, a budget not loaded yet, the model's limits, Redis): then await `admit`."""
+        plan = self._plan(principal)
+        slots = plan.slots
+        if slots is None or (entry is not None and (entry.rpm or entry.tpm)):
+            return PENDING
+        now = time.time()
+        period = 0
+        if principal.budget is not None:
+            # `plan.period`'s test written out: a new period is looked up once per period.
+            period = plan.budget_period if now < plan.budget_ends else plan.period(now)
+        if not slots.take(tokens, cost, period, now):
+            return PENDING
+        return Ticket(_NO_DEMANDS, tokens, cost, False, slots, period) if slots.corrects else None
+
+    def settle_now(self, ticket: Ticket | None, tokens: float = 0.0, cost: float = 0.0) -> bool:
+        """`settle` without awaiting for a ticket `admit_now` gave (or none: nothing to settle);
+        False (nothing done) for any other: await `settle`."""
+        if ticket is None:
+            return True
+        slots = ticket.slots
+        if slots is None:
+            return False
+        if not ticket.settled:
+            ticket.settled = True
+            moved_tokens, moved_cost = tokens - ticket.tokens, cost - ticket.cost
+            if moved_tokens or moved_cost:
+                slots.adjust(moved_tokens, moved_cost, ticket.period, time.time())
+        return True
+
     async def settle(self, ticket: Ticket | None, tokens: float = 0.0, cost: float = 0.0) -> None:
         """Replace the ticket's estimates by what the call used. Once: later calls are no-ops."""
-        if ticket is None or ticket.settled:
+        if ticket is None or ticket.settled or self.settle_now(ticket, tokens, cost):
             return
         ticket.settled = True
         tokens_moved, cost_moved = tokens != ticket.tokens, cost != ticket.cost
@@ -234,6 +319,7 @@ class Limits:
         return self._plan(principal).headers
 
 
+_NO_DEMANDS: list[Demand] = []  # a ticket of the key's slots names no demands (never appended to)
 _REQUESTS = (b"x-ratelimit-limit-requests", b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-requests")
 _TOKENS = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-ratelimit-reset-tokens")
 

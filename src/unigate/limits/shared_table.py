@@ -21,11 +21,13 @@ creates the table before its workers start, so no space for it is a start-up err
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import logging
 import mmap
 import os
 import struct
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import TracebackType
@@ -67,6 +69,12 @@ class SharedTable:
             raise
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._map = mmap.mmap(self._fd, size)
+        # A slot's values by their byte offset (`at`), as C calls: the one-call admission
+        # (key_slots.py) reads and writes through these without a Python frame each.
+        self.get: Callable[[int], Slot] = functools.partial(_VALUES.unpack_from, self._map)
+        self.put: Callable[[int, float, float, int, int], None] = functools.partial(
+            _VALUES.pack_into, self._map
+        )
         # Built once: a `with` on a reusable object costs no allocation.
         self._lock = _Locked(self._fd)
         self._index: dict[str, int] = {}  # name -> slot offset, once found
@@ -121,6 +129,11 @@ class SharedTable:
             self._index[name] = off
         return off
 
+    @staticmethod
+    def at(off: int) -> int:
+        """The byte offset of slot `off`'s values, for `get` and `put`."""
+        return off + 16
+
     def read(self, off: int) -> Slot:
         values: Slot = _VALUES.unpack_from(self._map, off + 16)
         return values
@@ -172,6 +185,8 @@ class MemoryTable:
         self._index: dict[str, int] = {}
         self._values: list[Slot] = []
         self._unlocked = nullcontext(self)  # reusable: a settlement allocates no context
+        self.get: Callable[[int], Slot] = self._values.__getitem__  # a C call, as SharedTable's
+        self.put = self.write
 
     def lock(self) -> None:
         pass
@@ -190,6 +205,11 @@ class MemoryTable:
             found = self._index[name] = len(self._values)
             self._values.append((0.0, 0.0, 0, 0))
         return found
+
+    @staticmethod
+    def at(off: int) -> int:
+        """Where `get` and `put` find slot `off`: at its index."""
+        return off
 
     def read(self, off: int) -> Slot:
         return self._values[off]

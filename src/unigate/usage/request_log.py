@@ -62,12 +62,15 @@ class RequestLog:
         self._insert_sql = insert_sql(engine.dialect.paramstyle, request_log.name, COLUMNS)
         self._loop = Periodic("request-log", self._step, interval)
 
-    def add(self, request: Request, status: int, started: float, key_id: str | None) -> None:
+    def add(
+        self, request: Request, status: int, started: float, key_id: str | None, ended: float | None = None
+    ) -> None:
         """Called once per finished request at the edge: one small tuple appended, nothing
-        read or formatted (the deque keeps at most `per_flush` requests alive)."""
+        read or formatted (the deque keeps at most `per_flush` requests alive). `ended`, a
+        `perf_counter` reading, defaults to now."""
         self._pending.append(
             (request.scope, request.request_id, request.method, request.path, status, started,
-             time.perf_counter(), key_id)
+             time.perf_counter() if ended is None else ended, key_id)
         )  # fmt: skip
 
     async def start(self) -> None:

@@ -40,10 +40,13 @@ OPENAI_FRAMING = Framing(openai_error_event, comment(b"keep-alive"))
 BINARY_FRAMING = Framing(None, b"")
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     status: int
     complete: bool  # False when the upstream broke or the client left mid-stream
+
+
+_SENT = Outcome(200, True)  # the common outcome, made once (immutable: shared by every call)
 
 
 async def send_reply(
@@ -56,13 +59,13 @@ async def send_reply(
     if reply.stream is None:
         headers = [
             (b"content-type", reply.content_type),
-            (b"content-length", str(len(reply.body)).encode()),
+            (b"content-length", b"%d" % len(reply.body)),
             rid,
             *reply.headers,
         ]
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
         await send({"type": "http.response.body", "body": reply.body})
-        return Outcome(reply.status, True)
+        return _SENT if reply.status == 200 else Outcome(reply.status, True)
 
     headers = [(b"content-type", reply.content_type), (b"cache-control", b"no-cache"), rid, *reply.headers]
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})

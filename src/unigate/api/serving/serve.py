@@ -18,7 +18,7 @@ from unigate.edge.client_gone import LeaveWatch
 from unigate.errors import GatewayError, NotFound, PermissionDenied
 from unigate.gateway import Gateway
 from unigate.limits.estimate import output_cap, prompt_tokens
-from unigate.limits.service import Limits, Ticket
+from unigate.limits.service import PENDING, Limits, Ticket
 from unigate.providers.base import MediaCall, Reply, Target
 from unigate.routing.catalog import ModelEntry
 from unigate.usage.recorder import UsageRecord
@@ -69,6 +69,8 @@ class _Run:
     target: Target | None = None  # the route that answered, once one has
     reply: Reply | None = None
     first: float | None = None  # when a stream's first upstream event was read (tracing only)
+    # Tokens and money the call used, settled against its ticket exactly once (`_account`).
+    spent: tuple[int, float] = (0, 0.0)
 
 
 def _media_attempt(call: MediaCall) -> Attempt:
@@ -117,8 +119,13 @@ class Serving:
         request = call.request
         scope = request.scope
         scope[MODEL] = call.model  # for the access line (unigate.edge.access_log), 404s and 403s included
-        entry, ticket = await self._entry_and_ticket(call)
-        spent = (0, 0.0)  # tokens and money the call used, settled against the ticket exactly once
+        if call.admitted is None:
+            entry, ticket = self._admit_now(call)
+            if ticket is PENDING:  # a refusal, or a budget to load first
+                tokens, cost = self._estimate(call.principal, entry, call.payload)
+                ticket = await gw.limits.admit_pending(call.principal, entry, tokens, cost)
+        else:
+            entry, ticket = await self._admitted_entry(call, call.admitted)
         run = _Run(call, entry, time.perf_counter())
         watch = self.leave_watch
         token = watch.enter(request.receive)
@@ -150,60 +157,77 @@ class Serving:
             scope[PROVIDER] = target.provider.name
             shown = call.present(reply) if call.present is not None else reply
             if call.finish is not None:
-                try:
-                    shown = await call.finish(shown, target)
-                except BaseException as exc:
-                    # The upstream answered, so its tokens are spent even though nothing is sent.
-                    spent = self._account(run, 499 if isinstance(exc, asyncio.CancelledError) else 500)
-                    if reply.close is not None:
-                        reply.close()
-                    raise
+                shown = await self._finish(run, call.finish, shown)
             try:
-                outcome = await self._send(request, shown, call.framing)
+                # A body is sent without `_stream`'s frame.
+                sending = self._stream if shown.stream is not None else self._send_body
+                outcome = await sending(request, shown, call.framing)
             except asyncio.CancelledError:
                 # Stopped from inside the gateway (a background response cancelled or deleted, a
                 # shutdown): what the upstream produced until then is paid for, as when a client
                 # leaves; `send_reply` dropped the upstream call.
                 scope[OUTCOME] = 499
-                spent = self._account(run, 499)
+                self._account(run, 499)
                 if self.tracing is not None:
                     self._trace(run, 499, "cancelled")
                 raise
             if not outcome.complete:
                 scope[OUTCOME] = outcome.status
-            spent = self._account(run, outcome.status)
+            self._account(run, outcome.status)
             if self.tracing is not None:
                 broken = None if outcome.complete else _BROKEN.get(outcome.status, "stream_broken")
                 self._trace(run, outcome.status, broken)
         finally:
-            if ticket is not None:
-                await gw.limits.settle(ticket, *spent)
+            if not gw.limits.settle_now(ticket, *run.spent):
+                await gw.limits.settle(ticket, *run.spent)
 
-    async def _send(self, request: Request, reply: Reply, framing: Framing) -> Outcome:
-        if reply.stream is None:
-            return await send_reply(request, reply, framing, self.keepalive)
+    async def _finish(self, run: _Run, finish: Finish, shown: Reply) -> Reply:
+        """The call's last step before sending (`ServingCall.finish`)."""
+        assert run.reply is not None and run.target is not None  # set once a route answered
+        try:
+            return await finish(shown, run.target)
+        except BaseException as exc:
+            # The upstream answered, so its tokens are spent even though nothing is sent.
+            self._account(run, 499 if isinstance(exc, asyncio.CancelledError) else 500)
+            if run.reply.close is not None:
+                run.reply.close()
+            raise
+
+    def _send_body(self, request: Request, reply: Reply, framing: Framing) -> Awaitable[Outcome]:
+        return send_reply(request, reply, framing, self.keepalive)
+
+    async def _stream(self, request: Request, reply: Reply, framing: Framing) -> Outcome:
+        """A streamed reply, counted in the open streams' gauge while it lasts."""
         self.metrics.stream_opened()
         try:
             return await send_reply(request, reply, framing, self.keepalive)
         finally:
             self.metrics.stream_closed()
 
-    async def _entry_and_ticket(self, call: ServingCall) -> tuple[ModelEntry, Ticket | None]:
-        """The model's entry, and the call's admission: the earlier one, or taken now."""
-        admitted = call.admitted
+    def _admit_now(self, call: ServingCall) -> tuple[ModelEntry, Ticket | None]:
+        """The model's entry and, when limits apply, the call's admission decided without
+        awaiting as most are (`Limits.admit_now`; `PENDING` when that cannot decide)."""
+        entry = self.resolve(call.principal, call.model)
+        # The metrics' model label (the config's name, bounded), set before a refusal too.
+        call.request.scope[MODEL_NAME] = entry.name
+        if not Limits.applies(call.principal, entry):
+            return entry, None
+        tokens, cost = self._estimate(call.principal, entry, call.payload)
+        return entry, self.gw.limits.admit_now(call.principal, entry, tokens, cost)
+
+    async def _admitted_entry(
+        self, call: ServingCall, admitted: Admitted
+    ) -> tuple[ModelEntry, Ticket | None]:
+        """The model's entry of a call admitted earlier, and that admission."""
         try:
             entry = self.resolve(call.principal, call.model)
         except GatewayError:
-            if admitted is not None:  # admitted, then the model went away (a config reload)
-                await self.gw.limits.settle(admitted.ticket)
+            # Admitted, then the model went away (a config reload).
+            await self.gw.limits.settle(admitted.ticket)
             raise
         # The metrics' model label (the config's name, bounded), set before a refusal too.
         call.request.scope[MODEL_NAME] = entry.name
-        if admitted is not None:
-            return entry, admitted.ticket
-        if not Limits.applies(call.principal, entry):
-            return entry, None
-        return entry, await self._admit(call.principal, entry, call.payload)
+        return entry, admitted.ticket
 
     async def admit(self, principal: Principal, model: str, payload: Any) -> Admitted:
         """Admit a call now that `run` makes later (a background response: refused at once
@@ -216,18 +240,22 @@ class Serving:
     async def _admit(self, principal: Principal, entry: ModelEntry, payload: Any) -> Ticket | None:
         """Reserve the call's share of the key's and model's limits: its prompt counted
         locally plus its output cap as tokens, and what that would cost."""
-        limits = self.gw.limits
-        prices = entry.prices
-        tokens, cost = 0, prices.per_call
-        wants_cost = principal.budget is not None and prices.by_token
-        if payload is not None and (wants_cost or limits.wants_tokens(principal, entry)):
-            prompt, cap = prompt_tokens(payload), output_cap(payload)
-            tokens = prompt + (cap or 0)
-            cost = prices.cost(prompt, self.budget_output if cap is None else cap)
-        return await limits.admit(principal, entry, tokens, cost)
+        tokens, cost = self._estimate(principal, entry, payload)
+        return await self.gw.limits.admit(principal, entry, tokens, cost)
 
-    def _account(self, run: _Run, status: int) -> tuple[int, float]:
-        """Record the call in the usage accounts; returns (tokens, cost) it used. A call that
+    def _estimate(self, principal: Principal, entry: ModelEntry, payload: Any) -> tuple[float, float]:
+        """What the call is expected to use: its prompt counted locally plus its output cap as
+        tokens, and what that would cost."""
+        prices = entry.prices
+        if payload is not None and (
+            (principal.budget is not None and prices.by_token) or Limits.wants_tokens(principal, entry)
+        ):
+            prompt, cap = prompt_tokens(payload), output_cap(payload)
+            return prompt + (cap or 0), prices.cost(prompt, self.budget_output if cap is None else cap)
+        return 0, prices.per_call
+
+    def _account(self, run: _Run, status: int) -> None:
+        """Record the call in the usage accounts, and what it used in `run.spent`. A call that
         failed costs nothing; one cut short pays for the tokens it consumed, not the call: its
         prompt, counted locally from the payload when the upstream had not reported it yet (most
         report it only at the end), and the output it produced."""
@@ -242,25 +270,26 @@ class Serving:
         if batch and target is not None:
             discount = run.entry.batch_discount
             cost *= 1.0 - (target.provider.config.batch_discount if discount is None else discount)
+        # Positional, in UsageRecord's field order: keywords cost a NamedTuple half again.
         self.gw.usage.record(
             UsageRecord(
-                key_id=call.principal.key_id,
-                endpoint=call.endpoint,
-                model=call.model,
-                provider=target.provider.name if target else "",
-                upstream_model=target.upstream_model if target else "",
-                status=status,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                latency_ms=(time.perf_counter() - run.started) * 1000.0,
-                cost=cost,
-                created_at=time.time(),
-                batch=batch,
+                call.principal.key_id,
+                call.endpoint,
+                call.model,
+                target.provider.name if target else "",  # provider
+                target.upstream_model if target else "",
+                status,
+                prompt,
+                completion,
+                (time.perf_counter() - run.started) * 1000.0,  # latency_ms
+                cost,
+                time.time(),  # created_at
+                batch,
             )
         )
         if target is not None:
             self.metrics.usage(run.entry.name, target.provider.name, prompt, completion, cost)
-        return prompt + completion, cost
+        run.spent = (prompt + completion, cost)
 
     def _trace(self, run: _Run, status: int, error: str | None) -> None:
         """The call's span (tracing on only)."""
