@@ -66,6 +66,8 @@ class UsageRecorder:
         columns = ("request_id", *UsageRecord._fields, "requests")
         self._insert_sql = insert_sql(engine.dialect.paramstyle, usage_records.name, columns)
         self.dropped = 0  # calls not accounted (past max_buckets)
+        self._writing = 0  # requests of the rows a flush is writing now
+        self._busy = False  # a flush is writing
         self._shedding = False  # logged once until a write works again
 
     def record(self, rec: UsageRecord) -> None:
@@ -105,7 +107,7 @@ class UsageRecorder:
     @property
     def pending(self) -> int:
         """Requests recorded but not yet written."""
-        return int(sum(b[0] for b in self._buckets.values()))
+        return int(sum(b[0] for b in self._buckets.values())) + self._writing
 
     async def flush(self, required: bool = True) -> int:
         """Write every bucket (chunked, yielding between chunks); returns the number of
@@ -113,6 +115,10 @@ class UsageRecorder:
         attempt, and the error is raised; with `required=False` an outage is not (a reader
         that wanted them written first does without: the loop writes them later)."""
         try:
+            # One flush at a time: a reader's flush waits for the loop's to end, so it finds the
+            # rows that one could not write (merged back) instead of an empty dict.
+            while self._busy:
+                await asyncio.sleep(0.005)
             return await self._flush()
         except Exception as exc:
             if required or not is_outage(exc):
@@ -129,16 +135,23 @@ class UsageRecorder:
             for (key_id, endpoint, model, provider, upstream, status, batch), b in buckets.items()
         ]  # fmt: skip
         written = 0
+        # Taken out of the buckets but not written yet: still pending while the write runs.
+        self._writing = sum(int(r[-1]) for r in rows)
+        self._busy = True
         try:
             for start in range(0, len(rows), _CHUNK):
+                chunk = rows[start : start + _CHUNK]
                 async with self._engine.begin() as conn:
-                    await conn.exec_driver_sql(self._insert_sql, rows[start : start + _CHUNK])
+                    await conn.exec_driver_sql(self._insert_sql, chunk)
                 written = start + _CHUNK
+                self._writing -= sum(int(r[-1]) for r in chunk)
                 await asyncio.sleep(0)
         except Exception:
             for row in rows[written:]:
                 self._merge(row)
             raise  # the loop logs it (once for a run of failures, background.py)
+        finally:
+            self._writing, self._busy = 0, False
         self._shedding = False
         return sum(int(r[-1]) for r in rows)
 
