@@ -5,11 +5,12 @@
 Starts nginx (or a Python fallback) as a fast local OpenAI-compatible upstream, the bare
 uvicorn + raw ASGI + aiohttp pass-through proxy (`bare_proxy.py`) and `unigate serve` as it
 is operated: 2 workers each (`--workers`), a key with rpm, tpm and a budget, usage accounting,
-metrics, the request log and access lines on. Drives each with wrk at one connection and at
-many (`--rounds` rounds, the targets interleaved in each, so a change in the machine's other
-load falls on all of them; the throughput ratio is the median of the rounds'), measures
-streaming time to first byte, reads worker RSS, prints the comparison and the performance
-targets verdict, and writes `bench/results/latest.json`. Traffic stays on 127.0.0.1; every
+metrics, the request log and access lines on. Times unigate's own cost in process first
+(`overhead.py`), then drives each with wrk at 8 connections and at many (`--rounds` rounds, the
+targets interleaved in each, so a change in the machine's other load falls on all of them; the
+throughput ratio is the median of the rounds'), measures streaming time to first byte, reads
+worker RSS, prints the comparison and every performance target against its figure, and writes
+`bench/results/latest.json`. Traffic stays on 127.0.0.1; every
 process started is stopped at the end. Exit status: 0 if all targets are met, 1 if one is
 missed, 2 if the benchmark could not run.
 """
@@ -18,14 +19,25 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cli import RESULTS_DIR, base_meta, bench_parser, log, parse_bench_args, run_main, write_results
+from cli import (
+    BENCH_DIR,
+    RESULTS_DIR,
+    base_meta,
+    bench_parser,
+    log,
+    parse_bench_args,
+    run_main,
+    write_results,
+)
 from procs import BenchError, Children, OtherLoad, cpu_seconds, wait_ready, worker_pids, workers_rss_kb
-from report import TARGETS, Rss, Runs, print_report, summarize
+from report import LOW_CONNECTIONS, TARGETS, Rss, Runs, print_report, summarize
 from targets import (
     CHAT_BODY,
     STREAM_BODY,
@@ -162,8 +174,8 @@ def _measure(wrk: str, targets: list[Target], plan: Plan) -> Measurements:
     log(f"Warming up ({plan.warmup:g} s each at c{plan.connections}) ...")
     warm = _wrk_all(wrk, targets, plan.warmup, plan.connections, plan.high_threads)
     _sample_rss(targets, m.rss, "warm")
-    log(f"Low concurrency ({plan.duration:g} s each) ...")
-    m.runs["low"] = _wrk_all(wrk, targets, plan.duration, 1, 1)
+    log(f"Low concurrency, c{LOW_CONNECTIONS} ({plan.duration:g} s each) ...")
+    m.runs["low"] = _wrk_all(wrk, targets, plan.duration, LOW_CONNECTIONS, plan.high_threads)
     rounds: list[dict[str, WrkResult]] = []
     for n in range(plan.rounds):
         log(f"High concurrency, round {n + 1} of {plan.rounds} ({plan.duration:g} s each) ...")
@@ -190,6 +202,22 @@ def _measure(wrk: str, targets: list[Target], plan: Plan) -> Measurements:
     return m
 
 
+OWN_COST = re.compile(r"unigate's own cost: ([\d.]+) us/request")
+
+
+def own_cost_us(requests: int) -> float:
+    """unigate's own µs per request in process, from `overhead.py` (run before the servers
+    start, so that nothing of the benchmark's competes with it)."""
+    log(f"Own cost in process (bench/overhead.py, {requests:,} requests) ...")
+    cmd = [sys.executable, str(BENCH_DIR / "overhead.py"), "--requests", str(requests)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    found = OWN_COST.search(run.stdout)
+    if run.returncode != 0 or found is None:
+        raise BenchError(f"bench/overhead.py failed (exit {run.returncode}): {run.stderr[-2000:]}")
+    log(f"  {found.group(0)}")
+    return float(found.group(1))
+
+
 def _median_run(runs: list[WrkResult]) -> WrkResult:
     return sorted(runs, key=lambda r: r.rps)[len(runs) // 2]
 
@@ -207,6 +235,8 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         ttfb_warmup=10 if args.quick else 20,
         rounds=args.rounds,
     )
+    own_requests = 5_000 if args.quick else 20_000
+    own_us = own_cost_us(own_requests)
     upstream, targets = _start_servers(children, tmp, args.server, args.workers, args.redis)
     m = _measure(wrk, targets, plan)
     meta = {
@@ -221,7 +251,10 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         "unigate_workers": args.workers,
         "bare_proxy_workers": args.workers,
         "unigate_key_limits": "rpm, tpm, budget",
+        "low_connections": LOW_CONNECTIONS,
         "high_rounds": plan.rounds,
+        "own_cost_us": round(own_us, 1),
+        "own_cost_requests": own_requests,
         "ratio_per_round": [round(r, 3) for r in m.ratios],
         "ratio_median": round(statistics.median(m.ratios), 3),
         "unigate_server": args.server,
