@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from unigate.errors import StorageQuotaExceeded
+from unigate.store.db import upsert_insert
 from unigate.store.schema import key_storage
 
 QUOTA_KEY = "limits.stored_bytes_per_key"
@@ -27,8 +27,7 @@ async def add(conn: AsyncConnection, deltas: Mapping[str, int]) -> None:
     rows = [{"key_id": key, "bytes": n} for key, n in deltas.items() if n]
     if not rows:
         return
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    stmt = insert(key_storage)
+    stmt = upsert_insert(conn.dialect.name)(key_storage)
     stmt = stmt.on_conflict_do_update(
         index_elements=["key_id"], set_={"bytes": key_storage.c.bytes + stmt.excluded.bytes}
     )
