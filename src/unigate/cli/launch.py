@@ -81,7 +81,7 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
     import uvicorn
     from uvicorn.supervisors.multiprocess import Multiprocess
 
-    from unigate.cli.supervisor import ReloadingMultiprocess, block_sighup
+    from unigate.cli.supervisor import ReloadingMultiprocess, block_sighup, fork_workers
 
     # None: uvicorn installs no handlers of its own; its loggers reach unigate's.
     logging: dict[str, Any] = {"log_config": None} if _json_logs() else {}
@@ -105,6 +105,7 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
     kwargs: dict[str, Any] = {"sockets": [sock]}
     if "target" in inspect.signature(Multiprocess).parameters:
         kwargs["target"] = server.run
+    fork_workers(APP.split(":")[0])  # the workers share the modules' pages (supervisor.py)
     ReloadingMultiprocess(config, **kwargs).run()  # passes SIGHUP on to the workers
 
 
