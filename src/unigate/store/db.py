@@ -9,9 +9,9 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from unigate.data_dir.owner_only import DIR_MODE, private_file
+from unigate.store.aio import AsyncConnection, AsyncEngine, create_async_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 

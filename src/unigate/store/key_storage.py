@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from unigate.errors import StorageQuotaExceeded
+from unigate.store.aio import AsyncConnection, AsyncEngine
 from unigate.store.db import upsert_insert
 from unigate.store.schema import key_storage
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import orjson
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from unigate.errors import Conflict, InvalidRequest
 from unigate.providers.base import TaskSubmission
+from unigate.store.aio import AsyncConnection, AsyncEngine
 from unigate.store.db import upsert_insert
 from unigate.store.schema import idempotency_keys
 from unigate.tasks.model import SUBMITTED, Task
