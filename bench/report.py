@@ -274,6 +274,13 @@ def _print_rss(summary: dict[str, Any]) -> None:
     print(
         "(idle: before any load; warmed: after the warm-up; loaded: after every run; growth: loaded - warmed)"
     )
+    for process, sizes in summary["meta"].get("idle_pss", {}).items():
+        line = f"{LABELS.get(process, process)}, idle: largest worker PSS {sizes['worker_pss_mb']:.1f} MB"
+        if "supervisor_rss_mb" in sizes:
+            rss, pss = sizes["supervisor_rss_mb"], sizes["supervisor_pss_mb"]
+            line += f"; supervisor RSS {rss:.1f} MB, PSS {pss:.1f} MB"
+        print(line)
+    print("(the target is VmRSS, which counts shared pages in every process mapping them; PSS divides them)")
 
 
 def _print_own_cost(summary: dict[str, Any]) -> None:

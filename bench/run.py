@@ -36,7 +36,17 @@ from cli import (
     run_main,
     write_results,
 )
-from procs import BenchError, Children, OtherLoad, cpu_seconds, wait_ready, worker_pids, workers_rss_kb
+from procs import (
+    BenchError,
+    Children,
+    OtherLoad,
+    cpu_seconds,
+    pss_kb,
+    rss_kb,
+    wait_ready,
+    worker_pids,
+    workers_rss_kb,
+)
 from report import LOW_CONNECTIONS, TARGETS, Rss, Runs, print_report, summarize
 from targets import (
     CHAT_BODY,
@@ -102,6 +112,22 @@ def _sample_rss(targets: list[Target], rss: Rss, phase: str) -> None:
         rss.setdefault(target.name, {})[phase] = workers_rss_kb(pids)
 
 
+def _idle_pss(targets: list[Target]) -> dict[str, dict[str, float]]:
+    """Per server, idle: the largest worker's PSS, and the supervisor's RSS and PSS when the
+    workers are its children, in MB. The RSS target is VmRSS, which counts pages the workers
+    share in each of them; PSS divides them among the processes that share them."""
+    out: dict[str, dict[str, float]] = {}
+    for target in targets:
+        assert target.child is not None
+        pids = _workers(target)
+        sizes = {"worker_pss_mb": max((pss_kb(pid) or 0) for pid in pids) / 1024}
+        if pids != [target.child.pid]:
+            sizes["supervisor_rss_mb"] = (rss_kb(target.child.pid) or 0) / 1024
+            sizes["supervisor_pss_mb"] = (pss_kb(target.child.pid) or 0) / 1024
+        out[target.name] = {k: round(v, 1) for k, v in sizes.items()}
+    return out
+
+
 def _wrk_all(
     wrk: str, targets: list[Target], duration: float, connections: int, threads: int
 ) -> dict[str, WrkResult]:
@@ -139,6 +165,7 @@ class Measurements:
     samples: dict[str, list[Sample]] = field(default_factory=dict)
     translated: dict[str, list[Sample]] = field(default_factory=dict)  # unigate, per client format
     rss: Rss = field(default_factory=dict)
+    idle_pss: dict[str, dict[str, float]] = field(default_factory=dict)
     other_load_cores: float = 0.0
     gateway_answered: int = 0  # unigate responses the clients counted (wrk, TTFB)
     ratios: list[float] = field(default_factory=list)  # unigate / bare proxy req/s, per round
@@ -169,6 +196,7 @@ def _start_servers(
 def _measure(wrk: str, targets: list[Target], plan: Plan) -> Measurements:
     m = Measurements()
     _sample_rss(targets, m.rss, "idle")
+    m.idle_pss = _idle_pss(targets)
     other_load = OtherLoad([t.child.pid for t in targets if t.child is not None])
 
     log(f"Warming up ({plan.warmup:g} s each at c{plan.connections}) ...")
@@ -255,6 +283,7 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         "high_rounds": plan.rounds,
         "own_cost_us": round(own_us, 1),
         "own_cost_requests": own_requests,
+        "idle_pss": m.idle_pss,
         "ratio_per_round": [round(r, 3) for r in m.ratios],
         "ratio_median": round(statistics.median(m.ratios), 3),
         "unigate_server": args.server,
