@@ -4,8 +4,8 @@
 server keeps the CLI's process id (signals, supervisors) without the CLI's imports. The
 announcement "unigate listening on …" is printed here, once the socket is bound and accepting
 connections; a server that stops before that ends with one `error:` line and exit code 2.
-Only the standard library is imported at module level: uvicorn's worker processes re-import
-this module as their `__main__`.
+Only the standard library is imported at module level: a worker process a server spawns (rather
+than forks, as `cli/supervisor.py` has uvicorn do) re-imports this module as its `__main__`.
 """
 
 from __future__ import annotations
