@@ -9,18 +9,16 @@ every worker starts with it blocked and takes it only once its handler is in pla
 sent while a worker starts waits for it instead of killing it. This process collects it with
 `sigtimedwait` on each turn of the supervisor's loop (every half second).
 
-The workers are forked from this process once it has imported the app (`fork_workers`), not
-spawned as fresh interpreters: the modules' pages (the interpreter, SQLAlchemy, pydantic, the
-gateway's own code) are then shared copy-on-write between the workers instead of each holding
-its own copy. Nothing is built before the fork: each worker creates its app, engine and
-connections itself, as a spawned one does.
+The workers are forked from this process once it has imported the app (`fork_workers`, after
+launch.py's `preload_app`), not spawned as fresh interpreters: the modules' pages (the
+interpreter, SQLAlchemy, pydantic, the gateway's own code) are then shared copy-on-write between
+the workers instead of each holding its own copy. Nothing is built before the fork: each worker
+creates its app, engine and connections itself, as a spawned one does.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
-import importlib
 import multiprocessing
 import os
 import signal
@@ -33,14 +31,9 @@ from uvicorn.supervisors.multiprocess import SIGNALS, Multiprocess
 _WAITS = hasattr(signal, "sigtimedwait")
 
 
-def fork_workers(app_module: str) -> None:
-    """From here on, uvicorn's workers are forked from this process with `app_module` and what
-    it imports already loaded, and the objects they share frozen out of the cycle collector
-    (its passes would otherwise write to every shared object, copying its page)."""
-    importlib.import_module(app_module)
+def fork_workers() -> None:
+    """From here on, uvicorn's workers are forked from this process, with what it has imported."""
     os.register_at_fork(after_in_child=_default_signals)
-    gc.collect()
-    gc.freeze()
     # uvicorn starts every worker (at start, and each replacement) from this one context; a
     # release that drops it spawns them again, which costs memory but changes no behaviour.
     uvicorn._subprocess.spawn = multiprocessing.get_context("fork")  # type: ignore[assignment]
