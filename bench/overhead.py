@@ -16,8 +16,9 @@ turns tracing on, exporting every call's span to an OTLP sink in another process
 `--responses` also times `POST /v1/responses` on the same route (translated to the canned chat
 reply and back), unstored and stored (the row written before the answer is sent).
 `--redis` keeps the limits in a throwaway local redis-server (Debian's), as a scaled-out
-gateway does: each limited call then waits one loopback round trip, which this one-coroutine
-loop times in full.
+gateway does: the key's counters are leased in slices (`limits/redis_lease.py`), so only a
+call that finds a slice missing or lapsed waits a loopback round trip, which this
+one-coroutine loop times in full.
 `--layers` prices each layer (auth, checks, routing, limits, accounting, metrics, logs, reply)
 by timing the call with it and with a stub in its place, in interleaved pairs.
 `--stream` times streamed calls whose canned upstream answer is an OpenAI stream of

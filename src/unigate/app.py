@@ -22,7 +22,7 @@ from unigate.api.admin import usage as admin_usage
 from unigate.api.anthropic import messages
 from unigate.api.gemini import content as gemini
 from unigate.api.gemini import veo
-from unigate.api.openai import audio, images, responses, text, videos
+from unigate.api.openai import audio, files, images, responses, text, videos
 from unigate.api.serving import media, task_output
 from unigate.api.unigate import docs, health, home, video_generations
 from unigate.api.vendors import fish, kling, picwish, stability, suno, vidu
@@ -80,6 +80,7 @@ class GatewayApp:
             *fish.endpoints(gateway),
             *stability.endpoints(gateway),
             *videos.endpoints(gateway),
+            *files.endpoints(gateway),
             *video_generations.endpoints(gateway),
             *kling.endpoints(gateway),
             *veo.endpoints(gateway),

@@ -31,30 +31,64 @@ class _Strict(BaseModel):
 
 
 class ProviderConfig(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
-    protocol: str = Field(min_length=1)
-    base_url: str = ""
-    api_key: str = ""
-    connect_timeout: float = Field(default=5.0, gt=0)
-    read_timeout: float = Field(default=60.0, gt=0)
-    total_timeout: float = Field(default=600.0, gt=0)
-    headers: dict[str, str] = Field(default_factory=dict)
-    # Egress. `proxy`: an http:// proxy URL (CONNECT for https upstreams), or "direct" to
-    # ignore HTTPS_PROXY/HTTP_PROXY; unset, those variables apply (with NO_PROXY).
-    proxy: str | None = None
-    ca_file: str | None = None  # PEM CA bundle trusted in addition to the system's
-    client_cert: str | None = None  # PEM client certificate (mTLS), with client_key
-    client_key: str | None = None
-    max_connections: int = Field(default=100, ge=1, le=100_000)
-    keepalive: float = Field(default=15.0, gt=0)  # seconds an idle connection is kept
-    # `openai`/`azure` only: `native` says the upstream serves the Responses API (`/responses`)
-    # itself, so /v1/responses is relayed to it; `translate` goes through chat completions.
-    responses: Literal["native", "translate"] = "translate"
-    # `openai`/`azure` only: which chat calls keep `web_search_options` (web search asked for in
-    # any format). OpenAI refuses it but from its search models, so `auto` sends it only to
-    # upstream models whose name has `search`; `always` (an upstream that searches for every
-    # model) or `never`. A call that loses it names it in x-unigate-dropped-fields.
-    web_search: Literal["auto", "always", "never"] = "auto"
+    """An upstream: where it is, the protocol it speaks, its credential and how to reach it."""
+
+    name: str = Field(
+        min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$", description="unique; what routes name in `provider`"
+    )
+    protocol: str = Field(
+        min_length=1,
+        description="openai | azure | anthropic | gemini | suno | fish | stability | kling | vidu | "
+        "picwish | sandbox (or an installed plugin's)",
+    )
+    base_url: str = Field(
+        default="", description="what the vendor's own SDK takes as base URL; empty: the protocol's own"
+    )
+    api_key: str = Field(default="", description="the upstream's credential, usually `${VENDOR_API_KEY}`")
+    connect_timeout: float = Field(default=5.0, gt=0, description="seconds to open a connection")
+    read_timeout: float = Field(
+        default=60.0, gt=0, description="seconds: longest silence between upstream bytes"
+    )
+    total_timeout: float = Field(default=600.0, gt=0, description="seconds for the whole request")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="extra headers sent upstream (never replacing the credential)"
+    )
+    # Egress: unset, HTTPS_PROXY/HTTP_PROXY apply (with NO_PROXY).
+    proxy: str | None = Field(
+        default=None,
+        description="an http:// proxy URL (CONNECT for https upstreams), or `direct` to ignore "
+        "HTTPS_PROXY/HTTP_PROXY (see Egress)",
+    )
+    ca_file: str | None = Field(
+        default=None, description="PEM CA bundle trusted in addition to the system's store"
+    )
+    client_cert: str | None = Field(
+        default=None, description="PEM client certificate (mTLS), with `client_key`"
+    )
+    client_key: str | None = Field(default=None, description="the client certificate's PEM key")
+    max_connections: int = Field(
+        default=100, ge=1, le=100_000, description="open connections to this provider; callers beyond wait"
+    )
+    keepalive: float = Field(default=15.0, gt=0, description="seconds an idle connection is kept")
+    responses: Literal["native", "translate"] = Field(
+        default="translate",
+        description="`openai`/`azure` only: `native` says the upstream serves the Responses API itself, "
+        "so /v1/responses is relayed to its `/responses`; `translate` goes through chat completions "
+        "(see Native Responses API)",
+    )
+    # OpenAI refuses web_search_options but from its search models, hence `auto`.
+    web_search: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description="`openai`/`azure` only: which chat calls keep `web_search_options`: `auto` only for "
+        "upstream models whose name has `search`, `always` (an upstream that searches for every "
+        "model) or `never`; a call that loses it names it in x-unigate-dropped-fields",
+    )
+    batches: Literal["native", "gateway"] = Field(
+        default="gateway",
+        description="`openai`/`azure`/`anthropic` only: `native` relays a whole batch whose lines all "
+        "route here to the vendor's own batch API (its discount, its 24 h window); `gateway` runs the "
+        "lines itself (see Native batches)",
+    )
 
     @model_validator(mode="after")
     def _check_responses(self) -> ProviderConfig:
@@ -75,6 +109,25 @@ class ProviderConfig(_Strict):
             raise ValueError(
                 f"web_search: is for `openai` and `azure` providers only (a {self.protocol!r} upstream "
                 "is always given its own search tool)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_batches(self) -> ProviderConfig:
+        if self.batches != "native":
+            return self  # `gateway` is accepted everywhere: a dumped default config writes it
+        if self.protocol not in ("openai", "azure", "anthropic"):
+            raise ValueError(
+                f"provider {self.name!r}: batches: native is for `openai`, `azure` and `anthropic` "
+                f"providers only (a {self.protocol!r} upstream has no batch API): remove it or set "
+                "batches: gateway"
+            )
+        if self.protocol == "azure" and "/deployments/" in self.base_url:
+            # Azure serves /files and /batches on its v1 surface; the lines' `model` names the deployment.
+            raise ValueError(
+                f"provider {self.name!r}: batches: native on azure needs base_url "
+                "https://{resource}.openai.azure.com/openai/v1 (where Azure serves /files and /batches), "
+                "not a deployment URL"
             )
         return self
 
@@ -117,64 +170,110 @@ class ProviderConfig(_Strict):
 
 
 class RouteConfig(_Strict):
-    provider: str
-    model: str | None = None  # upstream model id; defaults to the id the client sent
-    priority: int = 0
-    weight: float = Field(default=1.0, gt=0)
-    connect_timeout: float | None = Field(default=None, gt=0)
-    read_timeout: float | None = Field(default=None, gt=0)
-    total_timeout: float | None = Field(default=None, gt=0)
+    """One way to serve a model: a provider and the upstream's model id."""
+
+    provider: str = Field(description="the provider's `name`")
+    model: str | None = Field(
+        default=None, description="the upstream model id; unset: the id the client sent"
+    )
+    priority: int = Field(default=0, description="routes are tried lowest priority first")
+    weight: float = Field(default=1.0, gt=0, description="share of calls among routes of one priority")
+    connect_timeout: float | None = Field(default=None, gt=0, description="overrides the provider's")
+    read_timeout: float | None = Field(default=None, gt=0, description="overrides the provider's")
+    total_timeout: float | None = Field(default=None, gt=0, description="overrides the provider's")
 
 
 class ModelConfig(_Strict):
-    name: str = Field(min_length=1)  # may be a glob such as `gpt-*`
-    routes: list[RouteConfig] = Field(min_length=1)
-    # Prices (any currency, the same one as the keys' budgets): per call (tasks, media) and per
-    # million input/output tokens (text), charged from the real usage of each call.
-    price_per_call: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    input_per_million: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    output_per_million: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    # Limits across every key, protecting an upstream's quota: requests and tokens per minute.
-    rpm: int | None = Field(default=None, ge=1)
-    tpm: int | None = Field(default=None, ge=1)
-    # The family whose keys list it in /v1/models (default: what model_family infers).
-    family: Family | None = None
+    """A model id clients send, its routes, prices and limits. Prices are in any currency (the
+    keys' budgets' one), charged from the real usage of each call."""
+
+    name: str = Field(min_length=1, description="the id clients send; may be a glob (`gpt-*`)")
+    routes: list[RouteConfig] = Field(
+        min_length=1,
+        description="where the model's calls go, at least one: lowest `priority` first, weighted random "
+        "within a priority",
+    )
+    price_per_call: float = Field(
+        default=0.0, ge=0, allow_inf_nan=False, description="per successful call (tasks, media)"
+    )
+    input_per_million: float = Field(
+        default=0.0, ge=0, allow_inf_nan=False, description="per million input tokens (text)"
+    )
+    output_per_million: float = Field(
+        default=0.0, ge=0, allow_inf_nan=False, description="per million output tokens (text)"
+    )
+    rpm: int | None = Field(
+        default=None, ge=1, description="requests per minute across every key (an upstream's quota)"
+    )
+    tpm: int | None = Field(default=None, ge=1, description="tokens per minute across every key")
+    family: Family | None = Field(
+        default=None,
+        description="the family whose keys see it in /v1/models; unset: a provider plugin's family "
+        "for that name, else `text`",
+    )
 
 
 class RoutingConfig(_Strict):
-    cooldown_after_failures: int = Field(default=3, ge=1)
-    cooldown_seconds: float = Field(default=30.0, ge=0)
+    """Fallback between routes: a route that keeps failing is skipped for a while."""
+
+    cooldown_after_failures: int = Field(
+        default=3, ge=1, description="consecutive failures before a route is skipped"
+    )
+    cooldown_seconds: float = Field(default=30.0, ge=0, description="how long a failing route is skipped")
 
 
 class RedisDownConfig(_Strict):
     """What each kind of limit does while Redis (UNIGATE_REDIS_URL) cannot be reached: `local`
     decides on this node's own counters, `closed` refuses with 503 (limits/redis_down.py)."""
 
-    rates: Literal["local", "closed"] = "local"
-    budgets: Literal["local", "closed"] = "closed"
+    rates: Literal["local", "closed"] = Field(
+        default="local", description="rpm/tpm: `local` each node's own counters decide, `closed` 503"
+    )
+    budgets: Literal["local", "closed"] = Field(
+        default="closed",
+        description="calls on keys with a budget: `closed` 503, `local` each node's counters",
+    )
 
 
 class LimitsConfig(_Strict):
-    max_json_body: int = Field(default=20 * MiB, gt=0)
-    max_audio_upload: int = Field(default=25 * MiB, gt=0)
-    max_image_upload: int = Field(default=50 * MiB, gt=0)
-    # Seconds of upstream silence before a stream gets a keep-alive (0 = never).
-    stream_keepalive: float = Field(default=15.0, ge=0)
-    # Output tokens a budget reserves for a text call that sets no max_tokens (settled to the
-    # real count when it ends): what concurrent calls may overspend a budget by is what each
-    # produces beyond this.
-    budget_output_estimate: int = Field(default=1024, ge=0)
-    # Bytes of stored state (stored responses and their stream events) one API key may hold;
-    # a call that would store more is refused with 429 `storage_quota_exceeded` (0: no quota).
-    stored_bytes_per_key: int = Field(default=1024 * MiB, ge=0)
+    """Request sizes and what budgets and stored state may take."""
+
+    max_json_body: int = Field(default=20 * MiB, gt=0, description="bytes of a JSON body; 413 beyond")
+    max_audio_upload: int = Field(default=25 * MiB, gt=0, description="bytes of an audio file; 413 beyond")
+    max_image_upload: int = Field(default=50 * MiB, gt=0, description="bytes of an image file; 413 beyond")
+    stream_keepalive: float = Field(
+        default=15.0,
+        ge=0,
+        description="seconds of upstream silence before a stream gets a keep-alive; 0: never",
+    )
+    # What concurrent calls may overspend a budget by is what each produces beyond this.
+    budget_output_estimate: int = Field(
+        default=1024,
+        ge=0,
+        description="output tokens a budget reserves for a text call without max_tokens (settled to the "
+        "real count when it ends)",
+    )
+    stored_bytes_per_key: int = Field(
+        default=1024 * MiB,
+        ge=0,
+        description="bytes of stored responses (and their stream events) and files one key may hold; 429 "
+        "`storage_quota_exceeded` beyond; 0: no quota",
+    )
     redis_down: RedisDownConfig = Field(default_factory=RedisDownConfig)
 
 
 class TasksConfig(_Strict):
-    poll_interval: float = Field(default=1.0, gt=0)  # first poll delay; grows with backoff
-    max_poll_interval: float = Field(default=30.0, gt=0)
-    deadline_seconds: float = Field(default=1800.0, gt=0)  # unfinished by then: FAILURE + refund
+    """Asynchronous jobs: how their upstreams are polled and their webhooks delivered."""
+
+    poll_interval: float = Field(
+        default=1.0, gt=0, description="seconds before a task is polled (again after each change)"
+    )
+    max_poll_interval: float = Field(default=30.0, gt=0, description="backoff cap while nothing changes")
+    deadline_seconds: float = Field(
+        default=1800.0, gt=0, description="unfinished by then: FAILURE (`timed out`) and refund"
+    )
     webhook_retry_schedule: list[float] = Field(
+        description="seconds after the event of each delivery attempt",
         default_factory=lambda: [
             0.0,
             5.0,
@@ -188,54 +287,100 @@ class TasksConfig(_Strict):
             28800.0,
             43200.0,
             86400.0,
-        ]
+        ],
     )
-    webhook_timeout: float = Field(default=15.0, gt=0)
-    allow_private_webhooks: bool = False
-    # How long a poller holds the tasks it took: a replica that died gives its tasks back
-    # after this. Longer than any upstream poll takes (a poll outliving it is only a duplicate).
-    lease_seconds: float = Field(default=20.0, gt=0)
+    webhook_timeout: float = Field(
+        default=15.0, gt=0, description="seconds per delivery; a delivery in flight is leased 2 x this + 5 s"
+    )
+    allow_private_webhooks: bool = Field(
+        default=False, description="the same as UNIGATE_ALLOW_PRIVATE_WEBHOOKS=1"
+    )
+    # Longer than any upstream poll takes (a poll outliving it is only a duplicate).
+    lease_seconds: float = Field(
+        default=20.0,
+        gt=0,
+        description="seconds a poller holds the tasks it took: a dead replica's tasks resume after it",
+    )
 
 
 class UsageConfig(_Strict):
-    flush_seconds: float = Field(default=1.0, gt=0)  # usage rows and the request log written this often
+    """Usage accounting, written off the request path."""
+
+    flush_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        description="usage rows and the request log are written this often (and at shutdown)",
+    )
 
 
 class MusicConfig(_Strict):
-    default_model: str = "chirp-v4"  # the `mv` used when a submit omits it
+    """The music family (Suno's API)."""
+
+    default_model: str = Field(default="chirp-v4", description="the `mv` used when a submit omits it")
 
 
 class SandboxConfig(_Strict):
-    # With a config file: also serve the sandbox's models (a `sandbox` provider and a model row
-    # for each name the file does not define itself). Always on without a config file.
-    enabled: bool = False
-    music_seconds: float = Field(default=8.0, gt=0)  # time for a sandbox music task to finish
-    task_seconds: float = Field(default=4.0, gt=0)  # video, sound effect, lip sync, visual tasks
+    """The offline sandbox provider (see Keeping the sandbox)."""
+
+    enabled: bool = Field(
+        default=False,
+        description="with a config file, also serve the sandbox's models (a `sandbox` provider and a model "
+        "row for each name the file does not define itself); always on without a config file",
+    )
+    music_seconds: float = Field(default=8.0, gt=0, description="how long a sandbox music task takes")
+    task_seconds: float = Field(
+        default=4.0, gt=0, description="how long a sandbox video, sound effect, lip sync or visual task takes"
+    )
 
 
 class MediaConfig(_Strict):
     """Model ids for media calls whose request names none."""
 
-    default_image_model: str = "sandbox-image"  # /v1/images/* without `model`
-    fish_tts_model: str = "s1"  # /fish/v1/tts without a `model` header
-    fish_asr_model: str = "fish-asr"  # /fish/v1/asr (Fish's ASR takes no model)
-    sd3_model: str = "sd3.5-large"  # stable-image/generate/sd3 without `model`
-    default_video_model: str = "sora-2"  # /v1/videos without `model`
-    lip_sync_model: str = "lip-sync"  # /ent/v2/lip-sync (Vidu's lip sync takes no model)
+    default_image_model: str = Field(default="sandbox-image", description="/v1/images/* without `model`")
+    fish_tts_model: str = Field(default="s1", description="/fish/v1/tts without a `model` header")
+    fish_asr_model: str = Field(default="fish-asr", description="/fish/v1/asr (Fish's ASR takes no model)")
+    sd3_model: str = Field(default="sd3.5-large", description="stable-image/generate/sd3 without `model`")
+    default_video_model: str = Field(default="sora-2", description="/v1/videos without `model`")
+    lip_sync_model: str = Field(
+        default="lip-sync", description="/ent/v2/lip-sync (Vidu's lip sync takes no model)"
+    )
 
 
 class ResponsesConfig(_Strict):
     """The Responses API's stored responses (`POST /v1/responses` with `store`, the default)."""
 
-    retention_days: float = Field(default=30.0, ge=0, allow_inf_nan=False)  # 0: kept until deleted
-    # A background response's run holds a lease this long, renewed while it runs; one whose
-    # process died is run again by another after it lapses. Read at start.
-    background_lease_seconds: float = Field(default=30.0, ge=3, le=3600)
-    # The largest conversation `previous_response_id` rebuilds (every earlier turn's input and
-    # output), in bytes of stored JSON and in tokens: past either, the request is a 400
-    # `context_too_large`, decided before any turn is loaded.
-    max_context_bytes: int = Field(default=16 * MiB, gt=0)
-    max_context_tokens: int = Field(default=2_000_000, gt=0)
+    retention_days: float = Field(
+        default=30.0, ge=0, allow_inf_nan=False, description="purged hourly once older; 0: kept until deleted"
+    )
+    background_lease_seconds: float = Field(
+        default=30.0,
+        ge=3,
+        le=3600,
+        description="a background run's lease, renewed while it runs: a dead worker's response is run "
+        "again elsewhere after it lapses (read at start)",
+    )
+    # Decided before any turn is loaded.
+    max_context_bytes: int = Field(
+        default=16 * MiB,
+        gt=0,
+        description="largest conversation `previous_response_id` rebuilds (every earlier turn), in bytes "
+        "of stored JSON; 400 `context_too_large` beyond",
+    )
+    max_context_tokens: int = Field(default=2_000_000, gt=0, description="the same in tokens")
+
+
+class FilesConfig(_Strict):
+    """The Files API (`/v1/files`): uploads streamed to the file store (`storage`)."""
+
+    # The size check happens before the body is read when the upload says its size.
+    max_bytes: int = Field(default=512 * MiB, gt=0, description="bytes of one uploaded file; 413 beyond")
+    retention_days: float = Field(
+        default=0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="days until a file expires when its purpose has no expiry of its own (batch files "
+        "expire after 30 days, as on OpenAI) and the upload sets none; 0: kept until deleted",
+    )
 
 
 class StorageConfig(_Strict):
@@ -243,12 +388,22 @@ class StorageConfig(_Strict):
     dir (`local`, one machine) or an S3-compatible bucket every replica shares (`s3`).
     Credentials come from the standard AWS variables (AWS_ACCESS_KEY_ID, ...), never from here."""
 
-    backend: Literal["local", "s3"] = "local"
-    bucket: str = ""
-    prefix: str = ""  # a folder in the bucket for this gateway's objects, e.g. `unigate/`
-    endpoint_url: str | None = None  # MinIO, R2, Ceph...; unset: AWS S3 in `region`
-    region: str | None = None  # unset: AWS_REGION / AWS_DEFAULT_REGION, else us-east-1
-    path_style: bool = False  # `endpoint/bucket/key` URLs (most S3-compatible servers want them)
+    backend: Literal["local", "s3"] = Field(
+        default="local",
+        description="`local`: the data dir; `s3`: an S3-compatible bucket every replica shares "
+        "(the keys below are for s3 only)",
+    )
+    bucket: str = Field(default="", description="the bucket's name")
+    prefix: str = Field(default="", description="a folder in the bucket for this gateway's objects (`prod/`)")
+    endpoint_url: str | None = Field(
+        default=None, description="MinIO, R2, Ceph...; unset: AWS S3 in `region`"
+    )
+    region: str | None = Field(
+        default=None, description="unset: AWS_REGION / AWS_DEFAULT_REGION, else us-east-1"
+    )
+    path_style: bool = Field(
+        default=False, description="`endpoint/bucket/key` URLs (MinIO and most S3-compatible servers)"
+    )
 
     @model_validator(mode="after")
     def _check_s3(self) -> StorageConfig:
@@ -275,6 +430,8 @@ class StorageConfig(_Strict):
 
 
 class GatewayConfig(_Strict):
+    """The config file's top level: the sections below, and these keys."""
+
     providers: list[ProviderConfig] = Field(default_factory=list)
     models: list[ModelConfig] = Field(default_factory=list)
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
@@ -285,13 +442,19 @@ class GatewayConfig(_Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
+    files: FilesConfig = Field(default_factory=FilesConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
-    # The gateway's base URL as clients reach it (`https://gw.example.com`), for links to the
-    # files it serves; unset, the address the server is bound to (never the Host header).
-    public_url: str | None = None
-    # A hosted tool (file search, code execution...) the route's upstream has no equivalent for,
-    # on a translated route: `drop` it (named in x-unigate-dropped-fields) or `reject` the call.
-    hosted_tools: Literal["drop", "reject"] = "drop"
+    public_url: str | None = Field(
+        default=None,
+        description="the gateway's base URL as clients reach it (`https://gw.example.com`), for links to "
+        "the files it serves; unset: the address the server is bound to, never the Host header "
+        "(see Public URL)",
+    )
+    hosted_tools: Literal["drop", "reject"] = Field(
+        default="drop",
+        description="a hosted tool (file search, code execution...) a translated route's upstream cannot "
+        "run: `drop` it, named in x-unigate-dropped-fields, or `reject` the call with 400",
+    )
 
     @field_validator("public_url")
     @classmethod
@@ -382,6 +545,12 @@ class EnvVendor:
         return next((f for glob, f in self.families if fnmatch.fnmatchcase(model, glob)), None)
 
 
+# What the configuration reference says of the vendor keys (its environment table's last row).
+ENV_VENDORS_MEANING = (
+    "without a config file, each adds its vendor's provider and routes the vendor's model ids to it: "
+    "the variables, the models they route and the start-up check are on "
+    "[Connecting providers](providers.md#vendor-keys)"
+)
 ENV_VENDORS: dict[str, EnvVendor] = {
     "openai": EnvVendor(
         "openai",
@@ -463,7 +632,9 @@ def default_config(
     """The configuration used when no file is given: the sandbox for every family (when it is
     installed), plus real vendors whose credentials are present in the environment, each with
     the models its upstream listed (`listed`, by provider name: `providers/discovery.py`) or
-    else its well-known ones. A vendor's model wins over a sandbox model of the same name."""
+    else its well-known ones. A vendor's model wins over a sandbox model of the same name, or
+    one its route globs match (with OPENAI_API_KEY, `omni-moderation-latest` is OpenAI's even
+    when the upstream's list could not be read)."""
     sandbox = find_plugin(SANDBOX)
     providers: list[dict[str, Any]] = []
     models: list[dict[str, Any]] = []
@@ -481,7 +652,9 @@ def default_config(
         providers.insert(0, {"name": SANDBOX, "protocol": SANDBOX})
         defined = {m["name"] for m in models}
         models.extend(
-            {"name": n, "routes": [{"provider": SANDBOX}]} for n in sandbox.models if n not in defined
+            {"name": n, "routes": [{"provider": SANDBOX}]}
+            for n in sandbox.models
+            if not any(fnmatch.fnmatchcase(n, name) for name in defined)
         )
     if not providers:
         raise ConfigError(

@@ -19,6 +19,9 @@ from unigate.auth.cache import KeyCache
 from unigate.cluster.fanout import Fanout
 from unigate.config import GatewayConfig, load_config
 from unigate.data_dir.owner_only import private_dir, write_private
+from unigate.files.expiry import FileExpiry
+from unigate.files.service import FileLimits, FileService
+from unigate.files.store import FileStore
 from unigate.lifecycle import Lifecycle, Step
 from unigate.limits.backend import Counters, LocalCounters, counters_path
 from unigate.limits.service import Limits
@@ -83,6 +86,8 @@ class Gateway:
     redis: Redis | None  # UNIGATE_REDIS_URL's client (store/redis.py); None on a single node
     storage: Storage  # the files served under /media/ (storage/: the data dir or a shared bucket)
     fanout: Fanout  # key changes and config reloads, to and from every other worker and replica
+    files: FileService  # the Files API's files (files/), in `storage`
+    file_expiry: FileExpiry
     # Without a config file: the models each environment vendor listed at start (by provider
     # name, providers/discovery.py), kept so that a reload serves them too.
     listed_models: dict[str, list[str]] = field(default_factory=dict)
@@ -136,6 +141,16 @@ class Gateway:
         outbox = OutboxDeliverer(task_store, keys, sender, config.tasks.webhook_retry_schedule,
                                  config.tasks.webhook_timeout, metrics=metrics)  # fmt: skip
         responses = ResponseStore(engine)
+
+        def file_limits() -> FileLimits:  # read at each upload, so a config reload applies
+            files_config = gateway.config.files
+            return FileLimits(
+                files_config.max_bytes,
+                gateway.config.limits.stored_bytes_per_key,
+                files_config.retention_days,
+            )
+
+        files = FileService(FileStore(engine), storage, file_limits)
         gateway = cls(
             settings=settings,
             config=config,
@@ -164,6 +179,8 @@ class Gateway:
             response_retention=Retention(responses, lambda: gateway.config.responses.retention_days),
             redis=redis,
             storage=storage,
+            files=files,
+            file_expiry=FileExpiry(files),
         )
         return gateway
 
@@ -205,11 +222,13 @@ class Gateway:
             Step("task store", stop=_sync(self.tasks.store.close)),
             Step("change feed", start=lambda: self.fanout.start(self.redis), stop=self.fanout.stop),
             Step("task writer", start=self.tasks.writer.start, stop=self.tasks.writer.stop),
+            Step("response writer", start=self.responses.writer.start, stop=self.responses.close),
             Step("webhook outbox", start=self.outbox.start, stop=self.outbox.stop),
             Step("task poller", start=self.poller.start, stop=self.poller.stop),
             Step(
                 "response retention", start=self.response_retention.start, stop=self.response_retention.stop
             ),
+            Step("file expiry", start=self.file_expiry.start, stop=self.file_expiry.stop),
             Step("request log", start=self.request_log.start, stop=self.request_log.stop),
             Step("usage recorder", start=self.usage.start, stop=self.usage.stop),
         ]
@@ -248,15 +267,19 @@ class Gateway:
 
     async def _discover_models(self) -> None:
         """Without a config file, the models the environment's vendors list replace their
-        well-known ones; then one line per provider says what it serves."""
+        well-known ones; then one line per provider says what it serves. Under `unigate serve`
+        both were done once before the workers started (settings.listed_models), so that with
+        several workers the upstreams are asked, and the lines printed, once."""
+        given = self.settings.listed_models
         if self.settings.config_path is None:
-            listed = await discover(self.providers)
+            listed = dict(given) if given is not None else await discover(self.providers)
             if listed:
                 config = load_config(None, self.settings.environ, listed)
                 self.listed_models = listed
                 self.apply(config, self.providers, lambda _key: True)
-        for line in provider_lines(self.config):
-            log.info("%s", line)
+        if given is None:
+            for line in provider_lines(self.config):
+                log.info("%s", line)
 
     async def _close_providers(self) -> None:
         """Every provider in use now (a config reload may have replaced those it started
@@ -297,13 +320,14 @@ def _digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode()).digest()
 
 
-def read_or_create_admin_key(data_dir: Path) -> tuple[str, bool]:
-    """The admin key stored in the data dir, created (0600) on first use.
+def read_or_create_admin_key(data_dir: Path, warn: bool = True) -> tuple[str, bool]:
+    """The admin key stored in the data dir, created (0600) on first use; `warn`: say if the
+    data dir is open to others (False where the caller's own start-up checks said so already).
     Returns (key, created now)."""
     path = data_dir / "admin_key"
     if path.exists():
         return path.read_text().strip(), False
-    private_dir(data_dir)
+    private_dir(data_dir, warn=warn)
     key = "uga_" + secrets.token_urlsafe(32)
     tmp = path.with_suffix(".tmp")
     write_private(tmp, key + "\n")  # 0600 from the first byte

@@ -59,3 +59,14 @@ def test_an_open_existing_data_dir_is_warned_about(tmp_path: Path) -> None:
         assert lines and "WARNING" in lines[0] and str(data) in lines[0], gw.log()
     assert _mode(data) == 0o755, "the operator's own mode is left as it is"
     assert _mode(data / "unigate.db") == 0o600
+
+
+def test_the_open_data_dir_warning_is_one_line_on_a_first_start_with_workers(tmp_path: Path) -> None:
+    # No admin key yet: serve creates it there after its own checks, which warned already.
+    data = tmp_path / "data"
+    data.mkdir()
+    data.chmod(0o755)
+    with GatewayProcess(tmp_path, env={"UNIGATE_ADMIN_KEY": ""}, workers=2) as gw:
+        assert http("GET", gw.base_url + "/healthz").status == 200
+        lines = [line for line in gw.log().splitlines() if f"chmod 700 {data}" in line]
+    assert len(lines) == 1, lines

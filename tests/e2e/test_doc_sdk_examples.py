@@ -1,28 +1,25 @@
 """Every SDK example in the README and on the documentation site's pages, run as written against
-the gateway (the sandbox): only the address (`http://127.0.0.1:8000`) and the key (`ugk_...`)
-are replaced, as a reader replaces them. A page whose example stops working fails here."""
+the gateway (the sandbox): only the address (`http://127.0.0.1:8000`), the key (`ugk_...`) and the
+admin key (`uga_...`) are replaced, as a reader replaces them. A page whose example stops working
+fails here."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.readme import documents
+from tests.support.gateway import ADMIN_KEY
+from tests.support.readme import PLACEHOLDER_ADMIN_KEY, PLACEHOLDER_KEY, PLACEHOLDER_URL, blocks, distinct
 from tests.support.served import ServedGateway
 
-PLACEHOLDER_URL = "http://127.0.0.1:8000"
-PLACEHOLDER_KEY = "ugk_..."
 EXAMPLES = [
-    pytest.param(block, id=f"{path.name}-{n}")
-    for path in documents()
-    for n, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(), re.S), 1)
-    if PLACEHOLDER_URL in block and PLACEHOLDER_KEY in block
+    pytest.param(text, id="+".join(block.id for block in same))
+    for text, same in distinct([block for block in blocks() if block.runner == "sdk"]).items()
 ]
 
 
@@ -35,12 +32,13 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
 
 
 def test_the_pages_have_sdk_examples() -> None:
-    assert len(EXAMPLES) >= 8
+    assert len(EXAMPLES) >= 9
 
 
 @pytest.mark.parametrize("block", EXAMPLES)
 def test_the_example_runs_as_written(block: str, gw: ServedGateway, tmp_path: Path) -> None:
     code = block.replace(PLACEHOLDER_URL, gw.base_url).replace(PLACEHOLDER_KEY, gw.create_key())
+    code = code.replace(PLACEHOLDER_ADMIN_KEY, ADMIN_KEY)
     printed = io.StringIO()
     cwd = Path.cwd()
     os.chdir(tmp_path)  # the examples write their files (hello.mp3, lighthouse.mp4) where they run

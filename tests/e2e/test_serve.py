@@ -1,5 +1,5 @@
 """`unigate serve` contracts: admin key printed once, config errors named, several workers
-sharing revocations, PostgreSQL as the database."""
+sharing revocations and saying their start-up lines once, PostgreSQL as the database."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pathlib import Path
 import openai
 import pytest
 
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import GatewayProcess, serve_refused
-from tests.support.net import http
+from tests.support.net import free_port, http
 
 pytestmark = pytest.mark.process
 
@@ -113,6 +114,36 @@ def test_workers_are_forked_from_the_supervisor_with_the_app_loaded(tmp_path: Pa
         for pid in workers:  # two malloc arenas unless the operator said otherwise
             assert b"MALLOC_ARENA_MAX=2" in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         assert http("GET", gw.base_url + "/readyz").status == 200
+
+
+def test_two_workers_say_the_start_up_lines_once(tmp_path: Path) -> None:
+    # One vendor that lists its models, one that cannot be reached (its warning is a start-up
+    # line too): asked once by serve, and the workers serve what the first one listed.
+    with FakeOpenAI(models=("fake-gpt-1", "fake-gpt-2")) as upstream:
+        gw = GatewayProcess(tmp_path, workers=2)
+        gw.env.update(  # after construction, which clears vendor keys from the environment
+            OPENAI_API_KEY="sk-env",
+            OPENAI_BASE_URL=upstream.base_url,
+            ANTHROPIC_API_KEY="sk-ant-env",
+            ANTHROPIC_BASE_URL=f"http://127.0.0.1:{free_port()}",
+        )
+        with gw:
+            client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
+            for _ in range(8):  # new connections, spread over both workers
+                reply = client.chat.completions.create(
+                    model="fake-gpt-2", messages=[{"role": "user", "content": "hi"}]
+                )
+                assert reply.choices[0].message.content == upstream.reply_text
+        log = gw.log()
+    lines = {
+        "provider sandbox (sandbox): ": 1,
+        "provider openai (openai at ": 1,
+        "provider anthropic (anthropic at ": 1,
+        "provider anthropic: could not list its models": 1,
+        "2 models: fake-gpt-1, fake-gpt-2": 1,
+        "unigate listening on": 1,
+    }
+    assert {line: log.count(line) for line in lines} == lines, log
 
 
 @pytest.mark.services

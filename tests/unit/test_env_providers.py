@@ -76,6 +76,17 @@ def test_google_api_key_and_the_vendors_base_url_variables() -> None:
     assert "gpt-4o" not in families, "the listed models replace the well-known ones"
 
 
+def test_a_vendor_key_takes_the_sandbox_models_its_globs_match() -> None:
+    # With OPENAI_API_KEY a moderation call is OpenAI's, with STABILITY_API_KEY every sd3* model is
+    # Stability's, even those neither the upstream listed nor the well-known ids name: none is left
+    # to the sandbox's fake answers. Sandbox models no vendor glob matches stay.
+    config = default_config({"OPENAI_API_KEY": "k", "STABILITY_API_KEY": "st"}, {"openai": ["gpt-x"]})
+    sandboxed = {m.name for m in config.models if m.routes[0].provider == "sandbox"}
+    assert {"omni-moderation-latest", "text-moderation-latest", "sd3.5-flash"} & sandboxed == set()
+    assert {"sandbox-chat", "sora-2", "chirp-v4"} <= sandboxed
+    assert config.defines("omni-moderation-latest") and config.defines("sd3.5-flash")
+
+
 def test_env_vendors_serve_the_models_their_upstreams_list(
     tmp_path: Path, clean_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -20,10 +20,12 @@ from redis.asyncio import Redis
 
 from tests.support.redis import RedisServer, redis_server
 from unigate.config import RedisDownConfig
+from unigate.limits import redis_counters, redis_lease
 from unigate.limits.backend import Demand, LocalCounters
 from unigate.limits.counters import budget_take, rate_adjust, rate_take
 from unigate.limits.redis_counters import SETTLE_DELAY, RedisCounters
 from unigate.limits.redis_down import LimitsUnavailable
+from unigate.limits.redis_lease import LEASE_SHARE
 from unigate.limits.redis_script import BUDGET_IDLE, PREFIX
 from unigate.observability.metrics import Metrics
 from unigate.store.redis import connect
@@ -40,12 +42,13 @@ def server() -> Iterator[RedisServer]:
 
 
 def _run(server: RedisServer, tmp: Path, body: Callable[[RedisCounters, Redis], Awaitable[T]],
-         policy: RedisDownConfig | None = None, metrics: Metrics | None = None) -> T:  # fmt: skip
+         policy: RedisDownConfig | None = None, metrics: Metrics | None = None,
+         lease_share: float = LEASE_SHARE) -> T:  # fmt: skip
     async def main() -> T:
         redis = connect(server.url)
         await redis.flushdb()
         local = LocalCounters(tmp / "limits.bin")
-        counters = RedisCounters(redis, local, metrics, lambda: policy or RedisDownConfig())
+        counters = RedisCounters(redis, local, metrics, lambda: policy or RedisDownConfig(), lease_share)
         try:
             return await body(counters, redis)
         finally:
@@ -100,7 +103,8 @@ def test_lua_agrees_with_counters_py_to_the_last_bit(server: RedisServer, tmp_pa
             spent = want
         return checked
 
-    assert _run(server, tmp_path, body) == 400
+    # Every call in Redis (no leases): the script's own arithmetic is what is compared.
+    assert _run(server, tmp_path, body, lease_share=0) == 400
 
 
 def test_all_or_nothing_and_headers_view(server: RedisServer, tmp_path: Path) -> None:
@@ -343,3 +347,100 @@ def test_redis_down_budgets_local_reload_and_settle_locally(server: RedisServer,
             server.start()
 
     _run(server, tmp_path, body, policy=policy)
+
+
+def _count_sends(c: RedisCounters) -> list[int]:
+    sends = [0]
+    run = c._run
+
+    async def counted(*args: Any) -> Any:
+        sends[0] += 1
+        return await run(*args)
+
+    c._run = counted  # type: ignore[method-assign,assignment]
+    return sends
+
+
+def test_a_lease_decides_calls_in_memory_and_is_given_back(server: RedisServer, tmp_path: Path) -> None:
+    async def body(c: RedisCounters, redis: Redis) -> None:
+        sends = _count_sends(c)
+        rpm = Demand("key:l:rpm", "rate", 1000, 1)  # a lease: 20 requests (0.06 s each)
+        tpm = Demand("key:l:tpm", "rate", 100_000, 50)  # 2,000 tokens
+        for _ in range(30):
+            assert await c.take([rpm, tpm]) is None
+        # The first call went to Redis with the lease requests; the refills went ahead of need.
+        assert sends[0] <= 4, sends
+        # Redis counts what was leased; the headers count only the calls this process admitted.
+        assert await _held(redis, "key:l:rpm") - await _clock(redis) > 30 * 0.06
+        assert 30 * 0.06 - 0.1 < c.ahead("key:l:rpm") <= 30 * 0.06
+        assert 30 * 50 * 0.0006 - 0.1 < c.ahead("key:l:tpm") <= 30 * 50 * 0.0006
+        # Given back (shutdown, or expiry): Redis holds exactly the admitted calls.
+        await c.flush()
+        assert 30 * 0.06 - 0.1 < await _held(redis, "key:l:rpm") - await _clock(redis) <= 30 * 0.06
+
+    _run(server, tmp_path, body)
+
+
+def test_an_idle_lease_expires_back_to_redis(
+    server: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ttl = 0.2
+    monkeypatch.setattr(redis_lease, "LEASE_TTL", ttl)
+    monkeypatch.setattr(redis_counters, "LEASE_TTL", ttl)
+
+    async def body(c: RedisCounters, redis: Redis) -> None:
+        assert await c.take([Demand("key:i:rpm", "rate", 600, 1)]) is None  # 0.1 s a request
+        assert await _held(redis, "key:i:rpm") - await _clock(redis) > 1.0, "12 more leased"
+        await asyncio.sleep(ttl + 0.5)
+        # Its 12 unspent requests went back: the counter holds the one call, now past.
+        assert c.leases.held == {} and await redis.exists(PREFIX + "key:i:rpm") == 0
+
+    _run(server, tmp_path, body)
+
+
+def test_leases_across_processes_never_exceed_a_limit(server: RedisServer, tmp_path: Path) -> None:
+    """Two processes on one key: leases make them admit in memory, yet the two together admit
+    exactly the limit (the clock pinned: no refill), rates and budgets alike."""
+
+    async def body(a: RedisCounters, redis: Redis) -> None:
+        b = RedisCounters(redis, LocalCounters(tmp_path / "b.bin"), None, RedisDownConfig)
+        try:
+            a.now = b.now = await _clock(redis)
+            await a.seed("key:x:budget", 0, 0.0)
+            sends = _count_sends(a)
+            rpm = Demand("key:x:rpm", "rate", 1000, 1)
+            budget = Demand("key:x:budget", "budget", 5.0, 0.01, 0)  # 500 calls
+            tpm = Demand("key:x:tpm", "rate", 400_000, 1000)  # 400 calls
+
+            async def admitted(c: RedisCounters, demands: list[Demand], n: int = 300) -> int:
+                got = 0
+                for _ in range(n):
+                    got += await c.take(demands) is None
+                return got
+
+            # Well under the limit, calls are decided in memory: a script call per lease.
+            assert await admitted(a, [rpm, budget], 100) == 100
+            assert sends[0] <= 100 / 10 + 2, f"{sends[0]} script calls for 100 calls"
+            # Both at once, then what each holds unspent is given back and they go on.
+            first = sum(await asyncio.gather(admitted(a, [rpm, budget]), admitted(b, [rpm, budget])))
+            assert first <= 400
+            await a.flush()
+            await b.flush()
+            total = 100 + first + await admitted(a, [rpm, budget]) + await admitted(b, [rpm, budget])
+            assert total == 500, "the budget, exactly"
+            tokens = await admitted(a, [rpm, tpm]) + await admitted(b, [rpm, tpm])
+            await a.flush()
+            await b.flush()
+            tokens += await admitted(b, [rpm, tpm]) + await admitted(a, [rpm, tpm])
+            # A rate counter is a time in epoch seconds (steps of 2.4e-7 s): a slice leased and
+            # partly given back may round the last unit's fit away, never one unit more in.
+            assert 399 <= tokens <= 400, "the token rate"
+            got = await admitted(a, [rpm]) + await admitted(b, [rpm])
+            await a.flush()
+            await b.flush()
+            got += await admitted(b, [rpm]) + await admitted(a, [rpm])
+            assert 500 + tokens + got == 1000, "the request rate, exactly"
+        finally:
+            b.close()
+
+    _run(server, tmp_path, body)

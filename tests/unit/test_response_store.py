@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
+import orjson
 import sqlalchemy as sa
 
 from unigate.responses.runs import BackgroundRuns
-from unigate.responses.store import ResponseStore, StoredResponse
+from unigate.responses.store import NewResponse, ResponseStore, StoredResponse
 from unigate.store import db, key_storage
 from unigate.store.schema import response_events
 
@@ -132,6 +134,46 @@ def test_events_of_a_deleted_or_cancelled_run_are_dropped_and_orphans_swept(data
         async with engine.connect() as conn:
             left = (await conn.execute(sa.select(response_events.c.response_id))).scalars().all()
         assert sorted(left) == ["d2"]
+        await engine.dispose()
+
+    asyncio.run(run())
+
+
+def test_concurrent_saves_share_a_transaction_each_readable_when_it_returns(database_url: str) -> None:
+    """Calls answered together store their responses in one transaction; each `save` returns
+    only once its row is committed (readable, and counted against its key), and a bad row fails
+    only its own call."""
+
+    async def run() -> None:
+        engine = db.create_engine(database_url)
+        await db.migrate(engine)
+        store = ResponseStore(engine)
+        batches: list[int] = []
+        insert_batch = store.insert_batch
+
+        async def counted(items: Sequence[NewResponse]) -> None:
+            batches.append(len(items))
+            await insert_batch(items)
+
+        store.insert_batch = counted  # type: ignore[method-assign]
+        await store.writer.start()
+
+        async def save(rid: str) -> StoredResponse | None:
+            await store.save(_response(rid, "k1", None))
+            return await store.get(rid, "k1")  # at once: the answer has been sent by now
+
+        got = await asyncio.gather(*(save(f"g{i}") for i in range(20)))
+        assert [r.id if r else None for r in got] == [f"g{i}" for i in range(20)]
+        assert len(batches) <= 2 and sum(batches) == 20, batches
+        held = await key_storage.held(engine, "k1")
+        sizes = sum(len(orjson.dumps(r.body)) + len(orjson.dumps(r.input)) for r in got if r)
+        assert held == sizes
+        # A repeated id (a native upstream's own) fails its own call, not its batch's others.
+        saves = [store.save(_response(rid, "k1", None)) for rid in ("g3", "h1", "h2")]
+        outcome = await asyncio.gather(*saves, return_exceptions=True)
+        assert isinstance(outcome[0], sa.exc.IntegrityError) and outcome[1:] == [None, None]
+        assert await store.get("h2", "k1") is not None
+        await store.writer.stop()
         await engine.dispose()
 
     asyncio.run(run())

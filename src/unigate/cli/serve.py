@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -25,12 +27,13 @@ from unigate.cli.startup import (
     report,
     with_database,
 )
-from unigate.config import ConfigError, defaults, load_config
+from unigate.config import ENV_VENDORS, ConfigError, GatewayConfig, defaults, load_config
 from unigate.data_dir.owner_only import restrict_umask
 from unigate.gateway import read_or_create_admin_key
 from unigate.limits.backend import counters_path
 from unigate.limits.shared_table import SharedTable
 from unigate.providers.base import ProviderContext
+from unigate.providers.discovery import discover, provider_lines
 from unigate.providers.registry import UnknownProtocol, build_provider
 from unigate.settings import Settings
 
@@ -90,7 +93,7 @@ def _prepare(config: Path | None, host: str, port: int, server: str, workers: in
     check_port(host, port)
     check_data_dir(settings.data_dir)
     check_redis(settings.redis_url)
-    _check_config(settings)
+    loaded = _check_config(settings)
     # The workers' shared limit counters start from the database's figures, not from what
     # a previous server's in-flight calls had reserved.
     SharedTable.remove(counters_path(settings.data_dir))
@@ -105,15 +108,17 @@ def _prepare(config: Path | None, host: str, port: int, server: str, workers: in
     # Migrated once here so several workers do not race on the schema.
     with_database(settings.database_url, nothing)
     if settings.admin_key is None:
-        admin_key, created = read_or_create_admin_key(settings.data_dir)
+        # check_data_dir has warned already if the data dir is open to others.
+        admin_key, created = read_or_create_admin_key(settings.data_dir, warn=False)
         if created:
             print(f"Admin key (shown once; also stored in {settings.data_dir / 'admin_key'}):", flush=True)
             print(admin_key, flush=True)
         settings = settings.with_overrides(admin_key=admin_key)
-    return settings
+    # Last, once nothing can stop the start: a failed start is its one error line alone.
+    return settings.with_overrides(listed_models=_announce_providers(settings, loaded))
 
 
-def _check_config(settings: Settings) -> None:
+def _check_config(settings: Settings) -> GatewayConfig:
     try:
         config = load_config(settings.config_path, settings.environ)
         context = ProviderContext(data_dir=settings.data_dir)
@@ -140,3 +145,28 @@ def _check_config(settings: Settings) -> None:
             "%s (set them in the config, or enable `sandbox`)",
             ", ".join(unbacked),
         )
+    return config
+
+
+def _announce_providers(settings: Settings, config: GatewayConfig) -> dict[str, list[str]]:
+    """Done here, before the workers start, so that with several of them each environment
+    vendor is asked for its models once and each provider's line printed once: the models
+    each vendor listed (without a config file), which the workers are given instead of asking."""
+    listed: dict[str, list[str]] = {}
+    if settings.config_path is None and any(p.name in ENV_VENDORS for p in config.providers):
+        listed = asyncio.run(_discover(config, ProviderContext(data_dir=settings.data_dir)))
+        if listed:
+            config = load_config(None, settings.environ, listed)
+    for line in provider_lines(config):
+        logging.getLogger("unigate").info("%s", line)
+    return listed
+
+
+async def _discover(config: GatewayConfig, context: ProviderContext) -> dict[str, list[str]]:
+    providers = {p.name: build_provider(p, context) for p in config.providers if p.name in ENV_VENDORS}
+    try:
+        return await discover(providers)
+    finally:
+        for provider in providers.values():
+            with contextlib.suppress(Exception):
+                await provider.aclose()

@@ -85,19 +85,36 @@ def is_multipart(content_type: bytes | None) -> bool:
     )
 
 
+def multipart_type(request: Request) -> bytes:
+    """The request's multipart Content-Type; 400 when the body is something else."""
+    content_type = request.header(b"content-type")
+    if content_type is None or not is_multipart(content_type):
+        raise InvalidRequest(
+            "This endpoint takes multipart/form-data (a file upload), not "
+            f"{(content_type or b'no body type').decode('latin-1').split(';')[0]}.",
+            code="invalid_content_type",
+        )
+    return content_type
+
+
 def is_json(content_type: bytes | None) -> bool:
     """A JSON body (`application/json`, with or without parameters), which some form
     endpoints take as their other spelling."""
     return content_type is not None and content_type.split(b";", 1)[0].strip().lower() == b"application/json"
 
 
-def _parser(content_type: bytes, builder: _Builder) -> MultipartParser:
+def boundary_of(content_type: bytes) -> bytes:
+    """The form's boundary; 400 when it has none a parser should take."""
     _, options = parse_options_header(content_type)
     boundary = options.get(b"boundary")
     # RFC 2046: at most 70 characters; longer ones only serve to slow the parser down.
     if not boundary or len(boundary) > 70:
         raise InvalidRequest("The multipart body has no usable boundary.", code="invalid_multipart")
-    return MultipartParser(boundary, builder.callbacks())  # type: ignore[arg-type]
+    return boundary
+
+
+def _parser(content_type: bytes, builder: _Builder) -> MultipartParser:
+    return MultipartParser(boundary_of(content_type), builder.callbacks())  # type: ignore[arg-type]
 
 
 def parse_form(body: bytes, content_type: bytes, max_file: int | None = None) -> Form:
@@ -119,14 +136,7 @@ def parse_form(body: bytes, content_type: bytes, max_file: int | None = None) ->
 async def read_form(request: Request, max_file: int) -> Form:
     """The request's form, parsed while it arrives. 400 if the body is not multipart; 413
     when a file exceeds `max_file` bytes (the caller owns the returned form: `close()` it)."""
-    content_type = request.header(b"content-type")
-    if not is_multipart(content_type):
-        raise InvalidRequest(
-            "This endpoint takes multipart/form-data (a file upload), not "
-            f"{(content_type or b'no body type').decode('latin-1').split(';')[0]}.",
-            code="invalid_content_type",
-        )
-    assert content_type is not None
+    content_type = multipart_type(request)
     limit = max_file + FORM_OVERHEAD
     declared = request.header(b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -219,10 +229,10 @@ class _Builder:
     def _headers_done(self) -> None:
         _, disposition = parse_options_header(self._headers.get(b"content-disposition", b""))
         raw_name = disposition.get(b"name")
-        self._name = _utf8(raw_name, "name") if raw_name is not None else ""
+        self._name = part_text(raw_name, "name") if raw_name is not None else ""
         if raw_name is not None and b"filename" in disposition:
             content_type = self._headers.get(b"content-type", b"application/octet-stream").decode("latin-1")
-            filename = _utf8(disposition[b"filename"], "file name").replace("\\", "/").rsplit("/", 1)[-1]
+            filename = part_text(disposition[b"filename"], "file name").replace("\\", "/").rsplit("/", 1)[-1]
             spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - the form owns it
             self._upload = UploadedFile(self._name, filename, content_type, spool)
 
@@ -263,7 +273,7 @@ class _Builder:
         self.form.parts.append((self._name, value))
 
 
-def _utf8(raw: bytes, what: str) -> str:
+def part_text(raw: bytes, what: str) -> str:
     """A part's name or file name; not UTF-8 is a 400 rather than U+FFFD in what is stored."""
     try:
         return raw.decode("utf-8")

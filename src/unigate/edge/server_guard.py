@@ -33,10 +33,14 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from unigate.edge.one_write import HeadWithBody
+from unigate.settings import env_default
 
 MAX_HEAD_BYTES = 64 * 1024
 SWEEP_EVERY = 1.0  # seconds
-DEFAULTS = {"UNIGATE_HEADER_TIMEOUT": 10.0, "UNIGATE_BODY_TIMEOUT": 60.0, "UNIGATE_MAX_CONNECTIONS": 4096.0}
+DEFAULTS = {
+    name: float(env_default(name))
+    for name in ("UNIGATE_HEADER_TIMEOUT", "UNIGATE_BODY_TIMEOUT", "UNIGATE_MAX_CONNECTIONS")
+}
 _HEAD_END = b"\r\n\r\n"
 # Phases of a connection. IDLE: kept alive, no byte of the next request yet (uvicorn's own
 # keep-alive timer closes it); HEAD: a head is arriving; BODY: a body is arriving; BUSY: the

@@ -2,8 +2,11 @@
 
     counters = RedisCounters(redis, LocalCounters(...), metrics, lambda: config.limits.redis_down)
 
-An admission is one EVALSHA of `redis_script.SCRIPT` (EVAL when Redis answers NOSCRIPT, e.g.
-after a restart, which also caches it again): one round trip, atomic across replicas. The
+A call whose every counter has a lease (`redis_lease.py`: a slice of the limit this process
+took from Redis beforehand) is decided in memory, with no round trip; leases are refilled
+ahead of need in the background. Any other admission is one EVALSHA of `redis_script.SCRIPT`
+(EVAL when Redis answers NOSCRIPT, e.g. after a restart, which also caches it again): one
+round trip, atomic across replicas. The
 admissions a process has waiting go in the same call, and so do the settlements it has queued:
 a settlement never makes its request wait, and under load costs no round trip of its own (an
 idle process sends its queued settlements alone after `SETTLE_DELAY`). `ahead` (for the
@@ -29,8 +32,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
 
 from unigate.limits.backend import Demand, LocalCounters, Refusal
-from unigate.limits.counters import rate_adjust, rate_ahead
+from unigate.limits.counters import rate_adjust, rate_ahead, rate_take
 from unigate.limits.redis_down import Outage, RedisDownPolicy
+from unigate.limits.redis_lease import LEASE_SHARE, LEASE_TTL, Leases
 from unigate.limits.redis_script import BUDGET_IDLE, PREFIX, SCRIPT, SCRIPT_SHA, ScriptArgs, script_args
 
 if TYPE_CHECKING:
@@ -60,7 +64,10 @@ class RedisCounters:
         fallback: LocalCounters,
         metrics: Metrics | None,
         policy: Callable[[], RedisDownPolicy],
+        lease_share: float = LEASE_SHARE,
     ) -> None:
+        """`lease_share`: the share of a limit one lease holds (`redis_lease.py`); 0: every
+        call is decided in Redis."""
         self.redis = redis
         self.fallback = fallback
         self.outage = Outage(redis.ping, policy, metrics, self._recovered)
@@ -73,6 +80,8 @@ class RedisCounters:
         self._pending: list[Demand] = []  # settlements for the next script call
         self._dropped = 0
         self._settle_timer: asyncio.TimerHandle | None = None
+        self.leases = Leases(lease_share, self._queue)
+        self._expiry: asyncio.TimerHandle | None = None
 
     # -- admission ---------------------------------------------------------------------
 
@@ -80,6 +89,18 @@ class RedisCounters:
         if self.outage.down:
             return self.outage.take_local(self.fallback, demands)
         loop = asyncio.get_running_loop()
+        leases = self.leases
+        if leases.take(demands):
+            # Decided in memory from this process's leases: the headers' view moves as the
+            # counter in Redis would have.
+            now = time.time()
+            view = self._view
+            for d in demands:
+                if d.kind == "rate":
+                    view[d.name] = rate_take(view.get(d.name, 0.0), d.limit, d.amount, now)[0]
+            if leases.wanted and self._sender is None:
+                self._sender = loop.create_task(self._send())  # a refill, ahead of need
+            return None
         waiter: asyncio.Future[Refusal | None] = loop.create_future()
         self._waiting.append((demands, waiter))
         if self._sender is None:
@@ -95,18 +116,20 @@ class RedisCounters:
         """Send what waits, call after call, until nothing does (one call out at a time)."""
         batch: list[Waiter] = []
         try:
-            while (self._waiting or self._pending) and not self.outage.down:
+            while (self._waiting or self._pending or self.leases.wanted) and not self.outage.down:
                 batch, self._waiting = self._waiting[:_BATCH], self._waiting[_BATCH:]
                 changes, self._pending = self._pending[:_BATCH], self._pending[_BATCH:]
-                args = script_args(changes, [demands for demands, _ in batch], self.now)
+                asked = self.leases.asked(_BATCH)
+                args = script_args(changes, [demands for demands, _ in batch], self.now, asked)
                 try:
                     replies = await self._run(args)
                 except _UNREACHABLE as exc:
                     self._requeue(changes)
+                    self.leases.forget()
                     self.outage.failed(exc)
                     break
                 self._read_changes(changes, replies[0])
-                for (demands, waiter), reply in zip(batch, replies[1:], strict=True):
+                for (demands, waiter), reply in zip(batch, replies[1 : 1 + len(batch)], strict=True):
                     refusal = self._read_take(demands, reply)
                     if not waiter.done():
                         waiter.set_result(refusal)
@@ -114,12 +137,17 @@ class RedisCounters:
                         # Its caller is gone (cancelled while waiting), so nobody will settle
                         # what was just taken for it: give it all back.
                         self._queue([Demand(d.name, d.kind, d.limit, -d.amount, d.period) for d in demands])
+                # After the calls, as in the script: a granted lease's value is the latest.
+                for lease, reply in zip(asked, replies[1 + len(batch) :], strict=True):
+                    self._read_lease(lease, reply)
                 batch = []
             # Redis is down (now, or found so by another call): these decide locally.
             self._release(batch, _Unreachable())
         except BaseException as exc:
             # Cancelled (shutdown): the callers decide locally; a fault in this code: each
-            # caller gets it, rather than waiting forever.
+            # caller gets it, rather than waiting forever. Leases asked for may never be
+            # answered: what they would have held lapses in Redis with the counters.
+            self.leases.forget()
             if isinstance(exc, Exception):
                 log.exception("limits: the Redis script call failed")
                 self._release(batch, exc)
@@ -141,20 +169,42 @@ class RedisCounters:
             shift = time.time() - float(reply[1])
             for i, d in enumerate(demands):
                 if d.kind == "rate":
-                    self._remember(d.name, float(reply[i + 2]) + shift)
+                    self._remember(d.name, float(reply[i + 2]) + shift, d.limit)
             return None
         if verdict == b"rate":
             i = int(reply[1])
-            self._remember(demands[i].name, float(reply[4]) + time.time() - float(reply[3]))
+            d = demands[i]
+            self._remember(d.name, float(reply[4]) + time.time() - float(reply[3]), d.limit)
             return Refusal(i, float(reply[2]))
         if verdict == b"budget":
             return Refusal(int(reply[1]))
         return Refusal(-1, 0.0, [int(i) for i in reply[2:]])
 
-    def _remember(self, name: str, tat: float) -> None:
+    def _read_lease(self, lease: Demand, reply: list[bytes]) -> None:
+        if not self.leases.granted(lease, reply[0] == b"ok"):
+            return
+        if lease.kind == "rate":
+            self._remember(lease.name, float(reply[2]) + time.time() - float(reply[1]), lease.limit)
+        if self._expiry is None:
+            self._expiry = asyncio.get_running_loop().call_later(LEASE_TTL, self._expire)
+
+    def _expire(self) -> None:
+        """Give back what expired leases hold (queued settlements), and come back at the next
+        expiry while leases remain."""
+        self._expiry = None
+        due = self.leases.expire()
+        if due is not None:
+            delay = max(due - time.monotonic(), 0.0) + 0.01
+            self._expiry = asyncio.get_running_loop().call_later(delay, self._expire)
+
+    def _remember(self, name: str, tat: float, limit: float = 0.0) -> None:
         view = self._view
         if len(view) >= _VIEW_MAX and name not in view:
             view.clear()  # bounded: a forgotten counter reads as full until its next call
+        if limit:
+            # What this process leased and has not admitted is taken in Redis but not by any
+            # call: the headers show the counter without it.
+            tat -= self.leases.unspent(name) * (60.0 / limit)
         view[name] = tat
 
     async def seed(self, name: str, period: int, spent: float) -> None:
@@ -219,13 +269,14 @@ class RedisCounters:
         shift = time.time() - float(reply[0])
         for i, c in enumerate(changes):
             if c.kind == "rate":
-                self._remember(c.name, float(reply[i + 1]) + shift)
+                self._remember(c.name, float(reply[i + 1]) + shift, c.limit)
         if self._dropped and not self._pending:
             log.warning("limits: %d settlements were dropped while Redis was slow or down", self._dropped)
             self._dropped = 0
 
     async def flush(self) -> None:
-        """Send every queued settlement now (at shutdown; tests)."""
+        """Give back every lease and send every queued settlement now (at shutdown; tests)."""
+        self.leases.give_back_all()
         while self._sender is not None:
             await asyncio.shield(self._sender)
         if self._pending and not self.outage.down:
@@ -236,6 +287,7 @@ class RedisCounters:
         """Redis answers again: send what waited before any new admission, so a budget
         seeded afresh is not then corrected for calls its seed already counts."""
         self._view.clear()  # Redis may have restarted empty; the next replies refill it
+        self.leases.forget()
         # Idle pooled connections predate the outage and are likely dead: drop them rather
         # than let each fail one call (the ones in use by others are theirs to handle).
         await self.redis.connection_pool.disconnect(inuse_connections=False)
@@ -279,6 +331,8 @@ class RedisCounters:
         self.outage.close()
         if self._settle_timer is not None:
             self._settle_timer.cancel()
+        if self._expiry is not None:
+            self._expiry.cancel()
         if self._sender is not None:
             self._sender.cancel()
         self.fallback.close()

@@ -32,6 +32,7 @@ import hashlib
 from collections.abc import Sequence
 
 from unigate.limits.backend import Demand
+from unigate.limits.redis_lease import LEASE_CAP
 
 PREFIX = "unigate:limit:"
 ScriptArgs = tuple[list[str], list[str]]  # KEYS, ARGV
@@ -72,6 +73,9 @@ end
 # Admissions follow (the calls one process has waiting: one round trip for them all), each all
 # or nothing, in order, each seeing the writes of those before it.
 #
+# A lease request (`redis_lease.py`) is an admission of one demand of kind 'R' or 'B': the same
+# take, granted only while the counter stays at most LEASE_CAP of its limit used with it.
+#
 # Reply: {{now, value per change ('' = untouched)}, then one per admission}, an admission's
 # being {'ok', now, value per demand ('' = not written)}; {'rate', index, wait, now, held
 # arrival time}; {'budget', index, now}; or {'unseeded', now, index, ...} (0-based indexes).
@@ -104,13 +108,15 @@ local function take(k0, a0, n)
     local a = a0 + 3 * (i - 1)
     local kind, limit, amount = ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
     local held = redis.call('GET', KEYS[k0 + i])
-    if kind == 'r' then
+    local cap = 1.0
+    if kind == 'R' or kind == 'B' then cap = LEASE_CAP end
+    if kind == 'r' or kind == 'R' then
       local tat = tonumber(held) or 0.0
       local interval = WINDOW / limit
       local base = now
       if tat > now then base = tat end
       local new_tat = base + amount * interval
-      if new_tat - now <= WINDOW + EPS then
+      if new_tat - now <= WINDOW * cap + EPS then
         values[i] = new_tat
       elseif amount * interval > WINDOW + EPS then
         return {'rate', tostring(i - 1), 'inf', fmt(now), fmt(tat)}
@@ -121,7 +127,7 @@ local function take(k0, a0, n)
       unseeded[#unseeded + 1] = tostring(i - 1)
     else
       local spent = tonumber(held)
-      if spent + amount <= limit + 1e-12 then
+      if spent + amount <= limit * cap + 1e-12 then
         values[i] = spent + amount
       else
         return {'budget', tostring(i - 1), fmt(now)}
@@ -136,7 +142,7 @@ local function take(k0, a0, n)
     local v = values[i]
     if v == nil then
       out[i + 2] = ''
-    elseif ARGV[a0 + 3 * (i - 1) + 1] == 'r' then
+    elseif ARGV[a0 + 3 * (i - 1) + 1] == 'r' or ARGV[a0 + 3 * (i - 1) + 1] == 'R' then
       keep_rate(KEYS[k0 + i], v)
       out[i + 2] = fmt(v)
     else
@@ -162,7 +168,7 @@ while a <= #ARGV do
   a = a + 1 + 3 * n
 end
 return replies
-""".replace("BUDGET_IDLE_MS", str(BUDGET_IDLE * 1000))
+""".replace("BUDGET_IDLE_MS", str(BUDGET_IDLE * 1000)).replace("LEASE_CAP", repr(LEASE_CAP))
 )
 
 SCRIPT_SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
@@ -176,11 +182,15 @@ def redis_key(demand: Demand) -> str:
 
 
 def script_args(
-    changes: Sequence[Demand], admissions: Sequence[Sequence[Demand]], now: float | None = None
+    changes: Sequence[Demand],
+    admissions: Sequence[Sequence[Demand]],
+    now: float | None = None,
+    leases: Sequence[Demand] = (),
 ) -> ScriptArgs:
-    """KEYS and ARGV for `SCRIPT`."""
+    """KEYS and ARGV for `SCRIPT`: the lease requests are admissions after the calls'."""
     keys = [redis_key(d) for d in changes]
     keys += [redis_key(d) for demands in admissions for d in demands]
+    keys += [redis_key(d) for d in leases]
     args = ["" if now is None else repr(now), str(len(changes))]
     for d in changes:
         args += ("r" if d.kind == "rate" else "b", repr(float(d.limit)), repr(float(d.amount)))
@@ -188,4 +198,6 @@ def script_args(
         args.append(str(len(demands)))
         for d in demands:
             args += ("r" if d.kind == "rate" else "b", repr(float(d.limit)), repr(float(d.amount)))
+    for d in leases:
+        args += ("1", "R" if d.kind == "rate" else "B", repr(float(d.limit)), repr(float(d.amount)))
     return keys, args

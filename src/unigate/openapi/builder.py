@@ -21,6 +21,7 @@ from unigate.openapi import (
     anthropic,
     audio,
     edge,
+    files,
     gemini,
     images,
     jobs,
@@ -41,7 +42,7 @@ log = logging.getLogger("unigate")
 VERSION = "1.0.0"  # the version of this API description (info.version)
 _FAMILIES = (
     text, moderations, responses, anthropic, gemini, music, audio, images, video, video_vendors, jobs, keys,
-    admin, reports,
+    admin, reports, files,
 )  # fmt: skip
 _TAGS = (
     ("text", "Chat, completions, embeddings, moderations and models in OpenAI's and Anthropic's formats."),
@@ -50,6 +51,7 @@ _TAGS = (
     ("audio", "Speech to text and text to speech (OpenAI and Fish Audio formats)."),
     ("image", "Images (OpenAI and Stability formats)."),
     ("video", "Videos (OpenAI-style and unified)."),
+    ("files", "Files (OpenAI's Files API): uploads for batches and other uses."),
     ("kling", "Kling's video paths."),
     ("veo", "Veo through the Gemini API's long-running operations."),
     ("vidu", "Vidu's sound-effect and lip-sync tasks."),

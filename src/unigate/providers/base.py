@@ -25,6 +25,7 @@ from unigate.errors import InvalidRequest, UpstreamRejected
 from unigate.providers.redact import Redactor, retry_after
 
 if TYPE_CHECKING:
+    from unigate.batches.native import NativeBatches
     from unigate.edge.multipart import Form
     from unigate.providers.same_format import ClientRequest
     from unigate.storage import Storage
@@ -315,6 +316,11 @@ class Provider:
 
     async def delete_task(self, ref: TaskRef, timeouts: Timeouts) -> None:
         """Delete a finished job and its files upstream, where the upstream has that."""
+        return None
+
+    def native_batches(self) -> NativeBatches | None:
+        """The vendor's own batch API, when the provider is configured `batches: native` and
+        its upstream has one (batches/native.py); None: the gateway runs batch lines itself."""
         return None
 
     async def list_models(self, timeouts: Timeouts) -> list[str]:

@@ -23,6 +23,7 @@ from unigate.transport.errors import (
     UpstreamError,
     UpstreamTimeout,
 )
+from unigate.transport.interfaces import StreamedBody
 from unigate.transport.pool import MAX_CONNECTIONS, Origin, Pool
 from unigate.transport.response import Headers, Response
 
@@ -65,15 +66,15 @@ class UpstreamHTTP:
     async def post(
         self,
         path: str,
-        data: bytes | FormBody,
+        data: bytes | StreamedBody,
         timeouts: Timeouts,
         headers: Mapping[str, str] | None = None,
         replay: bool = False,
     ) -> Response:
         """Send a request and return the response with its headers read; body unread. A form
-        body brings its own Content-Type (the pool's default is JSON). `replay=True` lets a
-        request that met a stale keep-alive connection be sent again: for calls whose repeat
-        is harmless (text generation), never for task submits or paid media."""
+        body brings its own Content-Type (the pool's default, JSON, is any other body's).
+        `replay=True` lets a request that met a stale keep-alive connection be sent again: for
+        calls whose repeat is harmless (text generation), never for task submits or paid media."""
         return await self.request("POST", path, data, timeouts, headers, replay)
 
     async def get(
@@ -95,7 +96,7 @@ class UpstreamHTTP:
         self,
         method: str,
         path: str,
-        data: bytes | FormBody,
+        data: bytes | StreamedBody,
         timeouts: Timeouts,
         headers: Mapping[str, str] | None = None,
         replay: bool | None = None,

@@ -21,6 +21,9 @@ from unigate.limits.estimate import prompt_tokens
 from unigate.store import key_storage
 from unigate.store.aio import AsyncEngine
 from unigate.store.schema import response_events, responses
+from unigate.store.sqlite_reader import sqlite_path
+from unigate.store.sqlite_writer import SQLiteWriter, compile_insert
+from unigate.tasks.group_commit import GroupCommit
 
 Json = dict[str, Any]
 PENDING = ("queued", "in_progress")  # a background response still running
@@ -107,9 +110,81 @@ def output_tokens(body: Json) -> int:
     return prompt_tokens(output) if isinstance(output, list) else 0
 
 
+@dataclass(slots=True)
+class NewResponse:
+    """A response to store, with what `ResponseStore.insert` takes besides it."""
+
+    record: StoredResponse
+    request: Json | None = None
+    lease: tuple[str, float] | None = None
+    events: Sequence[tuple[int, bytes]] = ()
+    before: tuple[int, int] = (0, 0)
+
+
+def _values(item: NewResponse) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The row of a new response and the rows of its events; the row's `size_bytes` is what it
+    counts against its key."""
+    r, request, lease, events, before = item.record, item.request, item.lease, item.events, item.before
+    request_text = orjson.dumps(request) if request is not None else b""
+    body_text = orjson.dumps(r.body)
+    input_text = orjson.dumps(r.input)
+    event_rows = [{"response_id": r.id, "sequence_number": n, "data": d.decode()} for n, d in events]
+    size = len(request_text) + len(body_text) + len(input_text) + sum(len(d) for _, d in events)
+    # The conversation through this turn; a pending response's output joins it when it
+    # ends (`BackgroundRuns.set_state`). The upstream's own count of the tokens wins.
+    context = [before[0] + len(input_text), before[1] + prompt_tokens(r.input)]
+    if r.status not in PENDING:
+        context[0] += len(body_text)
+        counted = usage_tokens(r.body)
+        context[1] = counted if counted is not None else context[1] + output_tokens(r.body)
+    values = {
+        "id": r.id,
+        "key_id": r.key_id,
+        "model": r.model,
+        "provider": r.provider,
+        "native": r.native,
+        "status": r.status,
+        "previous_id": r.previous_id,
+        "background": r.background,
+        "request": request_text.decode(),
+        "body": body_text.decode(),
+        "input": input_text.decode(),
+        "lease_owner": lease[0] if lease else None,
+        "lease_until": lease[1] if lease else 0.0,
+        "created_at": r.created_at,
+        "updated_at": time.time(),
+        "size_bytes": size,
+        "context_bytes": context[0],
+        "context_tokens": context[1],
+    }
+    return values, event_rows
+
+
+_INSERT = compile_insert(responses.insert())
+_INSERT_EVENTS = compile_insert(response_events.insert())
+_ADD_BYTES = compile_insert(key_storage.sqlite_add())
+
+
 class ResponseStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
+        # The stored responses of calls answered together share one transaction (the callers
+        # log a failure: it reaches each as the exception its row's insert raised).
+        self.writer = GroupCommit(self, what="response", log_failures=False)
+        # On SQLite that transaction is one thread hand-off rather than one per statement.
+        path = sqlite_path(engine.url.render_as_string(hide_password=False))
+        self._sqlite = SQLiteWriter(path, "response-writer") if path is not None else None
+
+    async def close(self) -> None:
+        """Stop the writer (what it was given is committed first)."""
+        await self.writer.stop()
+        if self._sqlite is not None:
+            await self._sqlite.close()
+
+    async def save(self, r: StoredResponse, before: tuple[int, int] = (0, 0)) -> None:
+        """Store a finished response; returns once it is committed (with the responses of
+        concurrent calls, in one transaction)."""
+        await self.writer.insert(NewResponse(r, before=before))
 
     async def insert(
         self,
@@ -119,46 +194,31 @@ class ResponseStore:
         events: Sequence[tuple[int, bytes]] = (),
         before: tuple[int, int] = (0, 0),
     ) -> None:
-        """Store a response. A background one comes with its create request, the lease of the
-        worker that runs it and its first events. `before`: the size of the conversation it
-        continues (bytes, tokens)."""
-        request_text = orjson.dumps(request) if request is not None else b""
-        body_text = orjson.dumps(r.body)
-        input_text = orjson.dumps(r.input)
-        event_rows = [{"response_id": r.id, "sequence_number": n, "data": d.decode()} for n, d in events]
-        size = len(request_text) + len(body_text) + len(input_text) + sum(len(d) for _, d in events)
-        # The conversation through this turn; a pending response's output joins it when it
-        # ends (`BackgroundRuns.set_state`). The upstream's own count of the tokens wins.
-        context = [before[0] + len(input_text), before[1] + prompt_tokens(r.input)]
-        if r.status not in PENDING:
-            context[0] += len(body_text)
-            counted = usage_tokens(r.body)
-            context[1] = counted if counted is not None else context[1] + output_tokens(r.body)
-        values = {
-            "id": r.id,
-            "key_id": r.key_id,
-            "model": r.model,
-            "provider": r.provider,
-            "native": r.native,
-            "status": r.status,
-            "previous_id": r.previous_id,
-            "background": r.background,
-            "request": request_text.decode(),
-            "body": body_text.decode(),
-            "input": input_text.decode(),
-            "lease_owner": lease[0] if lease else None,
-            "lease_until": lease[1] if lease else 0.0,
-            "created_at": r.created_at,
-            "updated_at": time.time(),
-            "size_bytes": size,
-            "context_bytes": context[0],
-            "context_tokens": context[1],
-        }
+        """Store a response now, in a transaction of its own. A background one comes with its
+        create request, the lease of the worker that runs it and its first events. `before`:
+        the size of the conversation it continues (bytes, tokens)."""
+        await self.insert_batch([NewResponse(r, request, lease, events, before)])
+
+    async def insert_batch(self, items: Sequence[NewResponse]) -> None:
+        """Store several responses in one transaction (all or none)."""
+        rows: list[dict[str, Any]] = []
+        event_rows: list[dict[str, Any]] = []
+        sizes: dict[str, int] = {}
+        for item in items:
+            values, events = _values(item)
+            rows.append(values)
+            event_rows += events
+            key_id = item.record.key_id
+            sizes[key_id] = sizes.get(key_id, 0) + values["size_bytes"]
+        if self._sqlite is not None:
+            added = [{"key_id": key, "bytes": n} for key, n in sizes.items() if n]
+            await self._sqlite.write([(_INSERT, rows), (_INSERT_EVENTS, event_rows), (_ADD_BYTES, added)])
+            return
         async with self.engine.begin() as conn:
-            await conn.execute(responses.insert().values(values))
+            await conn.execute(responses.insert(), rows)
             if event_rows:
                 await conn.execute(response_events.insert(), event_rows)
-            await key_storage.add(conn, {r.key_id: size})
+            await key_storage.add(conn, sizes)
 
     async def head(self, response_id: str, key_id: str) -> Head | None:
         """The status and conversation size of the key's response `response_id` (None: the key

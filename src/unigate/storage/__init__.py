@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from unigate.config import StorageConfig
-from unigate.storage.base import Storage, StoredObject, input_key, media_key, record_key
+from unigate.storage.base import Storage, StoredObject, file_key, input_key, media_key, record_key
 from unigate.storage.local import LocalStorage
 
 
@@ -19,4 +19,13 @@ def build_storage(config: StorageConfig, data_dir: Path) -> Storage:
     return LocalStorage(data_dir)
 
 
-__all__ = ["LocalStorage", "Storage", "StoredObject", "build_storage", "input_key", "media_key", "record_key"]
+__all__ = [
+    "LocalStorage",
+    "Storage",
+    "StoredObject",
+    "build_storage",
+    "file_key",
+    "input_key",
+    "media_key",
+    "record_key",
+]

@@ -16,13 +16,14 @@ needs) and an async iterator over the rest, so a large file never sits whole in 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
 MEDIA = "media/"  # served at /media/{name}
 INPUTS = "sandbox/inputs/"  # a sandbox job's input files, kept until it renders
 RECORDS = "sandbox/"  # + "jobs/" or "tasks/": a shared store's sandbox job records
+FILES = "files/"  # the Files API's uploads and the batch engine's output files
 # Bytes per chunk when streaming a stored file: big enough that a 100 MB video costs a few
 # hundred reads, small enough that a slow client holds little of it in memory.
 CHUNK = 256 * 1024
@@ -41,6 +42,11 @@ def input_key(name: str) -> str:
 def record_key(area: str, job_id: str) -> str:
     """The key of a sandbox job record (`area`: `jobs` for music, `tasks` for the others)."""
     return f"{RECORDS}{area}/{job_id}.json"
+
+
+def file_key(file_id: str) -> str:
+    """The key of a file of the Files API (`file-…`, an id the gateway made)."""
+    return FILES + file_id
 
 
 def check_key(key: str) -> str:
@@ -101,6 +107,12 @@ class Storage(Protocol):
         or the new one, never a part."""
         ...
 
+    async def put_stream(self, key: str, chunks: AsyncIterable[bytes]) -> None:
+        """Store the bytes `chunks` yields under `key`, as they come (a large upload is never
+        whole in memory); readers see the object only once it is complete. An exception from
+        `chunks` propagates and nothing is stored."""
+        ...
+
     async def read(self, key: str) -> bytes | None:
         """The whole object (inputs, clips: files the sandbox works on), or None if absent."""
         ...
@@ -111,6 +123,10 @@ class Storage(Protocol):
         ...
 
     async def exists(self, key: str) -> bool: ...
+
+    async def delete(self, key: str) -> None:
+        """Remove the object `key` (nothing to remove is fine)."""
+        ...
 
     async def delete_prefix(self, prefix: str) -> None:
         """Remove every object whose key starts with `prefix` (a deleted job's files)."""

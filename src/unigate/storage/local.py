@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import secrets
+from collections.abc import AsyncIterable
 from pathlib import Path
 from typing import IO
 
@@ -47,6 +48,25 @@ class LocalStorage:
             log.warning("cannot write %s: %s", path, exc.strerror or exc)
             raise StorageUnavailable(exc.strerror or str(exc)) from None
 
+    async def put_stream(self, key: str, chunks: AsyncIterable[bytes]) -> None:
+        path = self._path(key)
+        try:
+            f, tmp = await asyncio.to_thread(_create_temp, path)
+        except OSError as exc:
+            log.warning("cannot write %s: %s", path, exc.strerror or exc)
+            raise StorageUnavailable(exc.strerror or str(exc)) from None
+        try:
+            try:
+                async for chunk in chunks:
+                    await asyncio.to_thread(f.write, chunk)
+                await asyncio.to_thread(_finish, f, tmp, path)
+            except OSError as exc:
+                log.warning("cannot write %s: %s", path, exc.strerror or exc)
+                raise StorageUnavailable(exc.strerror or str(exc)) from None
+        except BaseException:
+            await asyncio.to_thread(_discard, f, tmp)
+            raise
+
     async def read(self, key: str) -> bytes | None:
         try:
             return await asyncio.to_thread(self._path(key).read_bytes)
@@ -65,6 +85,9 @@ class LocalStorage:
 
     async def exists(self, key: str) -> bool:
         return await asyncio.to_thread(self._path(key).is_file)
+
+    async def delete(self, key: str) -> None:
+        await asyncio.to_thread(self._path(key).unlink, missing_ok=True)
 
     async def delete_prefix(self, prefix: str) -> None:
         folder, _, start = check_key(prefix).rpartition("/")
@@ -85,6 +108,22 @@ def _write(path: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _create_temp(path: Path) -> tuple[IO[bytes], Path]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")  # hidden, as in `_write`
+    return tmp.open("wb"), tmp
+
+
+def _finish(f: IO[bytes], tmp: Path, path: Path) -> None:
+    f.close()
+    tmp.replace(path)
+
+
+def _discard(f: IO[bytes], tmp: Path) -> None:
+    f.close()
+    tmp.unlink(missing_ok=True)
 
 
 def _open(path: Path, head_only: bool) -> tuple[IO[bytes], int, bytes]:

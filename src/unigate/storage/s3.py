@@ -17,7 +17,7 @@ import asyncio
 import logging
 import re
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -116,6 +116,21 @@ class S3Storage:
         except Exception as exc:
             raise _failed("write", key, exc) from None
 
+    async def put_stream(self, key: str, chunks: AsyncIterable[bytes]) -> None:
+        import obstore
+
+        source = _Source(chunks)
+        try:
+            # A multipart upload of 5 MiB parts: what an upload holds in memory is a few parts,
+            # whatever its size; an upload that fails is aborted, so no part stays behind.
+            await obstore.put_async(self.store, check_key(key), source)
+        except Exception as exc:
+            if source.error is not None:  # the caller's own refusal (too large, quota, client gone)
+                raise source.error from None
+            raise _failed("write", key, exc) from None
+        if source.error is not None:
+            raise source.error
+
     async def read(self, key: str) -> bytes | None:
         import obstore
 
@@ -166,6 +181,16 @@ class S3Storage:
             raise _failed("look up", key, exc) from None
         return True
 
+    async def delete(self, key: str) -> None:
+        import obstore
+
+        try:
+            await obstore.delete_async(self.store, check_key(key))
+        except FileNotFoundError:
+            return
+        except Exception as exc:
+            raise _failed("delete", key, exc) from None
+
     async def delete_prefix(self, prefix: str) -> None:
         import obstore
 
@@ -192,6 +217,27 @@ class S3Storage:
         # closed). A worker's last media request ends before shutdown; this pause covers one
         # finishing at that very moment. The connection pool goes with the store object.
         await asyncio.sleep(_SETTLE_SECONDS)
+
+
+class _Source:
+    """The chunks of a streamed put, keeping the exception that ended them: obstore reports a
+    failed source as its own error, and the caller's (a 413, a quota) must reach the client."""
+
+    def __init__(self, chunks: AsyncIterable[bytes]) -> None:
+        self._chunks = chunks.__aiter__()
+        self.error: BaseException | None = None
+
+    def __aiter__(self) -> _Source:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self._chunks.__anext__()
+        except StopAsyncIteration:
+            raise
+        except BaseException as exc:
+            self.error = exc
+            raise
 
 
 async def _rest(stream: AsyncIterator[Any], key: str) -> AsyncIterator[bytes]:

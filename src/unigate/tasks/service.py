@@ -75,7 +75,7 @@ class TaskService:
     def __init__(
         self,
         store: TaskStore,
-        writer: GroupCommit,
+        writer: GroupCommit[NewTask],
         router: Router,
         config: TasksConfig,
         shapes: dict[str, TaskShape],

@@ -45,7 +45,8 @@ class ResponsesAPI:
         self.runner = BackgroundRunner(gw, self.text)
         self.hosted = self.runner.hosted  # one log of dropped tools per key, background runs included
         self.bounds = self.runner.bounds
-        self.quota = StorageQuota(gw.engine, gw.config.limits.stored_bytes_per_key)
+        tasks = gw.tasks.store  # its on-loop SQLite reader (closed with it) serves the quota's reads
+        self.quota = StorageQuota(gw.engine, gw.config.limits.stored_bytes_per_key, lambda: tasks.reader)
 
     @property
     def keepalive(self) -> float:

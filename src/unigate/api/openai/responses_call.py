@@ -323,7 +323,7 @@ class ResponseCall:
         head = self.chain[-1] if self.chain else None
         before = (head.context_bytes, head.context_tokens) if head is not None else (0, 0)
         # Shielded: a client leaving mid-write must not cancel a database transaction.
-        await asyncio.shield(self.store.insert(record, before=before))
+        await asyncio.shield(self.store.save(record, before))
 
     def _error_event(self, message: str) -> bytes:
         if self.translator is not None:

@@ -13,7 +13,10 @@ from typing import Any
 
 import orjson
 
-from unigate.providers.base import Reply, RouteFailed, Target, TextCall
+from unigate.batches.native import NativeBatches
+from unigate.config import ProviderConfig
+from unigate.providers.anthropic.batches import AnthropicBatches
+from unigate.providers.base import ProviderContext, Reply, RouteFailed, Target, TextCall
 from unigate.providers.model_list import Listing
 from unigate.providers.same_format import ClientRequest, request_body, with_query
 from unigate.providers.translated import (
@@ -43,6 +46,15 @@ class AnthropicProvider(TranslatingChatProvider):
     default_base_url = DEFAULT_BASE_URL
     native_formats = frozenset({"anthropic"})
     models_listing = Listing("/v1/models?limit=1000")
+
+    def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
+        super().__init__(config, context)
+        self.batches: AnthropicBatches | None = None
+        if config.batches == "native":  # whole batches go to the upstream's Message Batches API
+            self.batches = AnthropicBatches(self.http, self.timeouts(), self.redactor)
+
+    def native_batches(self) -> NativeBatches | None:
+        return self.batches
 
     def auth_headers(self, api_key: str) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION}

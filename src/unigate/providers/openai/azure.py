@@ -15,6 +15,7 @@ from unigate.providers.openai.compatible import OpenAIProvider
 
 class AzureOpenAIProvider(OpenAIProvider):
     protocol = "azure"
+    vendor = "Azure OpenAI"
 
     def credentials(self, api_key: str) -> dict[str, str]:
         return {"api-key": api_key}

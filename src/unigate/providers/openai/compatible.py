@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from unigate.batches.native import NativeBatches
 from unigate.config import ProviderConfig
 from unigate.limits.estimate import prompt_tokens
 from unigate.providers.base import (
@@ -40,6 +41,7 @@ from unigate.providers.http import (
 )
 from unigate.providers.model_list import Listing, listed_models
 from unigate.providers.openai import errors as openai_errors
+from unigate.providers.openai.batches import OpenAIBatches
 from unigate.providers.openai.responses import RESPONSES_FORMAT, Query, ResponsesRelay
 from unigate.providers.openai.videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
@@ -70,6 +72,7 @@ _MEDIA_PATHS = {
 
 class OpenAIProvider(Provider):
     protocol = PROVIDER_TYPE
+    vendor = "OpenAI"  # how errors of its batch calls name the upstream
     capabilities = frozenset(_PATHS) | frozenset(_MEDIA_PATHS) | frozenset(VIDEO_ACTIONS)
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
@@ -81,6 +84,9 @@ class OpenAIProvider(Provider):
         self.responses = ResponsesRelay(self.http, self.redactor)
         if config.responses == "native":  # the upstream serves /responses itself
             self.native_formats = frozenset({RESPONSES_FORMAT})
+        self.batches: OpenAIBatches | None = None
+        if config.batches == "native":  # whole batches go to the upstream's /files + /batches
+            self.batches = OpenAIBatches(self.http, self.timeouts(), self.redactor, self.vendor)
 
     def credentials(self, api_key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {api_key}"}
@@ -93,6 +99,9 @@ class OpenAIProvider(Provider):
 
     async def list_models(self, timeouts: Timeouts) -> list[str]:
         return await listed_models(self.http, Listing("/models"), timeouts, openai_errors.said)
+
+    def native_batches(self) -> NativeBatches | None:
+        return self.batches
 
     # Video jobs (`/videos`): the wire protocol lives in videos.py.
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
