@@ -142,6 +142,19 @@ def rss_kb(pid: int) -> int | None:
     return None
 
 
+def pss_kb(pid: int) -> int | None:
+    """Proportional set size in KiB (each shared page divided among the processes that map
+    it), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii", errors="replace") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def workers_rss_kb(pids: Sequence[int]) -> dict[int, int]:
     """VmRSS in KiB of each of these processes that is still there."""
     return {pid: kb for pid in pids if (kb := rss_kb(pid)) is not None}

@@ -5,11 +5,12 @@
 Starts nginx (or a Python fallback) as a fast local OpenAI-compatible upstream, the bare
 uvicorn + raw ASGI + aiohttp pass-through proxy (`bare_proxy.py`) and `unigate serve` as it
 is operated: 2 workers each (`--workers`), a key with rpm, tpm and a budget, usage accounting,
-metrics, the request log and access lines on. Drives each with wrk at one connection and at
-many (`--rounds` rounds, the targets interleaved in each, so a change in the machine's other
-load falls on all of them; the throughput ratio is the median of the rounds'), measures
-streaming time to first byte, reads worker RSS, prints the comparison and the performance
-targets verdict, and writes `bench/results/latest.json`. Traffic stays on 127.0.0.1; every
+metrics, the request log and access lines on. Times unigate's own cost in process first
+(`overhead.py`), then drives each with wrk at 8 connections and at many (`--rounds` rounds, the
+targets interleaved in each, so a change in the machine's other load falls on all of them; the
+throughput ratio is the median of the rounds'), measures streaming time to first byte, reads
+worker RSS, prints the comparison and every performance target against its figure, and writes
+`bench/results/latest.json`. Traffic stays on 127.0.0.1; every
 process started is stopped at the end. Exit status: 0 if all targets are met, 1 if one is
 missed, 2 if the benchmark could not run.
 """
@@ -18,14 +19,35 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cli import RESULTS_DIR, base_meta, bench_parser, log, parse_bench_args, run_main, write_results
-from procs import BenchError, Children, OtherLoad, cpu_seconds, wait_ready, worker_pids, workers_rss_kb
-from report import TARGETS, Rss, Runs, print_report, summarize
+from cli import (
+    BENCH_DIR,
+    RESULTS_DIR,
+    base_meta,
+    bench_parser,
+    log,
+    parse_bench_args,
+    run_main,
+    write_results,
+)
+from procs import (
+    BenchError,
+    Children,
+    OtherLoad,
+    cpu_seconds,
+    pss_kb,
+    rss_kb,
+    wait_ready,
+    worker_pids,
+    workers_rss_kb,
+)
+from report import LOW_CONNECTIONS, TARGETS, Rss, Runs, print_report, summarize
 from targets import (
     CHAT_BODY,
     STREAM_BODY,
@@ -90,6 +112,22 @@ def _sample_rss(targets: list[Target], rss: Rss, phase: str) -> None:
         rss.setdefault(target.name, {})[phase] = workers_rss_kb(pids)
 
 
+def _idle_pss(targets: list[Target]) -> dict[str, dict[str, float]]:
+    """Per server, idle: the largest worker's PSS, and the supervisor's RSS and PSS when the
+    workers are its children, in MB. The RSS target is VmRSS, which counts pages the workers
+    share in each of them; PSS divides them among the processes that share them."""
+    out: dict[str, dict[str, float]] = {}
+    for target in targets:
+        assert target.child is not None
+        pids = _workers(target)
+        sizes = {"worker_pss_mb": max((pss_kb(pid) or 0) for pid in pids) / 1024}
+        if pids != [target.child.pid]:
+            sizes["supervisor_rss_mb"] = (rss_kb(target.child.pid) or 0) / 1024
+            sizes["supervisor_pss_mb"] = (pss_kb(target.child.pid) or 0) / 1024
+        out[target.name] = {k: round(v, 1) for k, v in sizes.items()}
+    return out
+
+
 def _wrk_all(
     wrk: str, targets: list[Target], duration: float, connections: int, threads: int
 ) -> dict[str, WrkResult]:
@@ -127,6 +165,7 @@ class Measurements:
     samples: dict[str, list[Sample]] = field(default_factory=dict)
     translated: dict[str, list[Sample]] = field(default_factory=dict)  # unigate, per client format
     rss: Rss = field(default_factory=dict)
+    idle_pss: dict[str, dict[str, float]] = field(default_factory=dict)
     other_load_cores: float = 0.0
     gateway_answered: int = 0  # unigate responses the clients counted (wrk, TTFB)
     ratios: list[float] = field(default_factory=list)  # unigate / bare proxy req/s, per round
@@ -157,13 +196,14 @@ def _start_servers(
 def _measure(wrk: str, targets: list[Target], plan: Plan) -> Measurements:
     m = Measurements()
     _sample_rss(targets, m.rss, "idle")
+    m.idle_pss = _idle_pss(targets)
     other_load = OtherLoad([t.child.pid for t in targets if t.child is not None])
 
     log(f"Warming up ({plan.warmup:g} s each at c{plan.connections}) ...")
     warm = _wrk_all(wrk, targets, plan.warmup, plan.connections, plan.high_threads)
     _sample_rss(targets, m.rss, "warm")
-    log(f"Low concurrency ({plan.duration:g} s each) ...")
-    m.runs["low"] = _wrk_all(wrk, targets, plan.duration, 1, 1)
+    log(f"Low concurrency, c{LOW_CONNECTIONS} ({plan.duration:g} s each) ...")
+    m.runs["low"] = _wrk_all(wrk, targets, plan.duration, LOW_CONNECTIONS, plan.high_threads)
     rounds: list[dict[str, WrkResult]] = []
     for n in range(plan.rounds):
         log(f"High concurrency, round {n + 1} of {plan.rounds} ({plan.duration:g} s each) ...")
@@ -190,6 +230,22 @@ def _measure(wrk: str, targets: list[Target], plan: Plan) -> Measurements:
     return m
 
 
+OWN_COST = re.compile(r"unigate's own cost: ([\d.]+) us/request")
+
+
+def own_cost_us(requests: int) -> float:
+    """unigate's own µs per request in process, from `overhead.py` (run before the servers
+    start, so that nothing of the benchmark's competes with it)."""
+    log(f"Own cost in process (bench/overhead.py, {requests:,} requests) ...")
+    cmd = [sys.executable, str(BENCH_DIR / "overhead.py"), "--requests", str(requests)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    found = OWN_COST.search(run.stdout)
+    if run.returncode != 0 or found is None:
+        raise BenchError(f"bench/overhead.py failed (exit {run.returncode}): {run.stderr[-2000:]}")
+    log(f"  {found.group(0)}")
+    return float(found.group(1))
+
+
 def _median_run(runs: list[WrkResult]) -> WrkResult:
     return sorted(runs, key=lambda r: r.rps)[len(runs) // 2]
 
@@ -207,6 +263,8 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         ttfb_warmup=10 if args.quick else 20,
         rounds=args.rounds,
     )
+    own_requests = 5_000 if args.quick else 20_000
+    own_us = own_cost_us(own_requests)
     upstream, targets = _start_servers(children, tmp, args.server, args.workers, args.redis)
     m = _measure(wrk, targets, plan)
     meta = {
@@ -221,7 +279,11 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         "unigate_workers": args.workers,
         "bare_proxy_workers": args.workers,
         "unigate_key_limits": "rpm, tpm, budget",
+        "low_connections": LOW_CONNECTIONS,
         "high_rounds": plan.rounds,
+        "own_cost_us": round(own_us, 1),
+        "own_cost_requests": own_requests,
+        "idle_pss": m.idle_pss,
         "ratio_per_round": [round(r, 3) for r in m.ratios],
         "ratio_median": round(statistics.median(m.ratios), 3),
         "unigate_server": args.server,

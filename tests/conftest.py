@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import markers
+from tests.support import gc_baseline, markers
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import GatewayProcess
 from tests.support.served import ServedGateway
@@ -42,6 +42,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    gc_baseline.keep_the_app_from_freezing()
     # A random order is drawn once, in the controlling process, and handed to the workers
     # (pytest_configure_node): every worker must collect the tests in the same order.
     workerinput = getattr(config, "workerinput", None)
@@ -49,6 +50,15 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.order = workerinput.get("order", config.option.order)
     elif config.option.order == "random":
         config.option.order = f"random:{random.randrange(10**6)}"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadfile":
+        return None  # xdist's own
+    from tests.support.schedule import LongestFilesFirst
+
+    return LongestFilesFirst(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -79,6 +89,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _SEED = pytest.StashKey[str]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Before the first test: later collections walk only what the tests made (gc_baseline.py).
+    gc_baseline.freeze_what_collection_left()
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

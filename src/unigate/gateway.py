@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from unigate.auth.cache import KeyCache
 from unigate.cluster.fanout import Fanout
 from unigate.config import GatewayConfig, load_config
@@ -40,6 +38,7 @@ from unigate.routing.health import RouteHealth
 from unigate.settings import Settings
 from unigate.storage import Storage, build_storage
 from unigate.store import db
+from unigate.store.aio import AsyncEngine
 from unigate.store.changes import KEY, ChangeFeed, process_origin
 from unigate.store.keys import KeyStore
 from unigate.tasks.group_commit import GroupCommit

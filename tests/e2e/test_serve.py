@@ -95,6 +95,27 @@ def test_two_workers_share_revocation(tmp_path: Path) -> None:
         assert statuses == {401}
 
 
+def test_workers_are_forked_from_the_supervisor_with_the_app_loaded(tmp_path: Path) -> None:
+    """The supervisor imports the app once and forks its workers (cli/supervisor.py), so the
+    modules' pages are shared between them: a worker runs the supervisor's own command line,
+    not multiprocessing's spawn entry point, and still serves. glibc's malloc arenas are capped
+    at two (`MALLOC_ARENA_MAX`)."""
+    with GatewayProcess(tmp_path, workers=2) as gw:
+        assert gw.proc is not None
+        supervisor = gw.proc.pid
+        workers = [
+            int(pid) for task in Path(f"/proc/{supervisor}/task").iterdir()
+            for pid in (task / "children").read_text().split()
+        ]  # fmt: skip
+        command = Path(f"/proc/{supervisor}/cmdline").read_bytes()
+        assert b"unigate.cli.launch" in command
+        assert len(workers) == 2
+        assert [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in workers] == [command, command]
+        for pid in workers:  # two malloc arenas unless the operator said otherwise
+            assert b"MALLOC_ARENA_MAX=2" in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert http("GET", gw.base_url + "/readyz").status == 200
+
+
 def test_two_workers_say_the_start_up_lines_once(tmp_path: Path) -> None:
     # One vendor that lists its models, one that cannot be reached (its warning is a start-up
     # line too): asked once by serve, and the workers serve what the first one listed.

@@ -9,7 +9,6 @@ reaches them over real HTTP exactly as in a served gateway.
 from __future__ import annotations
 
 import asyncio
-import gc
 import secrets
 import threading
 from collections.abc import Coroutine
@@ -67,7 +66,6 @@ class InProcessGateway:
         answer = await self._lifespan_out.get()
         if answer["type"] != "lifespan.startup.complete":
             raise RuntimeError(f"gateway start-up failed: {answer}")
-        gc.unfreeze()  # the app froze the test process's objects too (see served.py)
         self._client = self.client()
 
     def stop(self) -> None:

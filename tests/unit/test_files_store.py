@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.errors import NotFound, PayloadTooLarge, StorageQuotaExceeded
 from unigate.files.expiry import FileExpiry
@@ -21,6 +20,7 @@ from unigate.files.store import FileStore
 from unigate.files.table import files
 from unigate.storage import LocalStorage
 from unigate.store import db, key_storage
+from unigate.store.aio import AsyncEngine
 
 
 async def _chunks(*parts: bytes) -> AsyncIterator[bytes]:

@@ -285,3 +285,32 @@ def test_a_worker_imports_no_client_library_it_was_not_configured_for(tmp_path: 
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_request_worker_imports_no_migrations_orm_or_other_databases_dialect(tmp_path: Path) -> None:
+    """`unigate serve` migrates once before its workers start, so a worker loads no Alembic (with
+    Mako); on SQLite, no PostgreSQL dialect (~20 modules, 2 MB); and, the store being Core on its
+    own asyncio layer (store/aio.py), no SQLAlchemy ORM (~40 modules, 6 MB)."""
+    env = {"UNIGATE_DATA_DIR": str(tmp_path)}
+    migrate = (
+        "import asyncio\n"
+        "from unigate.settings import Settings\n"
+        "from unigate.store import db\n"
+        f"engine = db.create_engine(Settings.from_env({env!r}).database_url)\n"
+        "asyncio.run(db.migrate(engine))\n"
+    )
+    subprocess.run([sys.executable, "-c", migrate], capture_output=True, text=True, check=True)
+    code = (
+        "import asyncio, sys\n"
+        "from unigate.app import create_app\n"
+        "from unigate.settings import Settings\n"
+        f"app = create_app(Settings.from_env({{**{env!r}, 'UNIGATE_MIGRATE': '0'}}))\n"
+        "async def started():\n"
+        "    await app.gateway.start()\n"
+        "    await app.gateway.stop()\n"
+        "asyncio.run(started())\n"
+        "names = ('alembic', 'mako', 'sqlalchemy.dialects.postgresql', 'sqlalchemy.orm', 'sqlalchemy.ext')\n"
+        "print(sorted(n for n in names if any(m == n or m.startswith(n + '.') for m in sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

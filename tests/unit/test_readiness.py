@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.observability import readiness
 from unigate.observability.readiness import PROBE_SECONDS, Readiness
+from unigate.store.aio import AsyncEngine
 
 
 class HangingEngine:

@@ -24,7 +24,8 @@ from unigate.store.keys import KeyStore
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
-    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from unigate.store.aio import AsyncEngine
 
 keys_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke API keys.")
 T = TypeVar("T")

@@ -4,8 +4,8 @@
 server keeps the CLI's process id (signals, supervisors) without the CLI's imports. The
 announcement "unigate listening on …" is printed here, once the socket is bound and accepting
 connections; a server that stops before that ends with one `error:` line and exit code 2.
-Only the standard library is imported at module level: uvicorn's worker processes re-import
-this module as their `__main__`.
+Only the standard library is imported at module level: a worker process a server spawns (rather
+than forks, as `cli/supervisor.py` has uvicorn do) re-imports this module as its `__main__`.
 """
 
 from __future__ import annotations
@@ -77,11 +77,24 @@ def uvicorn_options() -> dict[str, Any]:
     }
 
 
+def preload_app() -> None:
+    """Import the app, and everything it imports, in this process before the server forks its
+    workers, and freeze it out of the cycle collector (whose passes write to every object they
+    visit, copying its page): the workers then share those pages copy-on-write instead of each
+    loading its own copy. Nothing is built here; each worker creates its app itself."""
+    import gc
+    import importlib
+
+    importlib.import_module(APP.split(":")[0])
+    gc.collect()
+    gc.freeze()
+
+
 def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None]) -> None:
     import uvicorn
     from uvicorn.supervisors.multiprocess import Multiprocess
 
-    from unigate.cli.supervisor import ReloadingMultiprocess, block_sighup
+    from unigate.cli.supervisor import ReloadingMultiprocess, block_sighup, fork_workers
 
     # None: uvicorn installs no handlers of its own; its loggers reach unigate's.
     logging: dict[str, Any] = {"log_config": None} if _json_logs() else {}
@@ -105,6 +118,8 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
     kwargs: dict[str, Any] = {"sockets": [sock]}
     if "target" in inspect.signature(Multiprocess).parameters:
         kwargs["target"] = server.run
+    preload_app()
+    fork_workers()  # uvicorn would spawn fresh interpreters
     ReloadingMultiprocess(config, **kwargs).run()  # passes SIGHUP on to the workers
 
 
@@ -128,8 +143,11 @@ def _run_granian(host: str, port: int, workers: int, announce: Callable[[], None
         log_level=LogLevels.warning,
         log_dictconfig=logging,
     )
-    # Granian binds its shared socket before it runs the startup hooks and spawns workers.
+    # Granian binds its shared socket before it runs the startup hooks and starts workers,
+    # forked where multiprocessing forks (Linux up to Python 3.13), so they share what this loaded.
     server.on_startup(announce)
+    if workers > 1:  # one worker shares with nobody: the copy here would only add to the total
+        preload_app()
     server.serve()
 
 

@@ -14,7 +14,7 @@ from unigate.cli.startup import StartupError, debug_wanted, report, with_databas
 from unigate.settings import Settings
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    from unigate.store.aio import AsyncEngine
 
 
 def migrate() -> None:

@@ -70,6 +70,9 @@ def serve(
             )
         report(exc, debug_wanted())
     os.environ.update(settings.with_overrides(migrate_on_start=False, workers=workers).to_env())
+    # glibc gives each thread that allocates (the SQLite driver's, the DNS resolver's) its own
+    # malloc arena; two in all cost a worker ~1 MB less when idle. An operator's value stays.
+    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     command = [sys.executable, "-m", "unigate.cli.launch", server, host, str(port), str(workers)]
     os.execv(sys.executable, command)
 

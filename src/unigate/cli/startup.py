@@ -19,9 +19,8 @@ from unigate.observability.logs import check_format, check_level
 from unigate.settings import Settings
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
-
     from unigate.config import StorageConfig
+    from unigate.store.aio import AsyncEngine
 
 EXIT_CODE = 2
 # Long enough for a remote server, short enough that a wrong host does not look like a hang

@@ -8,19 +8,43 @@ SIGHUP stays blocked in this process (cli/launch.py blocks it before the workers
 every worker starts with it blocked and takes it only once its handler is in place: a signal
 sent while a worker starts waits for it instead of killing it. This process collects it with
 `sigtimedwait` on each turn of the supervisor's loop (every half second).
+
+The workers are forked from this process once it has imported the app (`fork_workers`, after
+launch.py's `preload_app`), not spawned as fresh interpreters: the modules' pages (the
+interpreter, SQLAlchemy, pydantic, the gateway's own code) are then shared copy-on-write between
+the workers instead of each holding its own copy. Nothing is built before the fork: each worker
+creates its app, engine and connections itself, as a spawned one does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import signal
 
-from uvicorn.supervisors.multiprocess import Multiprocess
+import uvicorn._subprocess
+from uvicorn.supervisors.multiprocess import SIGNALS, Multiprocess
 
 # Without sigtimedwait (macOS) SIGHUP is left unblocked: uvicorn's own handler queues it, and a
 # worker it reaches before its handler exists dies and is replaced.
 _WAITS = hasattr(signal, "sigtimedwait")
+
+
+def fork_workers() -> None:
+    """From here on, uvicorn's workers are forked from this process, with what it has imported."""
+    os.register_at_fork(after_in_child=_default_signals)
+    # uvicorn starts every worker (at start, and each replacement) from this one context; a
+    # release that drops it spawns them again, which costs memory but changes no behaviour.
+    uvicorn._subprocess.spawn = multiprocessing.get_context("fork")  # type: ignore[assignment]
+
+
+def _default_signals() -> None:
+    """A forked worker starts with the handlers a spawned one has, not the supervisor's
+    (which queue the signal for the supervisor's loop): SIGINT raises KeyboardInterrupt,
+    the others take their default action until the server installs its own."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
 
 
 def block_sighup() -> None:

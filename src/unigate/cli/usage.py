@@ -18,7 +18,7 @@ from unigate.errors import InvalidRequest
 from unigate.usage.query import METRICS, UsageQuery, run, to_csv
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    from unigate.store.aio import AsyncEngine
 
 # The admin API's parameter names as options, for messages.
 OPTIONS = {"group_by": "--group-by", "since": "--since", "until": "--until", "bucket": "--bucket"}

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.files.model import StoredFile
 from unigate.files.table import files
 from unigate.store import key_storage
+from unigate.store.aio import AsyncEngine
 
 
 def _file(row: Any) -> StoredFile:

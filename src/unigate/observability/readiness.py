@@ -24,7 +24,8 @@ from unigate.store.db import ping
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
-    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from unigate.store.aio import AsyncEngine
 
 PROBE_SECONDS = 0.8  # how long a probe waits for the checks
 CHECK_SECONDS = 5.0  # a check still running after this is cancelled (a hung connect)

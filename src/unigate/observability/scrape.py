@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
+from unigate.store.aio import AsyncEngine
 from unigate.store.schema import tasks
 
 if TYPE_CHECKING:

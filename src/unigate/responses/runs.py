@@ -22,10 +22,10 @@ from typing import Any
 
 import orjson
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.responses.store import PENDING, output_tokens, usage_tokens
 from unigate.store import key_storage
+from unigate.store.aio import AsyncEngine
 from unigate.store.schema import response_events, responses
 
 Json = dict[str, Any]

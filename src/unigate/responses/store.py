@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.limits.estimate import prompt_tokens
 from unigate.store import key_storage
+from unigate.store.aio import AsyncEngine
 from unigate.store.schema import response_events, responses
 from unigate.store.sqlite_reader import sqlite_path
 from unigate.store.sqlite_writer import SQLiteWriter, compile_insert

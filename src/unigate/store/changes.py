@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from unigate.store.aio import AsyncConnection, AsyncEngine
 from unigate.store.schema import key_events
 
 KEY = "key"

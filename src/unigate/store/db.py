@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from unigate.data_dir.owner_only import DIR_MODE, private_file
+from unigate.store.aio import AsyncConnection, AsyncEngine, create_async_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -27,6 +29,17 @@ def async_url(url: str) -> str:
 
 def is_sqlite(engine: AsyncEngine) -> bool:
     return engine.dialect.name == "sqlite"
+
+
+def upsert_insert(dialect_name: str) -> Callable[[sa.Table], sqlite.Insert]:
+    """The dialect's INSERT with ON CONFLICT (`on_conflict_do_update` / `_do_nothing`, the same
+    arguments on both). PostgreSQL's dialect (~20 modules, 2 MB per worker) is imported only
+    when the database is PostgreSQL."""
+    if dialect_name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return cast(Callable[[sa.Table], sqlite.Insert], postgresql.insert)
+    return sqlite.insert
 
 
 def create_engine(url: str) -> AsyncEngine:

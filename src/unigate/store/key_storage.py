@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.dialects import sqlite
 
 from unigate.errors import StorageQuotaExceeded
+from unigate.store.aio import AsyncConnection, AsyncEngine
+from unigate.store.db import upsert_insert
 from unigate.store.schema import key_storage
 from unigate.store.sqlite_reader import SQLiteReader, compile_select
 
@@ -42,7 +43,7 @@ async def add(conn: AsyncConnection, deltas: Mapping[str, int]) -> None:
     rows = [{"key_id": key, "bytes": n} for key, n in deltas.items() if n]
     if not rows:
         return
-    await conn.execute(_add(postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert), rows)
+    await conn.execute(_add(upsert_insert(conn.dialect.name)), rows)
 
 
 async def held(engine: AsyncEngine, key_id: str) -> int:

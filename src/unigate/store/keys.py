@@ -7,11 +7,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.auth import keys as keyfmt
 from unigate.auth.principal import Principal
 from unigate.store import changes as feed
+from unigate.store.aio import AsyncEngine
 from unigate.store.changes import process_origin
 from unigate.store.schema import api_keys
 

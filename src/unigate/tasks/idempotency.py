@@ -22,11 +22,11 @@ from typing import Any
 
 import orjson
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from unigate.errors import Conflict, InvalidRequest
 from unigate.providers.base import TaskSubmission
+from unigate.store.aio import AsyncConnection, AsyncEngine
+from unigate.store.db import upsert_insert
 from unigate.store.schema import idempotency_keys
 from unigate.tasks.model import SUBMITTED, Task
 
@@ -140,7 +140,7 @@ def reused() -> Conflict:
 class IdempotencyStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
+        self._insert = upsert_insert(engine.dialect.name)
         self._purged_at = 0.0
 
     async def acquire(self, key_id: str, key: str, print_: str) -> Acquired:

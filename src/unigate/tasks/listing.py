@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from unigate.store.aio import AsyncConnection, AsyncEngine
 from unigate.store.schema import tasks, webhook_outbox
 from unigate.tasks.model import FAILURE, IN_PROGRESS, QUEUED, SUBMITTED, SUCCESS
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from unigate.store.aio import AsyncConnection, AsyncEngine
 from unigate.store.schema import tasks, webhook_outbox
 
 # Event states: pending -> delivered | failed | gone; skipped = never sent (hook gone).

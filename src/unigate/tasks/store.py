@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
+from unigate.store.aio import AsyncEngine
 from unigate.store.schema import billing_ledger, task_clips, tasks, webhook_outbox
 from unigate.store.sqlite_reader import SQLiteReader, compile_select, sqlite_path
 from unigate.tasks.idempotency import Claim, complete, forget_task

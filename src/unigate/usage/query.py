@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.errors import InvalidRequest
+from unigate.store.aio import AsyncEngine
 from unigate.store.schema import usage_records
 
 # Group name -> the record column and the field it is reported as.

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.background import Periodic
+from unigate.store.aio import AsyncEngine
 from unigate.store.db import failure_reason, insert_sql, is_outage
 from unigate.store.schema import usage_records
 

@@ -21,11 +21,11 @@ from collections import deque
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from unigate.background import Periodic
 from unigate.edge.access_log import ERROR, MODEL, OUTCOME, ROUTE, shown_path
 from unigate.edge.asgi import Request, Scope
+from unigate.store.aio import AsyncEngine
 from unigate.store.db import failure_reason, insert_sql, is_outage
 from unigate.store.schema import request_log
 
