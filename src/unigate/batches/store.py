@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
+from unigate.store.aio import AsyncEngine
 from unigate.store.schema import batch_lines, batches
 
 Json = dict[str, Any]
