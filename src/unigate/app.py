@@ -19,14 +19,16 @@ from unigate.api.admin import keys as admin_keys
 from unigate.api.admin import reload as admin_reload
 from unigate.api.admin import resources as admin
 from unigate.api.admin import usage as admin_usage
+from unigate.api.anthropic import batches as message_batches
 from unigate.api.anthropic import messages
 from unigate.api.gemini import content as gemini
 from unigate.api.gemini import veo
-from unigate.api.openai import audio, files, images, responses, text, videos
+from unigate.api.openai import audio, batches, files, images, responses, text, videos
 from unigate.api.serving import media, task_output
 from unigate.api.unigate import docs, health, home, video_generations
 from unigate.api.vendors import fish, kling, picwish, stability, suno, vidu
 from unigate.auth.authenticate import authenticate
+from unigate.batches.service import Batches
 from unigate.data_dir.disk import disk_failed
 from unigate.edge.access_log import (
     ACCESS_LOGGER,
@@ -67,11 +69,15 @@ class GatewayApp:
         self.gateway = gateway
         self.reloader = ConfigReloader(gateway)  # SIGHUP and POST /admin/reload
         self.responses = responses.ResponsesAPI(gateway)  # owns the background-response runner
+        # Batch lines run through this app's own handlers, so the engine reads the table below.
+        self.batches = Batches(gateway, lambda: self.table, self.error_answer)
         endpoints: list[Endpoint] = [
             *health.endpoints(gateway),
             *text.endpoints(gateway),
             *messages.endpoints(gateway),
             *self.responses.endpoints(),
+            *batches.endpoints(self.batches),
+            *message_batches.endpoints(self.batches),
             *gemini.endpoints(gateway),
             *suno.endpoints(gateway),
             *audio.endpoints(gateway),
@@ -105,6 +111,7 @@ class GatewayApp:
             [
                 *gateway.steps(),
                 Step("background responses", start=runner.start, stop=runner.stop),
+                Step("batches", start=self.batches.runner.start, stop=self.batches.runner.stop),
                 Step("config reloads", start=self.reloader.start, stop=self.reloader.stop),
             ],
             log,
@@ -229,9 +236,12 @@ class GatewayApp:
         else:
             self._metrics.rate_limited.inc((family, err.code or ""))
 
-    async def _send_error(self, request: Request, err: GatewayError, endpoint: Endpoint | None) -> None:
-        """The one place an error becomes a response: in the endpoint's error style (for paths
-        several formats share, the request's client's), the unmatched path's otherwise."""
+    def error_answer(
+        self, request: Request, err: GatewayError, endpoint: Endpoint | None
+    ) -> tuple[int, bytes]:
+        """The status and body an error is answered with: in the endpoint's error style (for
+        paths several formats share, the request's client's), the unmatched path's otherwise.
+        A batch line's error result is this same answer (batches/lines.py)."""
         if endpoint is None:
             style = style_for_path(request.path)
         elif endpoint.style_of is None:
@@ -241,12 +251,16 @@ class GatewayApp:
                 style = endpoint.style_of(request)
             except GatewayError:  # what picks the style is unreadable (a NUL in the query string)
                 style = style_for_path(request.path)
-        body = render_error(err, style, request.request_id)
+        return error_status(err, style), render_error(err, style, request.request_id)
+
+    async def _send_error(self, request: Request, err: GatewayError, endpoint: Endpoint | None) -> None:
+        """The one place an error becomes a response."""
+        status, body = self.error_answer(request, err, endpoint)
         request.scope[ERROR] = f"{err.code}: {err.message}" if err.code else err.message  # the request log's
         extra = [(b"x-request-id", request.request_id.encode())]
         extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())
         try:
-            await send_body(request.send, error_status(err, style), body, extra=extra)
+            await send_body(request.send, status, body, extra=extra)
         except RuntimeError:
             # The response had already started (a handler bug); nothing more can be sent.
             log.error("error after response start on request %s: %s", request.request_id, err.message)

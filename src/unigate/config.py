@@ -70,6 +70,14 @@ class ProviderConfig(_Strict):
         default=100, ge=1, le=100_000, description="open connections to this provider; callers beyond wait"
     )
     keepalive: float = Field(default=15.0, gt=0, description="seconds an idle connection is kept")
+    batch_discount: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="the share of the price a batch line this provider answers is not charged (0.5: "
+        "half price; see Batches)",
+    )
     responses: Literal["native", "translate"] = Field(
         default="translate",
         description="`openai`/`azure` only: `native` says the upstream serves the Responses API itself, "
@@ -210,6 +218,13 @@ class ModelConfig(_Strict):
         default=None,
         description="the family whose keys see it in /v1/models; unset: a provider plugin's family "
         "for that name, else `text`",
+    )
+    batch_discount: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="a batch line's discount for this model, over its provider's `batch_discount`",
     )
 
 
@@ -369,6 +384,37 @@ class ResponsesConfig(_Strict):
     max_context_tokens: int = Field(default=2_000_000, gt=0, description="the same in tokens")
 
 
+class BatchesConfig(_Strict):
+    """Batches the gateway runs itself (`/v1/batches`, `/v1/messages/batches`; see Batches). Read
+    at start."""
+
+    concurrency: int = Field(default=16, ge=1, le=1024, description="lines of one batch in flight at once")
+    max_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="the share of a key's rpm and tpm its batches may use; the rest stays for its direct "
+        "calls",
+    )
+    max_attempts: int = Field(
+        default=5, ge=1, le=50, description="attempts per line, for 429s, 5xx and unreachable upstreams"
+    )
+    retry_seconds: float = Field(
+        default=0.5,
+        gt=0,
+        le=600,
+        description="first backoff between attempts, doubled each time (capped at 60 s; a Retry-After wins)",
+    )
+    lease_seconds: float = Field(
+        default=30.0,
+        ge=3,
+        le=3600,
+        description="a running batch's lease; a dead worker's batch resumes elsewhere after it",
+    )
+    max_lines: int = Field(default=50_000, ge=1, le=1_000_000, description="requests one batch may hold")
+
+
 class FilesConfig(_Strict):
     """The Files API (`/v1/files`): uploads streamed to the file store (`storage`)."""
 
@@ -444,6 +490,7 @@ class GatewayConfig(_Strict):
     responses: ResponsesConfig = Field(default_factory=ResponsesConfig)
     files: FilesConfig = Field(default_factory=FilesConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    batches: BatchesConfig = Field(default_factory=BatchesConfig)
     public_url: str | None = Field(
         default=None,
         description="the gateway's base URL as clients reach it (`https://gw.example.com`), for links to "

@@ -144,6 +144,14 @@ def test_dashboard_flow(gw: ServedGateway, browser: Any, shots_dir: Path) -> Non
     )
     assert reply.choices[0].message.content
     task_id = _music_task(gw, key)
+    # A batch's lines, for the usage view's batches table.
+    batch = http(
+        "POST",
+        gw.base_url + "/v1/messages/batches",
+        {"requests": [{"custom_id": "one", "params": {"model": "sandbox-chat", "max_tokens": 8,
+                                                      "messages": [{"role": "user", "content": "hi"}]}}]},
+        {"x-api-key": key},
+    ).json()["id"]  # fmt: skip
 
     # The call is in the usage chart (per key, labelled by the key's name, and per model) ...
     page.click("#nav-usage")
@@ -155,6 +163,7 @@ def test_dashboard_flow(gw: ServedGateway, browser: Any, shots_dir: Path) -> Non
     )
     assert ["sandbox-chat", 1] in by_model or any(m == "sandbox-chat" and n >= 1 for m, n in by_model)
     assert page.locator("#usage-table", has_text=key_id).count() == 1
+    page.locator("#usage-batches", has_text=batch).wait_for()
     shot("usage")
 
     # ... and in the recent requests, with its status, latency, model and key.

@@ -132,6 +132,7 @@ class ServedGateway(GatewayCalls):
         self._log_file = self.log_path.open("a", encoding="utf-8")
         _attach(self)
         app = create_app(self.settings)
+        self.app = app  # tests reach the running app (a stand-in service, its state)
         config = uvicorn.Config(app, log_config=None, **uvicorn_options())
         self._server = uvicorn.Server(config)
         context = contextvars.copy_context()

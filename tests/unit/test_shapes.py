@@ -30,6 +30,8 @@ TAKES_A_BODY = ("POST", "PUT", "PATCH")
 # Operations whose method could carry a body but whose endpoint reads none.
 BODYLESS = {
     ("POST", "/v1/responses/{response_id}/cancel"),
+    ("POST", "/v1/batches/{batch_id}/cancel"),
+    ("POST", "/v1/messages/batches/{batch_id}/cancel"),
     ("POST", "/admin/reload"),
     ("POST", "/admin/providers/check"),
 }

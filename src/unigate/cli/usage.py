@@ -29,7 +29,8 @@ def usage(
         str | None,
         typer.Option(
             "--group-by",
-            help="Comma-separated: key, model, provider, endpoint (default: key,endpoint,model; '' totals).",
+            help="Comma-separated: key, model, provider, endpoint, batch "
+            "(default: key,endpoint,model; '' totals).",
         ),
     ] = None,
     since: Annotated[

@@ -20,6 +20,7 @@ from unigate.openapi import (
     admin,
     anthropic,
     audio,
+    batches,
     edge,
     files,
     gemini,
@@ -41,8 +42,8 @@ log = logging.getLogger("unigate")
 
 VERSION = "1.0.0"  # the version of this API description (info.version)
 _FAMILIES = (
-    text, moderations, responses, anthropic, gemini, music, audio, images, video, video_vendors, jobs, keys,
-    admin, reports, files,
+    text, moderations, responses, batches, anthropic, gemini, music, audio, images, video, video_vendors,
+    jobs, keys, admin, reports, files,
 )  # fmt: skip
 _TAGS = (
     ("text", "Chat, completions, embeddings, moderations and models in OpenAI's and Anthropic's formats."),

@@ -39,6 +39,7 @@ class ModelEntry:
     # The Target of each model id a one-route entry served (Router.plan): kept on the entry, so
     # a reloaded catalog's entries never hand out a Target of the previous providers.
     targets: dict[str, Target] = field(default_factory=dict, compare=False, repr=False)
+    batch_discount: float | None = None  # over the answering provider's, for batch lines
 
 
 class Catalog:
@@ -132,4 +133,5 @@ def _entry(model: ModelConfig, providers: dict[str, Provider]) -> ModelEntry:
         prices,
         model.rpm,
         model.tpm,
+        batch_discount=model.batch_discount,
     )

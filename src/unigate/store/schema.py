@@ -55,6 +55,7 @@ usage_records = sa.Table(
     sa.Column("cost", sa.Float, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False, index=True),
     sa.Column("requests", sa.Integer, nullable=False, server_default="1"),  # requests in this row
+    sa.Column("batch", sa.String(64), nullable=False, server_default=""),  # a batch line's batch id
 )
 
 # The newest requests, one row each, for the dashboard (usage/request_log.py keeps it bounded).
@@ -229,4 +230,53 @@ key_storage = sa.Table(
     metadata,
     sa.Column("key_id", sa.String(40), primary_key=True),
     sa.Column("bytes", sa.BigInteger, nullable=False),
+)
+
+# A batch the gateway runs (`/v1/batches`, `/v1/messages/batches`): its state, its counts (kept
+# in the transactions that commit its lines) and the lease of the worker running it.
+batches = sa.Table(
+    "batches",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),  # batch_… or msgbatch_…
+    sa.Column("key_id", sa.String(40), nullable=False),  # owner
+    sa.Column("api", sa.String(12), nullable=False),  # openai | anthropic: the shape it answers in
+    sa.Column("endpoint", sa.String(60), nullable=False),  # every line's path
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("input_file_id", sa.String(64), nullable=False, server_default=""),
+    sa.Column("output_file_id", sa.String(64), nullable=False, server_default=""),
+    sa.Column("error_file_id", sa.String(64), nullable=False, server_default=""),
+    sa.Column("metadata", sa.Text, nullable=False, server_default="null"),  # JSON
+    sa.Column("errors", sa.Text, nullable=False, server_default="null"),  # JSON: the input's bad lines
+    sa.Column("total", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("succeeded", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("errored", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("canceled", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("expired", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Column("in_progress_at", sa.Float, nullable=True),
+    sa.Column("finalizing_at", sa.Float, nullable=True),
+    sa.Column("cancelling_at", sa.Float, nullable=True),
+    sa.Column("ended_at", sa.Float, nullable=True),  # completed, failed, expired or cancelled
+    sa.Column("upstream", sa.Text, nullable=False, server_default=""),  # a native relay's "provider/id"
+    sa.Column("lease_owner", sa.String(64), nullable=True),
+    sa.Column("lease_until", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Index("ix_batches_key", "key_id", "created_at"),
+    sa.Index("ix_batches_due", "status", "lease_until"),
+)
+
+# One line of a batch: its request, and once done its result, written in the same transaction
+# as its state, so a line is done exactly when its result is stored.
+batch_lines = sa.Table(
+    "batch_lines",
+    metadata,
+    sa.Column("batch_id", sa.String(64), primary_key=True),
+    sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),  # 0-based, input order
+    sa.Column("custom_id", sa.Text, nullable=False),
+    sa.Column("body", sa.Text, nullable=False),  # JSON: the request body
+    sa.Column("state", sa.String(10), nullable=False),  # pending|succeeded|errored|canceled|expired
+    sa.Column("status_code", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("request_id", sa.String(64), nullable=False, server_default=""),
+    sa.Column("result", sa.Text, nullable=False, server_default=""),  # JSON: the response body
 )

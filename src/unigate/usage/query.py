@@ -24,7 +24,7 @@ from unigate.store.aio import AsyncEngine
 from unigate.store.schema import usage_records
 
 # Group name -> the record column and the field it is reported as.
-GROUPS = {"key": "key_id", "model": "model", "provider": "provider", "endpoint": "endpoint"}
+GROUPS = {"key": "key_id", "model": "model", "provider": "provider", "endpoint": "endpoint", "batch": "batch"}
 DEFAULT_GROUPS = ("key", "endpoint", "model")  # what /admin/usage always answered
 BUCKETS = {"minute": 60, "hour": 3600, "day": 86400}
 METRICS = ("requests", "prompt_tokens", "completion_tokens", "cost", "errors", "mean_latency_ms")

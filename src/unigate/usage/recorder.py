@@ -49,9 +49,10 @@ class UsageRecord(NamedTuple):
     latency_ms: float
     cost: float
     created_at: float
+    batch: str = ""  # the batch a line of one was run for ("" for a direct call)
 
 
-_BucketKey = tuple[str, str, str, str, str, int]
+_BucketKey = tuple[str, str, str, str, str, int, str]
 
 
 class UsageRecorder:
@@ -65,10 +66,12 @@ class UsageRecorder:
         columns = ("request_id", *UsageRecord._fields, "requests")
         self._insert_sql = insert_sql(engine.dialect.paramstyle, usage_records.name, columns)
         self.dropped = 0  # calls not accounted (past max_buckets)
+        self._writing = 0  # requests of the rows a flush is writing now
+        self._busy = False  # a flush is writing
         self._shedding = False  # logged once until a write works again
 
     def record(self, rec: UsageRecord) -> None:
-        key = (rec.key_id, rec.endpoint, rec.model, rec.provider, rec.upstream_model, rec.status)
+        key = (rec.key_id, rec.endpoint, rec.model, rec.provider, rec.upstream_model, rec.status, rec.batch)
         bucket = self._buckets.get(key)
         if bucket is None:
             if len(self._buckets) >= self._max_buckets:
@@ -94,7 +97,7 @@ class UsageRecorder:
     def refund(self, key_id: str, endpoint: str, model: str, provider: str, amount: float) -> None:
         """Money given back after the fact (a failed task's price): a row of no requests and
         negative cost, so usage, cost and budgets read from the records stay true."""
-        key = (key_id, endpoint, model, provider, "", 0)
+        key = (key_id, endpoint, model, provider, "", 0, "")
         bucket = self._buckets.get(key)
         if bucket is None:
             self._buckets[key] = [0, 0, 0, 0.0, -amount, time.time()]
@@ -104,7 +107,7 @@ class UsageRecorder:
     @property
     def pending(self) -> int:
         """Requests recorded but not yet written."""
-        return int(sum(b[0] for b in self._buckets.values()))
+        return int(sum(b[0] for b in self._buckets.values())) + self._writing
 
     async def flush(self, required: bool = True) -> int:
         """Write every bucket (chunked, yielding between chunks); returns the number of
@@ -112,6 +115,10 @@ class UsageRecorder:
         attempt, and the error is raised; with `required=False` an outage is not (a reader
         that wanted them written first does without: the loop writes them later)."""
         try:
+            # One flush at a time: a reader's flush waits for the loop's to end, so it finds the
+            # rows that one could not write (merged back) instead of an empty dict.
+            while self._busy:
+                await asyncio.sleep(0.005)
             return await self._flush()
         except Exception as exc:
             if required or not is_outage(exc):
@@ -124,30 +131,37 @@ class UsageRecorder:
         buckets, self._buckets = self._buckets, {}
         rows = [
             ("", key_id, endpoint, model, provider, upstream, status, int(b[1]), int(b[2]), b[3], b[4], b[5],
-             int(b[0]))
-            for (key_id, endpoint, model, provider, upstream, status), b in buckets.items()
+             batch, int(b[0]))
+            for (key_id, endpoint, model, provider, upstream, status, batch), b in buckets.items()
         ]  # fmt: skip
         written = 0
+        # Taken out of the buckets but not written yet: still pending while the write runs.
+        self._writing = sum(int(r[-1]) for r in rows)
+        self._busy = True
         try:
             for start in range(0, len(rows), _CHUNK):
+                chunk = rows[start : start + _CHUNK]
                 async with self._engine.begin() as conn:
-                    await conn.exec_driver_sql(self._insert_sql, rows[start : start + _CHUNK])
+                    await conn.exec_driver_sql(self._insert_sql, chunk)
                 written = start + _CHUNK
+                self._writing -= sum(int(r[-1]) for r in chunk)
                 await asyncio.sleep(0)
         except Exception:
             for row in rows[written:]:
                 self._merge(row)
             raise  # the loop logs it (once for a run of failures, background.py)
+        finally:
+            self._writing, self._busy = 0, False
         self._shedding = False
         return sum(int(r[-1]) for r in rows)
 
     def _merge(self, row: tuple[Any, ...]) -> None:
-        key = (row[1], row[2], row[3], row[4], row[5], row[6])
+        key = (row[1], row[2], row[3], row[4], row[5], row[6], row[12])
         bucket = self._buckets.get(key)
         if bucket is None:
-            self._buckets[key] = [row[12], row[7], row[8], row[9], row[10], row[11]]
+            self._buckets[key] = [row[13], row[7], row[8], row[9], row[10], row[11]]
         else:
-            for i, j in ((0, 12), (1, 7), (2, 8), (3, 9), (4, 10)):
+            for i, j in ((0, 13), (1, 7), (2, 8), (3, 9), (4, 10)):
                 bucket[i] += row[j]
             bucket[5] = min(bucket[5], row[11])
 

@@ -27,6 +27,9 @@ Attempt = Callable[[Target], Awaitable[Reply]]
 # Async last step before a reply is sent (the Responses API stores its answer there first).
 Finish = Callable[[Reply, Target], Awaitable[Reply]]
 _BROKEN = {499: "client_closed"}  # a span's error.type for a stream that did not end cleanly
+# Scope key of a batch line's call (batches/lines.py): its batch id, named in its usage record,
+# whose price takes the batch discount.
+BATCH = "unigate.batch"
 
 
 @dataclass(slots=True)
@@ -263,6 +266,10 @@ class Serving:
             prompt = prompt_tokens(call.payload)
         prices = run.entry.prices
         cost = prices.tokens_cost(prompt, completion) + (prices.per_call if status < 400 else 0.0)
+        batch = call.request.scope.get(BATCH, "")
+        if batch and target is not None:
+            discount = run.entry.batch_discount
+            cost *= 1.0 - (target.provider.config.batch_discount if discount is None else discount)
         # Positional, in UsageRecord's field order: keywords cost a NamedTuple half again.
         self.gw.usage.record(
             UsageRecord(
@@ -277,6 +284,7 @@ class Serving:
                 (time.perf_counter() - run.started) * 1000.0,  # latency_ms
                 cost,
                 time.time(),  # created_at
+                batch,
             )
         )
         if target is not None:

@@ -59,13 +59,17 @@ export class UsagePage extends Loader {
     const now = Math.floor(Date.now() / 1000);
     const since = bucketStarts(range, now)[0]; // aligned, so every answered bucket is drawn
     const ask = (group_by) => call("GET", "/admin/usage" + query({ group_by, bucket: range.bucket, since }));
-    const [byKey, byModel, totals, keys] = await Promise.all([
+    const [byKey, byModel, totals, batches, keys] = await Promise.all([
       ask("key"),
       ask("model"),
       call("GET", "/admin/usage" + query({ group_by: "key,model", since })),
+      call("GET", "/admin/usage" + query({ group_by: "batch,key", since })),
       call("GET", "/admin/keys"),
     ]);
-    return { now, byKey: byKey.data, byModel: byModel.data, totals: totals.data, names: keyNames(keys.data) };
+    // Direct calls have no batch: only batch lines' rows are listed per batch.
+    const batchRows = batches.data.filter((x) => x.batch);
+    return { now, byKey: byKey.data, byModel: byModel.data, totals: totals.data, batches: batchRows,
+             names: keyNames(keys.data) };
   };
 
   choose = (name) => (event) => this.setState({ [name]: event.target.value }, () => this.reload());
@@ -102,6 +106,18 @@ export class UsagePage extends Loader {
             ["Completion tokens", (x) => num(x.completion_tokens)],
             ["Cost", (x) => num(x.cost, 6)],
             ["Mean latency (ms)", (x) => num(x.mean_latency_ms, 1)],
+          ]} />
+        </section>
+        <section class="card">
+          <h2>Batches in this range</h2>
+          <${Table} id="usage-batches" rows=${data.batches} empty="No batch ran in this range." columns=${[
+            ["Batch", (x) => html`<code>${x.batch}</code>`],
+            ["Key", (x) => html`${data.names.get(x.key_id) || ""} <code>${x.key_id}</code>`],
+            ["Requests", (x) => num(x.requests)],
+            ["Errors", (x) => num(x.errors)],
+            ["Prompt tokens", (x) => num(x.prompt_tokens)],
+            ["Completion tokens", (x) => num(x.completion_tokens)],
+            ["Cost", (x) => num(x.cost, 6)],
           ]} />
         </section>`}`;
   }
