@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.batch_files import content, upload
 from tests.support.fake_anthropic_batches import FakeAnthropicBatches
+from tests.support.fake_openai_batches import FakeOpenAIBatches
 from tests.support.flaky_openai import FlakyOpenAI
 from tests.support.served import ServedGateway
 from tests.support.waits import until
@@ -198,3 +199,45 @@ def test_an_anthropic_batch_relayed_to_the_vendors_message_batches(gateway_facto
             "usage written",
         )
         assert usage[0]["requests"] == 3 and usage[0]["cost"] > 0
+
+
+def test_an_openai_batch_relayed_to_the_vendors_files_and_batches(gateway_factory: Any) -> None:
+    # The native adapter against the fake OpenAI Batch API: the engine end to end, the real SDK
+    # on both sides of the gateway's own Files and Batches.
+    with FakeOpenAIBatches(outcomes={"c1": "error"}) as vendor:
+        config = {
+            "providers": [{"name": "oai", "protocol": "openai", "base_url": vendor.base_url,
+                           "api_key": vendor.api_key, "batches": "native"}],
+            "models": [{"name": "chat-x", "routes": [{"provider": "oai", "model": "gpt-up"}],
+                        "input_per_million": 1.0, "output_per_million": 1.0}],
+            "tasks": {"poll_interval": 0.05},
+        }  # fmt: skip
+        gw = gateway_factory(config)
+        client, batch_id, _ = _submit(gw, 3)
+        done = until(
+            lambda: (b := client.batches.retrieve(batch_id)).status == "completed" and b, "completed", 20
+        )
+        counts = done.request_counts
+        assert counts is not None and (counts.total, counts.completed, counts.failed) == (3, 2, 1)
+        assert len(vendor.batches) == 1  # one upstream batch, not three calls
+        (upstream,) = vendor.batches
+        sent = vendor.input_lines(upstream)
+        assert [x["custom_id"] for x in sent] == ["c0", "c1", "c2"]
+        assert {x["body"]["model"] for x in sent} == {"gpt-up"} and {x["url"] for x in sent} == {
+            "/v1/chat/completions"
+        }
+        out = {x["custom_id"]: x for x in map(json.loads, content(client, done.output_file_id).splitlines())}
+        assert sorted(out) == ["c0", "c2"] and out["c0"]["response"]["status_code"] == 200
+        assert out["c0"]["response"]["body"]["object"] == "chat.completion"
+        errors = [json.loads(x) for x in content(client, done.error_file_id).splitlines()]
+        assert [e["custom_id"] for e in errors] == ["c1"] and errors[0]["response"]["status_code"] == 400
+        assert vendor.api_key not in content(client, done.error_file_id).decode()
+        usage = until(
+            lambda: [r for r in gw.admin("GET", "/admin/usage?group_by=batch").json()["data"] if r["batch"]],
+            "usage written",
+        )
+        row = usage[0]
+        assert row["batch"] == batch_id and (row["requests"], row["errors"]) == (3, 1)
+        # The two answered lines' tokens as the vendor counted them, at the vendor's half price.
+        tokens = row["prompt_tokens"] + row["completion_tokens"]
+        assert tokens > 0 and row["cost"] == pytest.approx(tokens / 1e6 * 0.5)
