@@ -7,7 +7,12 @@ under load and cost the request path ~70 µs each in GIL hand-offs on this machi
 
 A write that fails (the database away, its disk full) leaves the buckets in memory, merged
 with what comes meanwhile, and they are written once the database takes them: accounting is
-lost only past `max_buckets` distinct buckets (logged), or at a shutdown that cannot write."""
+lost only past `max_buckets` distinct buckets (logged), or at a shutdown that cannot write.
+
+One write runs at a time: a caller's `flush` (a budget's `spent`, the usage report) that came
+while the loop was writing waits for that write, so it returns only once everything recorded
+before it is in the database, or raises; and `pending` counts the requests of a write in
+progress, which are out of the buckets but not yet written."""
 
 from __future__ import annotations
 
@@ -66,6 +71,8 @@ class UsageRecorder:
         self._insert_sql = insert_sql(engine.dialect.paramstyle, usage_records.name, columns)
         self.dropped = 0  # calls not accounted (past max_buckets)
         self._shedding = False  # logged once until a write works again
+        self._writing = 0  # requests taken out of the buckets by the write in progress
+        self._write_lock = asyncio.Lock()
 
     def record(self, rec: UsageRecord) -> None:
         key = (rec.key_id, rec.endpoint, rec.model, rec.provider, rec.upstream_model, rec.status)
@@ -104,7 +111,7 @@ class UsageRecorder:
     @property
     def pending(self) -> int:
         """Requests recorded but not yet written."""
-        return int(sum(b[0] for b in self._buckets.values()))
+        return self._writing + int(sum(b[0] for b in self._buckets.values()))
 
     async def flush(self, required: bool = True) -> int:
         """Write every bucket (chunked, yielding between chunks); returns the number of
@@ -112,7 +119,8 @@ class UsageRecorder:
         attempt, and the error is raised; with `required=False` an outage is not (a reader
         that wanted them written first does without: the loop writes them later)."""
         try:
-            return await self._flush()
+            async with self._write_lock:
+                return await self._flush()
         except Exception as exc:
             if required or not is_outage(exc):
                 raise
@@ -127,19 +135,24 @@ class UsageRecorder:
              int(b[0]))
             for (key_id, endpoint, model, provider, upstream, status), b in buckets.items()
         ]  # fmt: skip
+        requests = sum(int(r[-1]) for r in rows)
+        self._writing = requests
         written = 0
         try:
             for start in range(0, len(rows), _CHUNK):
                 async with self._engine.begin() as conn:
                     await conn.exec_driver_sql(self._insert_sql, rows[start : start + _CHUNK])
                 written = start + _CHUNK
+                self._writing -= sum(int(r[-1]) for r in rows[start:written])
                 await asyncio.sleep(0)
         except Exception:
             for row in rows[written:]:
                 self._merge(row)
             raise  # the loop logs it (once for a run of failures, background.py)
+        finally:
+            self._writing = 0
         self._shedding = False
-        return sum(int(r[-1]) for r in rows)
+        return requests
 
     def _merge(self, row: tuple[Any, ...]) -> None:
         key = (row[1], row[2], row[3], row[4], row[5], row[6])
