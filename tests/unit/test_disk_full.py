@@ -364,7 +364,7 @@ def test_a_flush_waits_for_the_write_in_progress_and_pending_counts_it(tmp_path:
         engine = db.create_engine(f"sqlite:///{tmp_path / 'usage.db'}")
         await db.migrate(engine)
         recorder = UsageRecorder(engine, interval=60.0)
-        for i in range(10):
+        for _ in range(10):
             recorder.record(_usage("key-a"))
         # Another writer holds SQLite's write lock: the recorder's insert waits for it.
         other = sqlite3.connect(tmp_path / "usage.db")
