@@ -293,14 +293,19 @@ def test_no_room_for_the_limits_table_is_one_startup_line(tmp_path: Path, disk: 
 
 class FullDatabase:
     """A SQLite database that refuses to grow while `full` (PRAGMA max_page_count): writes then
-    fail with SQLite's own "database or disk is full" (SQLITE_FULL)."""
+    fail with SQLite's own "database or disk is full" (SQLITE_FULL).
+
+    The limit is set on every checkout, so each use of a connection sees the current state.
+    Disposing of the pool instead missed a connection checked out at that moment (the usage
+    loop's write in progress): it kept its old limit and went back to the discarded pool, never
+    closed, and its collection later failed another test with a ResourceWarning."""
 
     def __init__(self, path: Path) -> None:
         self.engine = db.create_engine(f"sqlite:///{path}")
         self.full = False
-        sa.event.listen(self.engine.sync_engine, "connect", self._limit)
+        sa.event.listen(self.engine.sync_engine, "checkout", self._limit)
 
-    def _limit(self, conn: Any, _record: Any) -> None:
+    def _limit(self, conn: Any, _record: Any, _proxy: Any) -> None:
         cur = conn.cursor()
         cur.execute("PRAGMA page_count")
         pages = cur.fetchone()[0]
@@ -308,8 +313,7 @@ class FullDatabase:
         cur.close()
 
     async def set_full(self, full: bool) -> None:
-        self.full = full
-        await self.engine.dispose()  # new connections take the new limit
+        self.full = full  # the next checkout takes the new limit
 
 
 def _usage(key: str, cost: float = 0.5) -> UsageRecord:
@@ -349,6 +353,37 @@ def test_usage_waits_in_memory_while_the_database_is_full(
     assert len(lines) == 2, lines  # one when the writes began to fail, one when they work again
     assert "database or disk is full" in lines[0] and "working again" in lines[1]
     assert not any(r.exc_info for r in caplog.records), "an outage is one line, not a traceback"
+
+
+def test_a_flush_waits_for_the_write_in_progress_and_pending_counts_it(tmp_path: Path) -> None:
+    """The loop's write was in progress (its requests out of the buckets, not yet committed)
+    when a budget asked `spent`: that flush found nothing to write and read the sum without
+    them, and `pending` said 0 for requests not written."""
+
+    async def run() -> None:
+        engine = db.create_engine(f"sqlite:///{tmp_path / 'usage.db'}")
+        await db.migrate(engine)
+        recorder = UsageRecorder(engine, interval=60.0)
+        for _ in range(10):
+            recorder.record(_usage("key-a"))
+        # Another writer holds SQLite's write lock: the recorder's insert waits for it.
+        other = sqlite3.connect(tmp_path / "usage.db")
+        other.execute("BEGIN IMMEDIATE")
+        writing = asyncio.create_task(recorder.flush())
+        await asyncio.sleep(0.05)  # the write has taken the buckets and waits for the lock
+        assert not writing.done()
+        assert recorder.pending == 10, "requests being written are pending until committed"
+        reading = asyncio.create_task(recorder.spent("key-a", 0.0))
+        await asyncio.wait([reading], timeout=0.5)
+        assert not reading.done(), "the figure waits for the write in progress"
+        other.rollback()
+        other.close()
+        assert await writing == 10
+        assert await reading == pytest.approx(5.0), "the spend being written counts"
+        assert recorder.pending == 0
+        await engine.dispose()
+
+    asyncio.run(run())
 
 
 def _logged(caplog: pytest.LogCaptureFixture, start: str) -> list[str]:

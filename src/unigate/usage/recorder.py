@@ -7,7 +7,12 @@ under load and cost the request path ~70 µs each in GIL hand-offs on this machi
 
 A write that fails (the database away, its disk full) leaves the buckets in memory, merged
 with what comes meanwhile, and they are written once the database takes them: accounting is
-lost only past `max_buckets` distinct buckets (logged), or at a shutdown that cannot write."""
+lost only past `max_buckets` distinct buckets (logged), or at a shutdown that cannot write.
+
+One write runs at a time: a caller's `flush` (a budget's `spent`, the usage report) that came
+while the loop was writing waits for that write, so it returns only once everything recorded
+before it is in the database, or raises; and `pending` counts the requests of a write in
+progress, which are out of the buckets but not yet written."""
 
 from __future__ import annotations
 
@@ -66,9 +71,9 @@ class UsageRecorder:
         columns = ("request_id", *UsageRecord._fields, "requests")
         self._insert_sql = insert_sql(engine.dialect.paramstyle, usage_records.name, columns)
         self.dropped = 0  # calls not accounted (past max_buckets)
-        self._writing = 0  # requests of the rows a flush is writing now
-        self._busy = False  # a flush is writing
         self._shedding = False  # logged once until a write works again
+        self._writing = 0  # requests taken out of the buckets by the write in progress
+        self._write_lock = asyncio.Lock()
 
     def record(self, rec: UsageRecord) -> None:
         key = (rec.key_id, rec.endpoint, rec.model, rec.provider, rec.upstream_model, rec.status, rec.batch)
@@ -107,7 +112,7 @@ class UsageRecorder:
     @property
     def pending(self) -> int:
         """Requests recorded but not yet written."""
-        return int(sum(b[0] for b in self._buckets.values())) + self._writing
+        return self._writing + int(sum(b[0] for b in self._buckets.values()))
 
     async def flush(self, required: bool = True) -> int:
         """Write every bucket (chunked, yielding between chunks); returns the number of
@@ -115,11 +120,8 @@ class UsageRecorder:
         attempt, and the error is raised; with `required=False` an outage is not (a reader
         that wanted them written first does without: the loop writes them later)."""
         try:
-            # One flush at a time: a reader's flush waits for the loop's to end, so it finds the
-            # rows that one could not write (merged back) instead of an empty dict.
-            while self._busy:
-                await asyncio.sleep(0.005)
-            return await self._flush()
+            async with self._write_lock:
+                return await self._flush()
         except Exception as exc:
             if required or not is_outage(exc):
                 raise
@@ -134,10 +136,9 @@ class UsageRecorder:
              batch, int(b[0]))
             for (key_id, endpoint, model, provider, upstream, status, batch), b in buckets.items()
         ]  # fmt: skip
+        requests = sum(int(r[-1]) for r in rows)
+        self._writing = requests
         written = 0
-        # Taken out of the buckets but not written yet: still pending while the write runs.
-        self._writing = sum(int(r[-1]) for r in rows)
-        self._busy = True
         try:
             for start in range(0, len(rows), _CHUNK):
                 chunk = rows[start : start + _CHUNK]
@@ -151,9 +152,9 @@ class UsageRecorder:
                 self._merge(row)
             raise  # the loop logs it (once for a run of failures, background.py)
         finally:
-            self._writing, self._busy = 0, False
+            self._writing = 0
         self._shedding = False
-        return sum(int(r[-1]) for r in rows)
+        return requests
 
     def _merge(self, row: tuple[Any, ...]) -> None:
         key = (row[1], row[2], row[3], row[4], row[5], row[6], row[12])
