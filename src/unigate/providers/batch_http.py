@@ -17,7 +17,7 @@ from typing import IO, Any
 import orjson
 
 from unigate.providers.base import RouteFailed, Timeouts
-from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all
+from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_json
 from unigate.providers.redact import Redactor
 from unigate.providers.upstream_status import Reader
 from unigate.transport.errors import UpstreamError, UpstreamTimeout
@@ -77,14 +77,7 @@ async def json_call(
     resp = await http.request(method, path, data, timeouts, headers)
     if resp.status >= 400:
         await raise_for_answer(resp, read, vendor=vendor)
-    try:
-        raw = await read_all(resp)
-    finally:
-        resp.release()
-    try:
-        parsed = orjson.loads(raw) if raw else None
-    except orjson.JSONDecodeError:
-        parsed = None
+    _, parsed = await read_json(resp)
     if not isinstance(parsed, dict):
         raise RouteFailed(f"The {vendor} upstream's answer at {resp.path} is not a JSON object.")
     return parsed
