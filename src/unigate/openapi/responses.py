@@ -15,6 +15,7 @@ from unigate.openapi.schema import (
     array,
     const,
     declared_json,
+    deleted,
     dropped_fields,
     enum,
     integer,
@@ -83,10 +84,7 @@ def schemas() -> dict[str, Schema]:
             },
             ["id", "object", "created_at", "status", "model", "output"],
         ),
-        "ResponseDeleted": obj(
-            {"id": string(), "object": const("response.deleted"), "deleted": const(True)},
-            ["id", "object", "deleted"],
-        ),
+        "ResponseDeleted": deleted("response.deleted"),
         "ResponseInputItemList": obj(
             {
                 "object": const("list"),
