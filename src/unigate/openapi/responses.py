@@ -21,6 +21,7 @@ from unigate.openapi.schema import (
     integer,
     json_response,
     json_text,
+    nullable_type,
     number,
     obj,
     query,
@@ -59,10 +60,6 @@ _EVENTS = (
 )
 
 
-def _nullable(kind: str, **keywords: object) -> Schema:
-    return {"type": [kind, "null"], **keywords}
-
-
 def schemas() -> dict[str, Schema]:
     return {
         "Response": obj(
@@ -77,10 +74,10 @@ def schemas() -> dict[str, Schema]:
                     {"input_tokens": integer(0), "output_tokens": integer(0), "total_tokens": integer(0)},
                     nullable=True,
                 ),
-                "error": _nullable("object"),
-                "incomplete_details": _nullable("object"),
-                "previous_response_id": _nullable("string"),
-                "metadata": _nullable("object"),
+                "error": nullable_type("object"),
+                "incomplete_details": nullable_type("object"),
+                "previous_response_id": nullable_type("string"),
+                "metadata": nullable_type("object"),
             },
             ["id", "object", "created_at", "status", "model", "output"],
         ),
@@ -89,8 +86,8 @@ def schemas() -> dict[str, Schema]:
             {
                 "object": const("list"),
                 "data": array(obj({"type": string()}, ["type"])),
-                "first_id": _nullable("string"),
-                "last_id": _nullable("string"),
+                "first_id": nullable_type("string"),
+                "last_id": nullable_type("string"),
                 "has_more": {"type": "boolean"},
             },
             ["object", "data", "has_more"],

@@ -69,6 +69,12 @@ def nullable(schema: Schema) -> Schema:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
+def nullable_type(kind: str, **keywords: object) -> Schema:
+    """A JSON type or null, written as a type list (`{"type": [kind, "null"]}`): what an
+    answer's field may hold, unlike `nullable`, which says what a request may send."""
+    return {"type": [kind, "null"], **keywords}
+
+
 def enum(*values: Any, description: str = "") -> Schema:
     return _with({"enum": list(values)}, description)
 
