@@ -14,7 +14,7 @@ import anthropic
 import openai
 import pytest
 
-from tests.support.batch_files import content, upload
+from tests.support.batch_files import chat_batch, content
 from tests.support.fake_anthropic_batches import FakeAnthropicBatches
 from tests.support.fake_openai_batches import FakeOpenAIBatches
 from tests.support.flaky_openai import FlakyOpenAI
@@ -108,17 +108,7 @@ def relayed(
 def _submit(gw: ServedGateway, n: int, **key: Any) -> tuple[openai.OpenAI, str, str]:
     record = gw.create_key_record(**key)
     client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=record["key"], max_retries=0)
-    lines = [
-        {"custom_id": f"c{i}", "method": "POST", "url": "/v1/chat/completions",
-         "body": {"model": "chat-x", "messages": [{"role": "user", "content": f"q{i}"}]}}
-        for i in range(n)
-    ]  # fmt: skip
-    data = b"\n".join(json.dumps(line).encode() for line in lines)
-    batch = client.batches.create(
-        input_file_id=upload(client, data),
-        endpoint="/v1/chat/completions",
-        completion_window="24h",
-    )
+    batch = chat_batch(client, n, "chat-x")
     return client, batch.id, record["id"]
 
 

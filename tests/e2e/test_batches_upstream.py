@@ -15,7 +15,7 @@ import anthropic
 import openai
 import pytest
 
-from tests.support.batch_files import content, upload
+from tests.support.batch_files import chat_batch, content
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.flaky_openai import FlakyOpenAI
 from tests.support.waits import until
@@ -111,17 +111,7 @@ def test_a_batch_never_overruns_the_keys_budget(gateway_factory: Any) -> None:
         gw = gateway_factory(_config(fake))
         record = gw.create_key_record(budget=0.05)
         client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=record["key"], max_retries=0)
-        lines = [
-            {"custom_id": f"c{i}", "method": "POST", "url": "/v1/chat/completions",
-             "body": {"model": "fake-chat", "messages": [{"role": "user", "content": f"q{i}"}]}}
-            for i in range(40)
-        ]  # fmt: skip
-        data = b"\n".join(json.dumps(line).encode() for line in lines)
-        batch = client.batches.create(
-            input_file_id=upload(client, data),
-            endpoint="/v1/chat/completions",
-            completion_window="24h",
-        )
+        batch = chat_batch(client, 40, "fake-chat")
         done = until(
             lambda: (b := client.batches.retrieve(batch.id)).status == "completed" and b, "completed", 30
         )

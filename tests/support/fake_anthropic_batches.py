@@ -67,12 +67,9 @@ class FakeAnthropicBatches(LoopbackServer):
     batches: dict[str, AnthropicBatch] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
 
-    def __post_init__(self) -> None:
-        self._init_server()
-
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.origin
 
     def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages/batches", self._create)

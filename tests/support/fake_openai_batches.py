@@ -87,12 +87,9 @@ class FakeOpenAIBatches(LoopbackServer):
     batches: dict[str, FakeBatch] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
 
-    def __post_init__(self) -> None:
-        self._init_server()
-
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.origin}/v1"
 
     def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/files", self._upload)

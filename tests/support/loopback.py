@@ -16,6 +16,14 @@ class LoopbackServer:
     def _routes(self, app: web.Application) -> None:
         raise NotImplementedError
 
+    def __post_init__(self) -> None:
+        # The fakes are dataclasses: their generated __init__ calls this.
+        self._init_server()
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
     def _init_server(self) -> None:
         self._runner: web.AppRunner | None = None
         # Made by start(): a fake that is built but never started holds no loop to close.

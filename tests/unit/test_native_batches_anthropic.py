@@ -5,9 +5,7 @@ mapped by the status table with the key never shown."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -16,10 +14,10 @@ import orjson
 import pytest
 
 from tests.support.fake_anthropic_batches import FakeAnthropicBatches
+from tests.support.native_batches import collected, run_native, until_over
 from unigate.batches.native import NativeBatches, NativeLine, NativeResult, NativeState
 from unigate.config import ProviderConfig
-from unigate.providers.base import ProviderContext, RouteFailed, Unsupported
-from unigate.providers.registry import build_provider
+from unigate.providers.base import RouteFailed, Unsupported
 
 SECRET = "sk-ant-upstream-batch-secret-0123456789"
 T = TypeVar("T")
@@ -58,30 +56,7 @@ def with_batches(
         read_timeout=5,
         total_timeout=10,
     )
-
-    async def main() -> T:
-        provider = build_provider(config, ProviderContext(data_dir=tmp_path))
-        batches = provider.native_batches()
-        assert batches is not None
-        try:
-            return await use(batches)
-        finally:
-            await provider.aclose()
-
-    return asyncio.run(main())
-
-
-async def until_over(batches: NativeBatches, batch_id: str) -> NativeState:
-    deadline = time.monotonic() + 10
-    while True:
-        state = await batches.poll(batch_id)
-        if state.status != "running" or time.monotonic() > deadline:
-            return state
-        await asyncio.sleep(0.05)
-
-
-async def collected(batches: NativeBatches, batch_id: str) -> dict[str, NativeResult]:
-    return {result.custom_id: result async for result in batches.results(batch_id)}
+    return run_native(tmp_path, config, use)
 
 
 def test_submit_sends_the_requests_inline_with_anthropics_headers(

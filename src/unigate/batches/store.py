@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import sqlalchemy as sa
 
-from unigate.store.aio import AsyncEngine
+from unigate.store.aio import AsyncConnection, AsyncEngine
 from unigate.store.schema import batch_lines, batches
 
 Json = dict[str, Any]
@@ -92,6 +92,21 @@ class DoneLine:
     status_code: int
     request_id: str
     result: bytes
+
+
+def _run_by(owner: str, which: Any) -> Any:
+    """The batch rows `which` picks that `owner` still runs (its lease, a running status)."""
+    c = batches.c
+    return sa.and_(which, c.lease_owner == owner, c.status.in_(RUNNING))
+
+
+async def _hold(conn: AsyncConnection, batch_id: str, owner: str) -> bool:
+    """Touch the batch row while `owner` runs it: its lock (PostgreSQL) or the write lock
+    (SQLite) is held from here to the end of the transaction. False: the lease is lost."""
+    held = await conn.execute(
+        batches.update().where(_run_by(owner, batches.c.id == batch_id)).values(updated_at=time.time())
+    )
+    return bool(held.rowcount)
 
 
 def _row(r: Any) -> BatchRow:
@@ -248,11 +263,7 @@ class BatchStore:
         if status in ENDED:
             extra.update(ended_at=now, lease_owner=None, lease_until=0.0)
         async with self.engine.begin() as conn:
-            moved = await conn.execute(
-                batches.update()
-                .where(c.id == batch_id, c.lease_owner == owner, c.status.in_(RUNNING))
-                .values(extra)
-            )
+            moved = await conn.execute(batches.update().where(_run_by(owner, c.id == batch_id)).values(extra))
         return bool(moved.rowcount)
 
     async def commit(self, batch_id: str, owner: str, results: Sequence[LineResult]) -> int | None:
@@ -263,14 +274,8 @@ class BatchStore:
             return 0
         c, lc = batches.c, batch_lines.c
         async with self.engine.begin() as conn:
-            # First the batch row: its lock (PostgreSQL) or the write lock (SQLite) is held from
-            # here, so a take-over waits for these lines.
-            held = await conn.execute(
-                batches.update()
-                .where(c.id == batch_id, c.lease_owner == owner, c.status.in_(RUNNING))
-                .values(updated_at=time.time())
-            )
-            if not held.rowcount:
+            # First the batch row, so a take-over waits for these lines.
+            if not await _hold(conn, batch_id, owner):
                 return None
             # Which of them are still pending: every writer of this batch's lines updated its row
             # first, so nothing changes them between this read and the update below.
@@ -314,12 +319,7 @@ class BatchStore:
         transaction (False: the batch is not `owner`'s any more)."""
         c, lc = batches.c, batch_lines.c
         async with self.engine.begin() as conn:
-            held = await conn.execute(
-                batches.update()
-                .where(c.id == batch_id, c.lease_owner == owner, c.status.in_(RUNNING))
-                .values(updated_at=time.time())
-            )
-            if not held.rowcount:
+            if not await _hold(conn, batch_id, owner):
                 return False
             closed = await conn.execute(
                 batch_lines.update().where(lc.batch_id == batch_id, lc.state == "pending").values(state=state)
@@ -373,17 +373,9 @@ class BatchStore:
         c = batches.c
         async with self.engine.begin() as conn:
             await conn.execute(
-                batches.update()
-                .where(c.id.in_(ids), c.lease_owner == owner, c.status.in_(RUNNING))
-                .values(lease_until=until)
+                batches.update().where(_run_by(owner, c.id.in_(ids))).values(lease_until=until)
             )
-            rows = (
-                await conn.execute(
-                    sa.select(c.id, c.status).where(
-                        c.id.in_(ids), c.lease_owner == owner, c.status.in_(RUNNING)
-                    )
-                )
-            ).all()
+            rows = (await conn.execute(sa.select(c.id, c.status).where(_run_by(owner, c.id.in_(ids))))).all()
         return {r.id: r.status for r in rows}
 
     async def release(self, owner: str, ids: Sequence[str]) -> None:

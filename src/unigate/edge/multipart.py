@@ -133,13 +133,26 @@ def parse_form(body: bytes, content_type: bytes, max_file: int | None = None) ->
     return builder.form
 
 
+def declared_over(request: Request, limit: int) -> bool:
+    """The body's announced length is past `limit` (refuse before reading it)."""
+    declared = request.header(b"content-length")
+    return declared is not None and declared.isdigit() and int(declared) > limit
+
+
+async def next_chunk(request: Request) -> tuple[bytes, bool]:
+    """The next piece of the body and whether more follows; a disconnect ends the request."""
+    message = await request.receive()
+    if message["type"] == "http.disconnect":
+        raise ClientDisconnected
+    return message.get("body", b""), message.get("more_body", False)
+
+
 async def read_form(request: Request, max_file: int) -> Form:
     """The request's form, parsed while it arrives. 400 if the body is not multipart; 413
     when a file exceeds `max_file` bytes (the caller owns the returned form: `close()` it)."""
     content_type = multipart_type(request)
     limit = max_file + FORM_OVERHEAD
-    declared = request.header(b"content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared_over(request, limit):
         await request.drain_body(limit)
         raise PayloadTooLarge(f"The upload exceeds the limit of {max_file} bytes.")
     builder = _Builder(max_file)
@@ -147,11 +160,7 @@ async def read_form(request: Request, max_file: int) -> Form:
     seen = 0
     try:
         while True:
-            message = await request.receive()
-            if message["type"] == "http.disconnect":
-                raise ClientDisconnected
-            chunk = message.get("body", b"")
-            more = message.get("more_body", False)
+            chunk, more = await next_chunk(request)
             seen += len(chunk)
             if seen > limit:
                 raise PayloadTooLarge(f"The upload exceeds the limit of {max_file} bytes.")
@@ -176,11 +185,14 @@ async def read_form(request: Request, max_file: int) -> Form:
     return builder.form
 
 
-class _Builder:
-    def __init__(self, max_file: int) -> None:
-        self.form = Form()
-        self.max_file = max_file
-        self.complete = False
+class PartReader:
+    """The per-part rules of a form, declared once for every multipart reader: the part
+    count, header bytes per part, names and file names as UTF-8, text field size and
+    encoding. Subclasses say what a file part is and what becomes of its bytes and of each
+    finished text field."""
+
+    def __init__(self) -> None:
+        self.complete = False  # the closing boundary has been parsed
         self._parts = 0
         self._header_name = b""
         self._header_value = b""
@@ -188,8 +200,8 @@ class _Builder:
         self._headers: dict[bytes, bytes] = {}
         self._data: list[bytes] = []
         self._size = 0
-        self._upload: UploadedFile | None = None
         self._name = ""
+        self._in_file = False
 
     def callbacks(self) -> dict[str, object]:
         return {
@@ -203,6 +215,21 @@ class _Builder:
             "on_end": self._finished,
         }
 
+    def _file_begins(self, disposition: dict[bytes, bytes]) -> bool:
+        """A part with a file name has started (its name is in `_name`); True when its bytes
+        go to `_file_data` rather than to a text field."""
+        raise NotImplementedError
+
+    def _file_data(self, chunk: bytes) -> None:
+        raise NotImplementedError
+
+    def _file_ended(self) -> None:
+        raise NotImplementedError
+
+    def _field_ended(self, value: str) -> None:
+        """A text field (named `_name`) has been read whole."""
+        raise NotImplementedError
+
     def _finished(self) -> None:
         self.complete = True
 
@@ -211,7 +238,7 @@ class _Builder:
         if self._parts > MAX_PARTS:
             raise InvalidRequest(f"Too many multipart parts (at most {MAX_PARTS}).", code="invalid_multipart")
         self._headers, self._data, self._size, self._header_bytes = {}, [], 0, 0
-        self._upload, self._name = None, ""
+        self._name, self._in_file = "", False
 
     def _append_header(self, chunk: bytes, value: bool) -> None:
         self._header_bytes += len(chunk)
@@ -230,47 +257,82 @@ class _Builder:
         _, disposition = parse_options_header(self._headers.get(b"content-disposition", b""))
         raw_name = disposition.get(b"name")
         self._name = part_text(raw_name, "name") if raw_name is not None else ""
-        if raw_name is not None and b"filename" in disposition:
-            content_type = self._headers.get(b"content-type", b"application/octet-stream").decode("latin-1")
-            filename = part_text(disposition[b"filename"], "file name").replace("\\", "/").rsplit("/", 1)[-1]
-            spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - the form owns it
-            self._upload = UploadedFile(self._name, filename, content_type, spool)
+        if b"filename" in disposition:
+            self._in_file = self._file_begins(disposition)
 
     def _append_data(self, chunk: bytes) -> None:
-        self._size += len(chunk)
-        upload = self._upload
-        if upload is not None:
-            if self._size > self.max_file:
-                upload.file.close()
-                raise PayloadTooLarge(
-                    f"The file '{upload.filename}' exceeds the limit of {self.max_file} bytes."
-                )
-            upload.file.write(chunk)
+        if self._in_file:
+            self._file_data(chunk)
             return
+        self._size += len(chunk)
         if self._size > MAX_FIELD_BYTES:
             raise InvalidRequest(f"The form field '{self._name}' is too large.", code="invalid_multipart")
         self._data.append(chunk)
 
     def _end(self) -> None:
+        if self._in_file:
+            self._in_file = False
+            self._file_ended()
+            return
         if not self._name:
             return  # a part without a name carries nothing addressable
-        key = self._name[:-2] if self._name.endswith("[]") else self._name
-        upload = self._upload
-        if upload is not None:
-            upload.size = self._size
-            upload.file.seek(0)
-            self.form.files.setdefault(key, []).append(upload)
-            self.form.parts.append((self._name, upload))
-            self._upload = None
-            return
         try:
             value = b"".join(self._data).decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidRequest(
                 f"The form field '{self._name}' is not UTF-8 text.", code="invalid_multipart"
             ) from None
-        self.form.fields.setdefault(key, []).append(value)
+        self._field_ended(value)
+
+
+class _Builder(PartReader):
+    """Spools file parts to temporary files and collects the whole form."""
+
+    def __init__(self, max_file: int) -> None:
+        super().__init__()
+        self.form = Form()
+        self.max_file = max_file
+        self._upload: UploadedFile | None = None
+
+    def _file_begins(self, disposition: dict[bytes, bytes]) -> bool:
+        if b"name" not in disposition:
+            return False  # an unnamed file part is read (and dropped) like an unnamed field
+        content_type = self._headers.get(b"content-type", b"application/octet-stream").decode("latin-1")
+        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - the form owns it
+        self._upload = UploadedFile(self._name, file_name(disposition), content_type, spool)
+        return True
+
+    def _file_data(self, chunk: bytes) -> None:
+        upload = self._upload
+        assert upload is not None  # set by _file_begins
+        self._size += len(chunk)
+        if self._size > self.max_file:
+            upload.file.close()
+            raise PayloadTooLarge(f"The file '{upload.filename}' exceeds the limit of {self.max_file} bytes.")
+        upload.file.write(chunk)
+
+    def _file_ended(self) -> None:
+        upload, self._upload = self._upload, None
+        if upload is None or not self._name:
+            return  # a part without a name carries nothing addressable
+        upload.size = self._size
+        upload.file.seek(0)
+        self.form.files.setdefault(_key(self._name), []).append(upload)
+        self.form.parts.append((self._name, upload))
+
+    def _field_ended(self, value: str) -> None:
+        self.form.fields.setdefault(_key(self._name), []).append(value)
         self.form.parts.append((self._name, value))
+
+
+def _key(name: str) -> str:
+    """`image[]` is filed under `image`: the OpenAI SDK sends arrays that way."""
+    return name[:-2] if name.endswith("[]") else name
+
+
+def file_name(disposition: dict[bytes, bytes]) -> str:
+    """A file part's name without any directories the client put in it."""
+    return part_text(disposition[b"filename"], "file name").replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def part_text(raw: bytes, what: str) -> str:

@@ -14,17 +14,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from python_multipart.exceptions import MultipartParseError
-from python_multipart.multipart import MultipartParser, parse_options_header
+from python_multipart.multipart import MultipartParser
 
-from unigate.edge.asgi import ClientDisconnected, Request
+from unigate.edge.asgi import Request
 from unigate.edge.multipart import (
     FORM_OVERHEAD,
-    MAX_FIELD_BYTES,
-    MAX_HEADER_BYTES,
-    MAX_PARTS,
+    PartReader,
     boundary_of,
+    declared_over,
+    file_name,
     multipart_type,
-    part_text,
+    next_chunk,
 )
 from unigate.errors import InvalidRequest, PayloadTooLarge
 
@@ -32,36 +32,26 @@ FILE_FIELD = "file"
 _BEFORE, _IN, _AFTER = 0, 1, 2  # where the file part is: not begun, being read, read
 
 
-class StreamedUpload:
+class StreamedUpload(PartReader):
     """One request's form with one file part named `file`. Read it with `begin` (up to the
     file), `chunks` (the file's bytes) and `finish` (the fields after it)."""
 
     def __init__(self, request: Request, max_file: int) -> None:
+        super().__init__()
         self._request = request
         self._max_file = max_file
         self._limit = max_file + FORM_OVERHEAD
-        self._parser = MultipartParser(boundary_of(multipart_type(request)), self._callbacks())  # type: ignore[arg-type]
+        self._parser = MultipartParser(boundary_of(multipart_type(request)), self.callbacks())  # type: ignore[arg-type]
         self.fields: dict[str, str] = {}
         self.filename = ""
         self.ended = False  # the whole body has been received
         self._state = _BEFORE
         self._seen = 0
         self._out: list[bytes] = []
-        self._complete = False
-        self._parts = 0
-        self._header_bytes = 0
-        self._header_name = b""
-        self._header_value = b""
-        self._headers: dict[bytes, bytes] = {}
-        self._name = ""
-        self._is_file = False
-        self._data: list[bytes] = []
-        self._size = 0
 
     def too_large(self) -> bool:
         """The body announced more than the upload may be (refuse before reading it)."""
-        declared = self._request.header(b"content-length")
-        return declared is not None and declared.isdigit() and int(declared) > self._limit
+        return declared_over(self._request, self._limit)
 
     async def begin(self) -> bool:
         """Read until the file part starts; False when the body ended without one."""
@@ -95,11 +85,7 @@ class StreamedUpload:
             await self._request.drain_body(self._limit)
 
     async def _pump(self) -> None:
-        message = await self._request.receive()
-        if message["type"] == "http.disconnect":
-            raise ClientDisconnected
-        chunk = message.get("body", b"")
-        more = message.get("more_body", False)
+        chunk, more = await next_chunk(self._request)
         self.ended = not more
         self._seen += len(chunk)
         if self._seen > self._limit:
@@ -113,50 +99,10 @@ class StreamedUpload:
                 self._parser.finalize()
         except MultipartParseError:
             raise InvalidRequest("The multipart body is malformed.", code="invalid_multipart") from None
-        if not more and not self._complete:
+        if not more and not self.complete:
             raise InvalidRequest("The multipart body ended early.", code="invalid_multipart")
 
-    def _callbacks(self) -> dict[str, object]:
-        return {
-            "on_part_begin": self._begin_part,
-            "on_header_field": lambda d, s, e: self._append_header(d[s:e], value=False),
-            "on_header_value": lambda d, s, e: self._append_header(d[s:e], value=True),
-            "on_header_end": self._header_end,
-            "on_headers_finished": self._headers_done,
-            "on_part_data": lambda d, s, e: self._append_data(d[s:e]),
-            "on_part_end": self._end_part,
-            "on_end": self._ended,
-        }
-
-    def _ended(self) -> None:
-        self._complete = True
-
-    def _begin_part(self) -> None:
-        self._parts += 1
-        if self._parts > MAX_PARTS:
-            raise InvalidRequest(f"Too many multipart parts (at most {MAX_PARTS}).", code="invalid_multipart")
-        self._headers, self._data, self._size, self._header_bytes = {}, [], 0, 0
-        self._name, self._is_file = "", False
-
-    def _append_header(self, chunk: bytes, value: bool) -> None:
-        self._header_bytes += len(chunk)
-        if self._header_bytes > MAX_HEADER_BYTES:
-            raise InvalidRequest("A multipart part's headers are too large.", code="invalid_multipart")
-        if value:
-            self._header_value += chunk
-        else:
-            self._header_name += chunk
-
-    def _header_end(self) -> None:
-        self._headers[self._header_name.lower()] = self._header_value
-        self._header_name, self._header_value = b"", b""
-
-    def _headers_done(self) -> None:
-        _, disposition = parse_options_header(self._headers.get(b"content-disposition", b""))
-        raw_name = disposition.get(b"name")
-        self._name = part_text(raw_name, "name") if raw_name is not None else ""
-        if b"filename" not in disposition:
-            return
+    def _file_begins(self, disposition: dict[bytes, bytes]) -> bool:
         if self._name != FILE_FIELD:
             raise InvalidRequest(
                 f"Unexpected file part '{self._name}': the upload is the part named '{FILE_FIELD}'.",
@@ -167,30 +113,15 @@ class StreamedUpload:
             raise InvalidRequest(
                 "Only one file part may be sent.", param=FILE_FIELD, code="invalid_multipart"
             )
-        self.filename = part_text(disposition[b"filename"], "file name").replace("\\", "/").rsplit("/", 1)[-1]
-        self._is_file = True
+        self.filename = file_name(disposition)
         self._state = _IN
+        return True
 
-    def _append_data(self, chunk: bytes) -> None:
-        if self._is_file:
-            self._out.append(chunk)
-            return
-        self._size += len(chunk)
-        if self._size > MAX_FIELD_BYTES:
-            raise InvalidRequest(f"The form field '{self._name}' is too large.", code="invalid_multipart")
-        self._data.append(chunk)
+    def _file_data(self, chunk: bytes) -> None:
+        self._out.append(chunk)
 
-    def _end_part(self) -> None:
-        if self._is_file:
-            self._state = _AFTER
-            self._is_file = False
-            return
-        if not self._name:
-            return  # a part without a name carries nothing addressable
-        try:
-            value = b"".join(self._data).decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidRequest(
-                f"The form field '{self._name}' is not UTF-8 text.", code="invalid_multipart"
-            ) from None
+    def _file_ended(self) -> None:
+        self._state = _AFTER
+
+    def _field_ended(self, value: str) -> None:
         self.fields.setdefault(self._name, value)

@@ -34,14 +34,6 @@ TAG = "audio"
 _TEXT = "text/plain"  # sent as `text/plain; charset=utf-8`
 
 
-def choice(values: tuple[str, ...] | frozenset[str], description: str = "") -> Schema:
-    """An optional choice: absent, null or "" mean the default."""
-    found: Schema = {"enum": [*sorted(values), "", None]}
-    if description:
-        found["description"] = description
-    return found
-
-
 def schemas() -> dict[str, Schema]:
     segment = obj(
         {"id": integer(0), "start": number(), "end": number(), "text": string()},

@@ -14,6 +14,7 @@ from unigate.openapi.schema import (
     integer,
     json_response,
     link,
+    nullable_type,
     obj,
     query,
     ref,
@@ -26,14 +27,10 @@ TAG = "text"
 _ID = "$response.body#/id"
 
 
-def _nullable(kind: str) -> Schema:
-    return {"type": [kind, "null"]}
-
-
 def schemas() -> dict[str, Schema]:
-    stamp = _nullable("integer")
-    error = obj({"code": string(), "message": string(), "param": _nullable("string"), "line": integer(0)})
-    anthropic_time = _nullable("string")
+    stamp = nullable_type("integer")
+    error = obj({"code": string(), "message": string(), "param": nullable_type("string"), "line": integer(0)})
+    anthropic_time = nullable_type("string")
     return {
         "Batch": obj(
             {
@@ -46,8 +43,8 @@ def schemas() -> dict[str, Schema]:
                 "completion_window": const("24h"),
                 "status": enum("validating", "failed", "in_progress", "finalizing", "completed", "expired",
                                "cancelling", "cancelled"),
-                "output_file_id": _nullable("string"),
-                "error_file_id": _nullable("string"),
+                "output_file_id": nullable_type("string"),
+                "error_file_id": nullable_type("string"),
                 "created_at": integer(0),
                 "in_progress_at": stamp,
                 "expires_at": integer(0),
@@ -59,13 +56,13 @@ def schemas() -> dict[str, Schema]:
                 "cancelled_at": stamp,
                 "request_counts": obj({"total": integer(0), "completed": integer(0), "failed": integer(0)},
                                       ["total", "completed", "failed"]),
-                "metadata": _nullable("object"),
+                "metadata": nullable_type("object"),
             },
             ["id", "object", "endpoint", "input_file_id", "completion_window", "status", "created_at"],
         ),
         "BatchList": obj(
-            {"object": const("list"), "data": array(ref("Batch")), "first_id": _nullable("string"),
-             "last_id": _nullable("string"), "has_more": {"type": "boolean"}},
+            {"object": const("list"), "data": array(ref("Batch")), "first_id": nullable_type("string"),
+             "last_id": nullable_type("string"), "has_more": {"type": "boolean"}},
             ["object", "data", "has_more"],
         ),
         "MessageBatch": obj(
@@ -88,7 +85,7 @@ def schemas() -> dict[str, Schema]:
         ),
         "MessageBatchList": obj(
             {"data": array(ref("MessageBatch")), "has_more": {"type": "boolean"},
-             "first_id": _nullable("string"), "last_id": _nullable("string")},
+             "first_id": nullable_type("string"), "last_id": nullable_type("string")},
             ["data", "has_more"],
         ),
         "MessageBatchDeleted": obj(

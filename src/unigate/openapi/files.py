@@ -4,22 +4,22 @@ retrieve, download and delete. The upload form is declared in `shapes/files.py`.
 from __future__ import annotations
 
 from unigate.files.model import PURPOSES
-from unigate.openapi.audio import choice
 from unigate.openapi.schema import (
     Operation,
     Schema,
-    any_of,
     array,
     binary,
     boolean,
     const,
     declared_form,
+    deleted,
     enum,
     integer,
     json_response,
     link,
     nullable,
     obj,
+    page_parameters,
     query,
     ref,
     response,
@@ -95,9 +95,7 @@ def operations() -> list[Operation]:
             {"200": json_response("One page.", ref("FileList"))},
             parameters=(
                 query("purpose", string(), "Only files with this purpose."),
-                query("after", string(), "The page after this file id."),
-                query("limit", any_of(integer(1, 10_000), const("")), "1 to 10000 (default 10000)."),
-                query("order", choice(("asc", "desc")), "desc (default) or asc by creation."),
+                *page_parameters("file", 10000, 10000),
             ),
         ),
         Operation(
@@ -117,10 +115,7 @@ def operations() -> list[Operation]:
             {
                 "200": json_response(
                     "Deleted.",
-                    obj(
-                        {"id": string(), "object": const("file"), "deleted": const(True)},
-                        ["id", "object", "deleted"],
-                    ),
+                    deleted("file"),
                 )
             },
         ),

@@ -15,11 +15,13 @@ from unigate.openapi.schema import (
     array,
     const,
     declared_json,
+    deleted,
     dropped_fields,
     enum,
     integer,
     json_response,
     json_text,
+    nullable_type,
     number,
     obj,
     query,
@@ -58,10 +60,6 @@ _EVENTS = (
 )
 
 
-def _nullable(kind: str, **keywords: object) -> Schema:
-    return {"type": [kind, "null"], **keywords}
-
-
 def schemas() -> dict[str, Schema]:
     return {
         "Response": obj(
@@ -76,23 +74,20 @@ def schemas() -> dict[str, Schema]:
                     {"input_tokens": integer(0), "output_tokens": integer(0), "total_tokens": integer(0)},
                     nullable=True,
                 ),
-                "error": _nullable("object"),
-                "incomplete_details": _nullable("object"),
-                "previous_response_id": _nullable("string"),
-                "metadata": _nullable("object"),
+                "error": nullable_type("object"),
+                "incomplete_details": nullable_type("object"),
+                "previous_response_id": nullable_type("string"),
+                "metadata": nullable_type("object"),
             },
             ["id", "object", "created_at", "status", "model", "output"],
         ),
-        "ResponseDeleted": obj(
-            {"id": string(), "object": const("response.deleted"), "deleted": const(True)},
-            ["id", "object", "deleted"],
-        ),
+        "ResponseDeleted": deleted("response.deleted"),
         "ResponseInputItemList": obj(
             {
                 "object": const("list"),
                 "data": array(obj({"type": string()}, ["type"])),
-                "first_id": _nullable("string"),
-                "last_id": _nullable("string"),
+                "first_id": nullable_type("string"),
+                "last_id": nullable_type("string"),
                 "has_more": {"type": "boolean"},
             },
             ["object", "data", "has_more"],

@@ -69,6 +69,12 @@ def nullable(schema: Schema) -> Schema:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
+def nullable_type(kind: str, **keywords: object) -> Schema:
+    """A JSON type or null, written as a type list (`{"type": [kind, "null"]}`): what an
+    answer's field may hold, unlike `nullable`, which says what a request may send."""
+    return {"type": [kind, "null"], **keywords}
+
+
 def enum(*values: Any, description: str = "") -> Schema:
     return _with({"enum": list(values)}, description)
 
@@ -176,6 +182,31 @@ def query(name: str, schema: Schema, description: str = "", *, required: bool = 
 
 def header(name: str, schema: Schema, description: str = "", *, required: bool = False) -> Schema:
     return _with({"name": name, "in": "header", "required": required, "schema": schema}, description)
+
+
+def deleted(object_name: str) -> Schema:
+    """What a DELETE of a stored object answers: `{"id", "object": object_name, "deleted": true}`."""
+    return obj(
+        {"id": string(), "object": const(object_name), "deleted": const(True)},
+        ["id", "object", "deleted"],
+    )
+
+
+def choice(values: tuple[str, ...] | frozenset[str], description: str = "") -> Schema:
+    """An optional choice: absent, null or "" mean the default."""
+    found: Schema = {"enum": [*sorted(values), "", None]}
+    if description:
+        found["description"] = description
+    return found
+
+
+def page_parameters(what: str, most: int, default: int) -> tuple[Schema, ...]:
+    """The `after` / `limit` / `order` query of a list in OpenAI's cursor style."""
+    return (
+        query("after", string(), f"The page after this {what} id."),
+        query("limit", any_of(integer(1, most), const("")), f"1 to {most} (default {default})."),
+        query("order", choice(("asc", "desc")), "desc (default) or asc by creation."),
+    )
 
 
 def response(

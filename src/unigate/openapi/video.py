@@ -4,7 +4,6 @@ declared in `shapes/video.py`; records are `records/video.py`'s."""
 
 from __future__ import annotations
 
-from unigate.openapi.audio import choice
 from unigate.openapi.schema import (
     JSON,
     MULTIPART,
@@ -15,14 +14,17 @@ from unigate.openapi.schema import (
     array,
     binary,
     boolean,
+    choice,
     const,
     declared_json,
+    deleted,
     enum,
     integer,
     json_response,
     link,
     number,
     obj,
+    page_parameters,
     query,
     redirect,
     ref,
@@ -145,11 +147,7 @@ def operations() -> list[Operation]:
             "The key's videos",
             TAG,
             {"200": json_response("One page.", ref("VideoList"))},
-            parameters=(
-                query("after", string(), "The page after this video id."),
-                query("limit", any_of(integer(1, 100), const("")), "1 to 100 (default 20)."),
-                query("order", choice(("asc", "desc")), "desc (default) or asc by creation."),
-            ),
+            parameters=(*page_parameters("video", 100, 20),),
         ),
         Operation(
             "GET",
@@ -168,10 +166,7 @@ def operations() -> list[Operation]:
             {
                 "200": json_response(
                     "Deleted.",
-                    obj(
-                        {"id": string(), "object": const("video.deleted"), "deleted": const(True)},
-                        ["id", "object", "deleted"],
-                    ),
+                    deleted("video.deleted"),
                 )
             },
             description="Only completed or failed videos (400 video_not_finished otherwise).",

@@ -16,9 +16,12 @@ from typing import IO, Any
 
 import orjson
 
+from unigate.batches.native import NativeState
+from unigate.errors import UpstreamRejected
 from unigate.providers.base import RouteFailed, Timeouts
-from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all
+from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_json
 from unigate.providers.redact import Redactor
+from unigate.providers.task_http import query_timeouts, text
 from unigate.providers.upstream_status import Reader
 from unigate.transport.errors import UpstreamError, UpstreamTimeout
 from unigate.transport.interfaces import StreamedBody
@@ -62,6 +65,41 @@ class Spooled:
         self.file.close()
 
 
+class BatchCalls:
+    """What every native batch adapter holds and does alike: the provider's pool, its timeouts
+    for whole files and for small JSON answers, its redactor, and a cancel that counts a refusal
+    as done when the batch has ended meanwhile."""
+
+    def __init__(self, http: UpstreamHTTP, timeouts: Timeouts, redactor: Redactor) -> None:
+        self.http = http
+        self.timeouts = transfer_timeouts(timeouts)  # whole files: the batch up, its results down
+        self.queries = query_timeouts(timeouts)  # small JSON answers
+        self.redactor = redactor
+
+    async def poll(self, upstream_id: str) -> NativeState:
+        raise NotImplementedError
+
+    async def _request_cancel(self, upstream_id: str) -> None:
+        raise NotImplementedError
+
+    async def cancel(self, upstream_id: str) -> None:
+        try:
+            await self._request_cancel(upstream_id)
+        except UpstreamRejected:
+            # Refused because the batch ended meanwhile: it is over, as a cancel would have it.
+            if (await self.poll(upstream_id)).status == "running":
+                raise
+
+
+def line_custom_id(line: dict[str, Any], what: str) -> str | None:
+    """A result line's `custom_id`; None (logged) for a line without one: it matches no request."""
+    custom_id = text(line, "custom_id")
+    if not custom_id:
+        log.warning("%s: a line without custom_id; skipped", what)
+        return None
+    return custom_id
+
+
 async def json_call(
     http: UpstreamHTTP,
     method: str,
@@ -77,14 +115,7 @@ async def json_call(
     resp = await http.request(method, path, data, timeouts, headers)
     if resp.status >= 400:
         await raise_for_answer(resp, read, vendor=vendor)
-    try:
-        raw = await read_all(resp)
-    finally:
-        resp.release()
-    try:
-        parsed = orjson.loads(raw) if raw else None
-    except orjson.JSONDecodeError:
-        parsed = None
+    _, parsed = await read_json(resp)
     if not isinstance(parsed, dict):
         raise RouteFailed(f"The {vendor} upstream's answer at {resp.path} is not a JSON object.")
     return parsed

@@ -6,7 +6,9 @@ nothing has reached the client, `StreamBroken` after.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import NoReturn
+from typing import Any, NoReturn
+
+import orjson
 
 from unigate.config import ProviderConfig
 from unigate.errors import GatewayOverloaded
@@ -160,6 +162,19 @@ async def read_all(resp: Response, what: str = "response") -> bytes:
         raise RouteFailed(f"The upstream {what} timed out.", status=504) from None
     except UpstreamError as exc:
         raise RouteFailed(f"The upstream {what} failed: {exc}.") from None
+
+
+async def read_json(resp: Response) -> tuple[bytes, Any]:
+    """The whole upstream body (the response released) and its JSON value: None when the body
+    is empty or not JSON, for the caller to judge."""
+    try:
+        raw = await read_all(resp)
+    finally:
+        resp.release()
+    try:
+        return raw, orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        return raw, None
 
 
 async def raise_for_answer(

@@ -26,14 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import orjson
-
 from unigate.edge.media_types import sniff_image
 from unigate.edge.multipart import Form, UploadedFile
 from unigate.errors import GatewayError, UpstreamRejected
 from unigate.providers.base import InputFile, RouteFailed, TaskRef, Timeouts, UpstreamTask
 from unigate.providers.form_body import FormBody
-from unigate.providers.http import UpstreamHTTP, read_all
+from unigate.providers.http import UpstreamHTTP, read_json
 from unigate.providers.redact import blank_shapes
 from unigate.providers.upstream_status import Said, upstream_error
 
@@ -67,14 +65,7 @@ async def exchange(
 ) -> Answer:
     """One request, body read whole. Transport failures are `RouteFailed` (http.py)."""
     resp = await http.request(method, path, data, timeouts, headers)
-    try:
-        raw = await read_all(resp)
-    finally:
-        resp.release()
-    try:
-        parsed = orjson.loads(raw) if raw else None
-    except orjson.JSONDecodeError:
-        parsed = None
+    raw, parsed = await read_json(resp)
     body = parsed if isinstance(parsed, dict) else {}
     return Answer(
         resp.status,

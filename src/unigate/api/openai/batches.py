@@ -5,6 +5,7 @@ as direct calls; this router only checks what it is given and renders the Batch 
 from __future__ import annotations
 
 from unigate.api.serving import fields
+from unigate.api.serving.pages import list_page
 from unigate.auth.principal import Principal
 from unigate.batches.openai_kind import batch_object, expires
 from unigate.batches.service import Batches
@@ -48,17 +49,7 @@ class BatchesAPI:
         limit = fields.integer(query, "limit", 1, 100) or 20
         rows = await self.batches.store.page(principal.key_id, API, limit + 1, after=query.get("after"))
         data = [batch_object(r) for r in rows[:limit]]
-        await send_json(
-            request.send,
-            200,
-            {
-                "object": "list",
-                "data": data,
-                "first_id": data[0]["id"] if data else None,
-                "last_id": data[-1]["id"] if data else None,
-                "has_more": len(rows) > limit,
-            },
-        )
+        await send_json(request.send, 200, list_page(data, len(rows) > limit))
 
     async def cancel(self, request: Request, principal: Principal) -> None:
         batch_id = request.params["batch_id"]

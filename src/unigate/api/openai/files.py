@@ -10,6 +10,7 @@ import logging
 
 from unigate.api.serving import fields
 from unigate.api.serving.media import NOSNIFF
+from unigate.api.serving.pages import list_page
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
@@ -80,17 +81,7 @@ class FilesAPI:
             newest_first=order == "desc",
         )
         data = [f.public() for f in page.files]
-        await send_json(
-            request.send,
-            200,
-            {
-                "object": "list",
-                "data": data,
-                "first_id": data[0]["id"] if data else None,
-                "last_id": data[-1]["id"] if data else None,
-                "has_more": page.has_more,
-            },
-        )
+        await send_json(request.send, 200, list_page(data, page.has_more))
 
     async def retrieve(self, request: Request, principal: Principal) -> None:
         found = await self.service.get(principal.key_id, request.params["file_id"])

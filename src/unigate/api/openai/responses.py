@@ -18,6 +18,7 @@ from unigate.api.openai.responses_background import BackgroundRunner, replay
 from unigate.api.openai.responses_call import MAX_ID, ResponseCall, load_conversation
 from unigate.api.openai.responses_query import RetrieveQuery, retrieve_query
 from unigate.api.openai.text import TextAPI
+from unigate.api.serving.pages import list_page
 from unigate.api.serving.query_params import limit_param
 from unigate.api.serving.relay import send_reply
 from unigate.auth.principal import Principal
@@ -215,10 +216,4 @@ def page(items: list[Json], query: dict[str, str]) -> Json:
         ids = [item.get("id") for item in ordered]
         ordered = ordered[ids.index(after) + 1 :] if after in ids else []
     data = ordered[:limit]
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0].get("id") if data else None,
-        "last_id": data[-1].get("id") if data else None,
-        "has_more": len(ordered) > len(data),
-    }
+    return list_page(data, len(ordered) > len(data))

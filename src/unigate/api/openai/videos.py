@@ -6,6 +6,7 @@ SDK's `Video`; errors use the OpenAI shape."""
 from __future__ import annotations
 
 from unigate.api.serving import fields
+from unigate.api.serving.pages import list_page
 from unigate.api.serving.task_family import TaskFamily, send_raw
 from unigate.api.serving.task_output import check_variant, send_output
 from unigate.auth.principal import Principal
@@ -70,17 +71,7 @@ class VideosAPI:
             newest_first=order == "desc",
         )
         records = [self.gw.tasks.render(t) for t in page]
-        await send_json(
-            request.send,
-            200,
-            {
-                "object": "list",
-                "data": records,
-                "first_id": records[0]["id"] if records else None,
-                "last_id": records[-1]["id"] if records else None,
-                "has_more": more,
-            },
-        )
+        await send_json(request.send, 200, list_page(records, more))
 
     async def delete(self, request: Request, principal: Principal) -> None:
         task = await self.family.get(principal, request.params["video_id"], NOT_FOUND)

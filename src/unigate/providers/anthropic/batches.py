@@ -27,19 +27,18 @@ from typing import Any
 import orjson
 
 from unigate.batches.native import NativeLine, NativeResult, NativeState, NativeStatus
-from unigate.errors import UpstreamRejected
 from unigate.providers.base import RouteFailed, Timeouts, Unsupported
 from unigate.providers.batch_http import (
+    BatchCalls,
     Spooled,
     count,
     json_call,
     jsonl_objects,
+    line_custom_id,
     token_usage,
-    transfer_timeouts,
 )
-from unigate.providers.http import UpstreamHTTP, raise_for_answer
-from unigate.providers.redact import Redactor
-from unigate.providers.task_http import obj, path_id, query_timeouts, text
+from unigate.providers.http import raise_for_answer
+from unigate.providers.task_http import obj, path_id, text
 from unigate.providers.translated import said
 from unigate.transport.interfaces import StreamedBody
 
@@ -67,16 +66,10 @@ _NOT_RUN = {
 }
 
 
-class AnthropicBatches:
+class AnthropicBatches(BatchCalls):
     """The batch calls of one Anthropic provider, over its pool."""
 
     discount = DISCOUNT
-
-    def __init__(self, http: UpstreamHTTP, timeouts: Timeouts, redactor: Redactor) -> None:
-        self.http = http
-        self.timeouts = transfer_timeouts(timeouts)  # whole files: the batch up, its results down
-        self.queries = query_timeouts(timeouts)  # small JSON answers
-        self.redactor = redactor
 
     async def submit(self, endpoint: str, lines: Sequence[NativeLine], metadata: dict[str, str]) -> str:
         """`endpoint` is `/v1/messages`, the only one; Anthropic's batches take no metadata."""
@@ -115,13 +108,8 @@ class AnthropicBatches:
             if result is not None:
                 yield result
 
-    async def cancel(self, upstream_id: str) -> None:
-        try:
-            await self._call("POST", f"{BATCHES}/{path_id(upstream_id)}/cancel", self.queries)
-        except UpstreamRejected:
-            # Refused because the batch ended meanwhile: it is over, as a cancel would have it.
-            if (await self.poll(upstream_id)).status == "running":
-                raise
+    async def _request_cancel(self, upstream_id: str) -> None:
+        await self._call("POST", f"{BATCHES}/{path_id(upstream_id)}/cancel", self.queries)
 
     def _results_path(self, upstream_id: str, url: str) -> str:
         """`results_url` under the provider's base URL; any other host gets the documented
@@ -170,9 +158,8 @@ def batch_state(batch: dict[str, Any]) -> NativeState:
 
 def line_result(line: dict[str, Any], what: str = "batch results") -> NativeResult | None:
     """One results line; None for a line without a `custom_id` (unmatchable)."""
-    custom_id = text(line, "custom_id")
-    if not custom_id:
-        log.warning("%s: a line without custom_id; skipped", what)
+    custom_id = line_custom_id(line, what)
+    if custom_id is None:
         return None
     result = obj(line, "result")
     kind = text(result, "type")

@@ -36,18 +36,19 @@ from unigate.edge.multipart import Form, UploadedFile
 from unigate.errors import GatewayError, UpstreamRejected
 from unigate.providers.base import RouteFailed, Timeouts
 from unigate.providers.batch_http import (
+    BatchCalls,
     Spooled,
     count,
     json_call,
     jsonl_objects,
+    line_custom_id,
     token_usage,
-    transfer_timeouts,
 )
 from unigate.providers.form_body import FormBody
 from unigate.providers.http import UpstreamHTTP, raise_for_answer
 from unigate.providers.openai import errors as openai_errors
 from unigate.providers.redact import Redactor
-from unigate.providers.task_http import obj, objects, path_id, query_timeouts, text
+from unigate.providers.task_http import obj, objects, path_id, text
 
 log = logging.getLogger("unigate.providers")
 
@@ -62,17 +63,14 @@ _STATUSES: dict[str, NativeStatus] = {
 _NOT_RUN: dict[str, ResultKind] = {"batch_expired": "expired", "batch_cancelled": "canceled"}
 
 
-class OpenAIBatches:
+class OpenAIBatches(BatchCalls):
     """The batch calls of one OpenAI-protocol provider, over its pool."""
 
     discount = DISCOUNT
 
     def __init__(self, http: UpstreamHTTP, timeouts: Timeouts, redactor: Redactor, vendor: str) -> None:
-        self.http = http
+        super().__init__(http, timeouts, redactor)
         self.vendor = vendor  # "OpenAI" or "Azure OpenAI", for error messages and logs
-        self.timeouts = transfer_timeouts(timeouts)  # whole files: the batch up, its results down
-        self.queries = query_timeouts(timeouts)  # small JSON answers
-        self.redactor = redactor
 
     async def submit(self, endpoint: str, lines: Sequence[NativeLine], metadata: dict[str, str]) -> str:
         file_id = await self._upload(endpoint, lines)
@@ -121,13 +119,8 @@ class OpenAIBatches:
                 if result is not None:
                     yield result
 
-    async def cancel(self, upstream_id: str) -> None:
-        try:
-            await self._call("POST", f"/batches/{path_id(upstream_id)}/cancel", self.queries)
-        except UpstreamRejected:
-            # Refused because the batch ended meanwhile: it is over, as a cancel would have it.
-            if (await self.poll(upstream_id)).status == "running":
-                raise
+    async def _request_cancel(self, upstream_id: str) -> None:
+        await self._call("POST", f"/batches/{path_id(upstream_id)}/cancel", self.queries)
 
     async def _upload(self, endpoint: str, lines: Sequence[NativeLine]) -> str:
         """The input file, spooled in a worker thread and streamed from there (batch_http.py)."""
@@ -183,9 +176,8 @@ def batch_state(batch: dict[str, Any]) -> NativeState:
 
 def line_result(line: dict[str, Any], what: str = "batch result file") -> NativeResult | None:
     """One output or error file line; None for a line without a `custom_id` (unmatchable)."""
-    custom_id = text(line, "custom_id")
-    if not custom_id:
-        log.warning("%s: a line without custom_id; skipped", what)
+    custom_id = line_custom_id(line, what)
+    if custom_id is None:
         return None
     response = line.get("response")
     status = response.get("status_code") if isinstance(response, dict) else None
