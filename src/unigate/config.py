@@ -394,8 +394,8 @@ class BatchesConfig(_Strict):
         gt=0,
         le=1,
         allow_inf_nan=False,
-        description="the share of a key's rpm and tpm its batches may use; the rest stays for its direct "
-        "calls",
+        description="the share of a key's rpm and tpm its batches may use, and of a model's own rpm and "
+        "tpm (across all keys); the rest stays for direct calls",
     )
     max_attempts: int = Field(
         default=5, ge=1, le=50, description="attempts per line, for 429s, 5xx and unreachable upstreams"

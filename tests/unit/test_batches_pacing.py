@@ -45,3 +45,19 @@ def test_a_refusal_pushes_the_next_line_back_and_no_limit_means_no_pace() -> Non
     assert _timed(pacer, [{}]) >= 0.19
     free = Pacer(_key(), 0.5)
     assert not free.paced and _timed(free, [{}] * 1000) < 0.1
+
+
+def test_a_models_own_limits_pace_its_lines_and_no_other_models() -> None:
+    # A model's rpm is an upstream's quota shared by every key: a batch takes `share` of it too,
+    # even on a key without limits of its own.
+    limits = {"quota-model": (6000, None)}  # 3000 a minute at half: one line every 20 ms
+    pacer = Pacer(_key(), 0.5, lambda model: limits.get(model, (None, None)))
+    took = _timed(pacer, [{"model": "quota-model"}] * 11)
+    assert 0.19 <= took < 0.5
+    assert _timed(pacer, [{"model": "free-model"}] * 1000) < 0.1  # another model is not held back
+
+
+def test_a_line_waits_for_the_later_of_its_keys_turn_and_its_models() -> None:
+    pacer = Pacer(_key(rpm=60_000), 0.5, lambda model: (600, None))  # model: one line every 0.2 s
+    took = _timed(pacer, [{"model": "m"}] * 3)
+    assert took >= 0.39  # the model's pace, though the key's alone would allow 2,000 a second

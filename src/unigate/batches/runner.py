@@ -240,7 +240,7 @@ class BatchRunner:
     async def _lines(self, run: _Run, principal: Principal) -> None:
         row = run.row
         gate = asyncio.Semaphore(self.config.concurrency)
-        pacer = Pacer(principal, self.config.max_share)
+        pacer = Pacer(principal, self.config.max_share, self._model_limits)
         flying: set[asyncio.Task[None]] = set()
         after = -1
         try:
@@ -267,6 +267,11 @@ class BatchRunner:
         finally:
             for task in flying:
                 task.cancel()
+
+    def _model_limits(self, model: str) -> tuple[int | None, int | None]:
+        """A model's own rpm and tpm (across all keys), which a batch takes only a share of."""
+        entry = self.gw.catalog.resolve(model)
+        return (entry.rpm, entry.tpm) if entry is not None else (None, None)
 
     async def _line(self, run: _Run, principal: Principal, pacer: Pacer, line: PendingLine) -> None:
         row = run.row
