@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from unigate.auth.cache import KeyCache
 from unigate.cluster.fanout import Fanout
-from unigate.config import GatewayConfig, load_config
+from unigate.config import GatewayConfig
+from unigate.config_source import load_config
 from unigate.data_dir.owner_only import private_dir, write_private
 from unigate.files.expiry import FileExpiry
 from unigate.files.service import FileLimits, FileService

@@ -7,7 +7,7 @@ its running value until a restart (`limits`, `tasks`, `public_url`, the sandbox'
 and so do the settings from the environment (they are not in the file). A file that does not
 load is refused with its error and the running configuration stays: every way a file can be
 bad (too big, not UTF-8, YAML anchors or aliases, nesting too deep, the schema) is a
-ConfigError from `config.load_config`, so a 400 `invalid_config` on the admin API and one
+ConfigError from `config_source.load_config`, so a 400 `invalid_config` on the admin API and one
 error line on SIGHUP.
 
 The hot path never locks: `Gateway.apply` replaces the catalog, providers and config
@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from unigate.background import Periodic
-from unigate.config import ConfigError, GatewayConfig, load_config
+from unigate.config import ConfigError, GatewayConfig
+from unigate.config_source import load_config
 from unigate.errors import GatewayError, InvalidRequest
 from unigate.providers.base import Provider
 from unigate.providers.registry import build_provider

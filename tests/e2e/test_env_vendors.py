@@ -12,7 +12,7 @@ import pytest
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
 from tests.support.served import ServedGateway
-from unigate.config import default_config
+from unigate.config_source import default_config
 
 
 def test_default_config_takes_each_vendor_from_the_environment() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from tests.support import config_yaml, markers
 from tests.support.net import HTTPResult, free_port, http
-from unigate.config import ENV_VENDORS
+from unigate.config_source import ENV_VENDORS
 
 ADMIN_KEY = "uga_test_" + secrets.token_hex(16)
 

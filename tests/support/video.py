@@ -11,7 +11,7 @@ from typing import Any
 
 import av
 
-from unigate.config import default_config
+from unigate.config_source import default_config
 
 
 def sandbox_config(task_seconds: float = 2.0, **extra: Any) -> dict[str, Any]:

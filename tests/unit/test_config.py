@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from unigate.config import ConfigError, load_config
+from unigate.config import ConfigError
 from unigate.config_file import MAX_CONFIG_BYTES
+from unigate.config_source import load_config
 
 GOOD = """
 providers:

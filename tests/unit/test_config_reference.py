@@ -13,7 +13,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from unigate.cli.reference import Undescribed, config_tables, fill, undescribed
-from unigate.config import GatewayConfig, load_config
+from unigate.config import GatewayConfig
+from unigate.config_source import load_config
 from unigate.settings import ENVIRONMENT
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from unigate.config import ConfigError, GatewayConfig, load_config, model_family
+from unigate.config import ConfigError, GatewayConfig, model_family
+from unigate.config_source import load_config
 from unigate_sandbox.models import SANDBOX_MODELS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gateway.yaml"

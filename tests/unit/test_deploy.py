@@ -17,7 +17,7 @@ import pytest
 import trustme
 import yaml
 
-from unigate.config import load_config
+from unigate.config_source import load_config
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 NGINX = "/usr/sbin/nginx"

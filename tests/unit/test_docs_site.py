@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.readme import DOCS, README, ROOT, Block, blocks, documents, section
-from unigate.config import load_config
+from unigate.config_source import load_config
 
 MKDOCS = Path(sys.executable).with_name("mkdocs")
 

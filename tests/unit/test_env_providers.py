@@ -23,7 +23,7 @@ from tests.support.in_process import InProcessGateway
 from tests.support.loopback import LoopbackServer
 from tests.support.net import free_port
 from unigate.cli.main import app as cli
-from unigate.config import ENV_VENDORS, default_config
+from unigate.config_source import ENV_VENDORS, default_config
 
 VENDOR_VARIABLES = [v for vendor in ENV_VENDORS.values() for v in (*vendor.keys, *vendor.base_urls)]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from unigate.config import ConfigError, ProviderConfig, load_config
+from unigate.config import ConfigError, ProviderConfig
+from unigate.config_source import load_config
 from unigate.providers.anthropic.batches import AnthropicBatches
 from unigate.providers.base import ProviderContext
 from unigate.providers.openai.batches import OpenAIBatches

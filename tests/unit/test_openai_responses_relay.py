@@ -14,7 +14,8 @@ import orjson
 import pytest
 
 from tests.support.fake_openai_responses import FakeOpenAIResponses
-from unigate.config import ConfigError, ProviderConfig, load_config
+from unigate.config import ConfigError, ProviderConfig
+from unigate.config_source import load_config
 from unigate.errors import UpstreamFailed, UpstreamRejected
 from unigate.providers.base import (
     ProviderContext,

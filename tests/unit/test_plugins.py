@@ -10,7 +10,8 @@ from typing import get_args
 import pytest
 
 from unigate import plugins
-from unigate.config import ConfigError, Family, ProviderConfig, load_config
+from unigate.config import ConfigError, Family, ProviderConfig
+from unigate.config_source import load_config
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.registry import PROTOCOLS, UnknownProtocol, build_provider
 

@@ -17,7 +17,8 @@ import pytest
 
 from tests.support import config_yaml
 from tests.support.s3 import TEST_CREDENTIALS, S3Server, credentials_in_env, s3_server
-from unigate.config import ConfigError, GatewayConfig, StorageConfig, load_config
+from unigate.config import ConfigError, GatewayConfig, StorageConfig
+from unigate.config_source import load_config
 from unigate.edge.media_types import SNIFF_BYTES
 from unigate.errors import StorageUnavailable
 from unigate.storage import LocalStorage, Storage, build_storage, media_key

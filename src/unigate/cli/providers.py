@@ -11,7 +11,8 @@ import typer
 
 from unigate.cli.serve import ConfigOpt, settings_for
 from unigate.cli.startup import StartupError, debug_wanted, report
-from unigate.config import ConfigError, load_config
+from unigate.config import ConfigError
+from unigate.config_source import load_config
 from unigate.providers.base import Provider, ProviderContext
 from unigate.providers.check import CHECK_SECONDS, Check, check_all
 from unigate.providers.registry import UnknownProtocol, build_provider

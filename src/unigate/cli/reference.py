@@ -23,7 +23,8 @@ from annotated_types import Ge, Gt, Le, Lt, MaxLen, MinLen
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from unigate.config import ENV_VENDORS, ENV_VENDORS_MEANING, GatewayConfig, MiB
+from unigate.config import GatewayConfig, MiB
+from unigate.config_source import ENV_VENDORS, ENV_VENDORS_MEANING
 from unigate.settings import ENVIRONMENT
 
 _BEGIN = re.compile(r"^<!-- generated: ([a-z -]+) -->$", re.M)

@@ -27,7 +27,8 @@ from unigate.cli.startup import (
     report,
     with_database,
 )
-from unigate.config import ENV_VENDORS, ConfigError, GatewayConfig, defaults, load_config
+from unigate.config import ConfigError, GatewayConfig, defaults
+from unigate.config_source import ENV_VENDORS, load_config
 from unigate.data_dir.owner_only import restrict_umask
 from unigate.gateway import read_or_create_admin_key
 from unigate.limits.backend import counters_path

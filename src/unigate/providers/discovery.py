@@ -10,7 +10,8 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
-from unigate.config import ENV_VENDORS, GatewayConfig
+from unigate.config import GatewayConfig
+from unigate.config_source import ENV_VENDORS
 from unigate.errors import GatewayError
 from unigate.providers.base import Provider, RouteFailed, Timeouts
 
