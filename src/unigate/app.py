@@ -300,7 +300,9 @@ def _unexpected(request: Request, exc: Exception) -> GatewayError:
     if _nested_too_deep(exc):
         log.warning("refused on %s: JSON nested too deep to write out again", where)
         return _too_deep()
-    log.exception("unhandled error on %s", where)
+    # `exc_info=exc`, not `log.exception`: the traceback must not depend on the caller being
+    # inside its `except` block (outside one, the record said "NoneType: None").
+    log.error("unhandled error on %s", where, exc_info=exc)
     return GatewayError("Internal server error.")
 
 

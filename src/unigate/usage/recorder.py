@@ -12,7 +12,9 @@ lost only past `max_buckets` distinct buckets (logged), or at a shutdown that ca
 One write runs at a time: a caller's `flush` (a budget's `spent`, the usage report) that came
 while the loop was writing waits for that write, so it returns only once everything recorded
 before it is in the database, or raises; and `pending` counts the requests of a write in
-progress, which are out of the buckets but not yet written."""
+progress, which are out of the buckets but not yet written. A flush whose caller is cancelled
+(the loop, at a shutdown past its grace) does not cancel its write (usage/serial_writes.py):
+the final flush at shutdown waits for it, then writes the rest."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from unigate.background import Periodic
 from unigate.store.aio import AsyncEngine
 from unigate.store.db import failure_reason, insert_sql, is_outage
 from unigate.store.schema import usage_records
+from unigate.usage.serial_writes import SerialWrites
 
 log = logging.getLogger("unigate.usage")
 
@@ -73,7 +76,7 @@ class UsageRecorder:
         self.dropped = 0  # calls not accounted (past max_buckets)
         self._shedding = False  # logged once until a write works again
         self._writing = 0  # requests taken out of the buckets by the write in progress
-        self._write_lock = asyncio.Lock()
+        self._writes = SerialWrites()
 
     def record(self, rec: UsageRecord) -> None:
         key = (rec.key_id, rec.endpoint, rec.model, rec.provider, rec.upstream_model, rec.status, rec.batch)
@@ -119,9 +122,10 @@ class UsageRecorder:
         requests written. On failure the buckets not written are merged back for the next
         attempt, and the error is raised; with `required=False` an outage is not (a reader
         that wanted them written first does without: the loop writes them later)."""
+        if not self._buckets and not self._writes.busy:
+            return 0  # nothing recorded, nothing being written: no task to start
         try:
-            async with self._write_lock:
-                return await self._flush()
+            return await self._writes.run(self._flush)
         except Exception as exc:
             if required or not is_outage(exc):
                 raise

@@ -9,7 +9,8 @@ The deque keeps only the newest `per_flush` requests between two writes: at a hi
 rate the table would hold just the last second anyway, and writing rows only to prune them
 would keep a database thread busy (the reason usage is written as buckets, usage/recorder.py).
 A write that fails (the database away, its disk full) puts its rows back, within the same
-bound, for the next one.
+bound, for the next one. Writes run one at a time, and one whose caller is cancelled (the loop,
+at a shutdown past its grace) is not (usage/serial_writes.py): the final flush waits for it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from unigate.edge.asgi import Request, Scope
 from unigate.store.aio import AsyncEngine
 from unigate.store.db import failure_reason, insert_sql, is_outage
 from unigate.store.schema import request_log
+from unigate.usage.serial_writes import SerialWrites
 
 log = logging.getLogger("unigate.requests")
 
@@ -61,6 +63,7 @@ class RequestLog:
         self._pruned_at = 0.0
         self._insert_sql = insert_sql(engine.dialect.paramstyle, request_log.name, COLUMNS)
         self._loop = Periodic("request-log", self._step, interval)
+        self._writes = SerialWrites()
 
     def add(
         self, request: Request, status: int, started: float, key_id: str | None, ended: float | None = None
@@ -93,6 +96,11 @@ class RequestLog:
         """Write what is pending in one transaction; returns the number of rows written. On
         failure the entries go back to the front of the deque (whose bound then drops the
         oldest: they are a view of recent traffic, not accounting) and the error is raised."""
+        if not self._pending and not self._writes.busy:
+            return 0
+        return await self._writes.run(self._write)
+
+    async def _write(self) -> int:
         if not self._pending:
             return 0
         entries = list(self._pending)
