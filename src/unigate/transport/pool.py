@@ -187,7 +187,7 @@ class Pool:
             if not waiter.done():
                 waiter.set_result(conn)
                 return
-        loop = asyncio.get_running_loop()
+        loop = conn.loop or asyncio.get_running_loop()
         loop_time = loop.time()
         conn.idle_since = loop_time
         idle = self._idle
