@@ -5,7 +5,7 @@ nothing has reached the client, `StreamBroken` after.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any, NoReturn
 
 import orjson
@@ -65,19 +65,20 @@ class UpstreamHTTP:
     async def aclose(self) -> None:
         await self._pool.aclose()
 
-    async def post(
+    def post(
         self,
         path: str,
         data: bytes | StreamedBody,
         timeouts: Timeouts,
         headers: Mapping[str, str] | None = None,
         replay: bool = False,
-    ) -> Response:
+    ) -> Awaitable[Response]:
         """Send a request and return the response with its headers read; body unread. A form
         body brings its own Content-Type (the pool's default, JSON, is any other body's).
         `replay=True` lets a request that met a stale keep-alive connection be sent again: for
-        calls whose repeat is harmless (text generation), never for task submits or paid media."""
-        return await self.request("POST", path, data, timeouts, headers, replay)
+        calls whose repeat is harmless (text generation), never for task submits or paid media.
+        (Not a coroutine itself: one frame less for the request's task to resume through.)"""
+        return self.request("POST", path, data, timeouts, headers, replay)
 
     async def get(
         self,

@@ -25,6 +25,7 @@ class Connection(asyncio.Protocol):
     def __init__(self, pool: ConnectionOwner[Connection]) -> None:
         self.pool = pool
         self.transport: asyncio.Transport | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # set once connected
         self.parser = httptools.HttpResponseParser(self)
         self.response: Response | None = None
         self.closed = False
@@ -42,6 +43,7 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TCP transports are not asyncio.Transport subclasses; same interface.
         self.transport = cast(asyncio.Transport, transport)
+        self.loop = asyncio.get_running_loop()  # once here, not per request (a getpid call each on 3.11)
         self.pool.opened(self)
 
     def data_received(self, data: bytes) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from unigate.transport.connection import Connection, render, send_request
+from unigate.transport.deadlines import Deadlines
 from unigate.transport.dial import Dialer
 from unigate.transport.errors import ConnectionBroken, PoolExhausted, UpstreamTimeout
 from unigate.transport.interfaces import StreamedBody
@@ -99,6 +100,7 @@ class Pool:
         self._connecting = 0
         self._waiters: collections.deque[asyncio.Future[Connection | None]] = collections.deque()
         self._reaper: asyncio.TimerHandle | None = None
+        self._deadlines = Deadlines()  # the timeouts of the responses in flight
 
     async def request(
         self,
@@ -130,7 +132,7 @@ class Pool:
                 conn = await self._acquire(loop, min(connect, max(0.0, deadline - loop.time())))
                 reused = not conn.fresh
             conn.fresh = False
-            response = Response(conn, loop, read, deadline, self.decode)
+            response = Response(conn, loop, read, deadline, self._deadlines, self.decode)
             conn.start(response)
             try:
                 await send_request(conn, head, body)
@@ -185,7 +187,7 @@ class Pool:
             if not waiter.done():
                 waiter.set_result(conn)
                 return
-        loop = asyncio.get_running_loop()
+        loop = conn.loop or asyncio.get_running_loop()
         loop_time = loop.time()
         conn.idle_since = loop_time
         idle = self._idle

@@ -1,9 +1,9 @@
 """The response side of the HTTP/1.1 client (pool.py): status and headers, the body buffered
 as it arrives, read whole or relayed chunk by chunk, with read and total timeouts.
 
-One timer per response covers both timeouts: it fires at the earlier of "`read` seconds
-after the last byte" and the deadline, and re-arms itself when bytes came in meanwhile, so
-a chunk's arrival costs a clock read, never a timer reschedule.
+Both timeouts are one due time, the earlier of "`read` seconds after the last byte" and the
+deadline, watched by the pool's one timer (deadlines.py), not a timer per response: a
+chunk's arrival costs a clock read, never a timer reschedule.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import zlib
 from collections.abc import AsyncIterator, Iterator
 from typing import overload
 
+from unigate.transport.deadlines import Deadlines
 from unigate.transport.errors import ConnectionBroken, UpstreamError, UpstreamTimeout
 from unigate.transport.interfaces import Reading
 
@@ -70,6 +71,7 @@ class Response:
         loop: asyncio.AbstractEventLoop,
         read: float,
         deadline: float,
+        deadlines: Deadlines,
         decode: bool = True,
     ) -> None:
         self.status = 0
@@ -93,14 +95,15 @@ class Response:
         self._error: UpstreamError | None = None
         self._decoder: zlib._Decompress | None = None
         self._waiter: asyncio.Future[None] | None = None
-        self._timer: asyncio.TimerHandle | None = loop.call_at(
-            min(deadline, self.last + read), self._on_timer
-        )
+        self._deadlines = deadlines
+        deadlines.add(self, min(deadline, self.last + read), loop)
 
     # -- the reader's side --
 
-    async def wait_headers(self) -> None:
-        await self._head
+    def wait_headers(self) -> asyncio.Future[None]:
+        """Awaited for the status and headers (the future itself: no coroutine frame for
+        the request's task to pass through when it resumes)."""
+        return self._head
 
     async def read(self) -> bytes:
         """The whole body."""
@@ -109,7 +112,8 @@ class Response:
         if self._paused:
             self._resume()
         while not self._done:
-            await self._wait()
+            waiter = self._waiter = self.loop.create_future()  # `_wait`, inlined: one frame less
+            await waiter
         if self._error is not None:
             raise self._error
         chunks = self._chunks
@@ -247,9 +251,7 @@ class Response:
         self._done = True
         self._error = error
         self._conn = None
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._deadlines.discard(self)
         if not self._head.done():
             if error is None:
                 error = ConnectionBroken("the upstream closed the connection before answering")
@@ -273,18 +275,17 @@ class Response:
             self._conn.resume_reading()
         self.last = self.loop.time()  # the silence while paused was ours, not the upstream's
 
-    def _on_timer(self) -> None:
-        self._timer = None
+    # -- watched by the pool's Deadlines --
+
+    def due(self) -> float:
+        quiet_since = self.loop.time() if self._paused else self.last  # paused: our doing
+        return min(self._deadline, quiet_since + self._read)
+
+    def time_out(self, now: float) -> None:
         if self._done:
             return
-        now = self.loop.time()
-        quiet_since = now if self._paused else self.last
-        due = min(self._deadline, quiet_since + self._read)
-        if now < due:
-            self._timer = self.loop.call_at(due, self._on_timer)
-            return
         conn = self._conn
-        what = "total time" if due >= self._deadline else "read timeout"
+        what = "total time" if now >= self._deadline else "read timeout"
         self._finish(UpstreamTimeout(f"the upstream exceeded the {what}"))
         if conn is not None:
             conn.abort()
