@@ -393,3 +393,27 @@ def test_over_the_concurrency_limit_the_answer_is_503() -> None:
         assert conn.transport.data.startswith(b"HTTP/1.1 503 ")
 
     run(main())
+
+
+def test_a_cancelled_receive_leaves_another_waiting_receive_alone() -> None:
+    seen: list[Message] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()  # the whole (empty) body
+        watcher = asyncio.create_task(receive())  # waits for the client to leave
+        await asyncio.sleep(0)
+        other = asyncio.ensure_future(receive())
+        await asyncio.sleep(0)
+        watcher.cancel()
+        await asyncio.sleep(0)
+        seen.append(await other)  # still waiting, then told the client left
+
+    async def main() -> None:
+        conn = Conn(app)
+        conn.feed(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+        await conn.settle()
+        conn.transport.close()
+        await conn.settle()
+        assert seen == [{"type": "http.disconnect"}]
+
+    run(main())

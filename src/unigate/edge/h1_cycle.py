@@ -31,6 +31,18 @@ INTERNAL_ERROR = [
 logger = logging.getLogger("uvicorn.error")  # the lines uvicorn's own protocol wrote, as before
 
 
+async def wait_shared(future: asyncio.Future[None]) -> None:
+    """Await a future other callers may await too (two receive() calls, say the app's and a
+    disconnect watcher's): one caller's cancellation cancels the future itself, which for the
+    others only means "look again", not that they were cancelled."""
+    try:
+        await future
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise
+
+
 class Cycle:
     """The state of one request-response exchange."""
 
@@ -126,9 +138,10 @@ class Cycle:
                 return {"type": "http.request", "body": body, "more_body": not self.received_all}
             if self.conn.reading_paused and self.conn.cycle is self:
                 self.conn.resume_reading()
-            waiter = self.conn.loop.create_future()
-            self.waiter = waiter
-            await waiter
+            waiter = self.waiter
+            if waiter is None or waiter.done():
+                waiter = self.waiter = self.conn.loop.create_future()
+            await wait_shared(waiter)
 
     async def send(self, message: Message) -> None:
         conn = self.conn

@@ -29,7 +29,7 @@ from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.utils import get_local_addr, get_remote_addr, is_ssl
 from uvicorn.server import ServerState
 
-from unigate.edge.h1_cycle import Cycle
+from unigate.edge.h1_cycle import Cycle, wait_shared
 from unigate.edge.h1_head import ServerLines
 from unigate.edge.server_guard import BODY, BUSY, HEAD, IDLE, MAX_HEAD_BYTES, Guard
 
@@ -295,9 +295,10 @@ class H1Protocol(asyncio.Protocol):
             drained.set_result(None)
 
     async def drain(self) -> None:
-        if self.drained is None:
-            self.drained = self.loop.create_future()
-        await self.drained
+        drained = self.drained
+        if drained is None or drained.done():
+            drained = self.drained = self.loop.create_future()
+        await wait_shared(drained)
 
     # -- the guard's (server_guard.py) --
 
