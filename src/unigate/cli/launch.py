@@ -61,16 +61,19 @@ def _json_logs() -> bool:
 def uvicorn_options() -> dict[str, Any]:
     """How uvicorn runs the app, whatever the address and workers (the test suite serves the app
     in-process with these too)."""
-    from unigate.edge.server_guard import GuardedHttpToolsProtocol
+    from unigate.edge.h1_protocol import H1Protocol
 
     return {
         "loop": "uvloop",
-        "http": GuardedHttpToolsProtocol,  # httptools, with head/body timeouts and limits
+        "http": H1Protocol,  # the project's own httptools protocol, with the server guard's limits
         "ws": "none",  # the gateway serves no WebSocket: the websockets package stays unloaded
         "log_level": "warning",
         "access_log": False,
         "timeout_keep_alive": 30,
         "lifespan": "on",
+        # The app never reads the client's address: uvicorn's X-Forwarded-For rewriting of it
+        # would be work per request for nothing.
+        "proxy_headers": False,
         # Said outright: the app's __call__ returns the request coroutine instead of being one,
         # which uvicorn's auto-detection would take for ASGI 2.
         "interface": "asgi3",

@@ -1,0 +1,117 @@
+"""A response head from preformatted bytes, for the HTTP/1.1 protocol (`h1_protocol.py`).
+
+The status line comes from a table, the server's own headers (`date`, refreshed once a second
+by uvicorn's server loop, and `server`) are joined into bytes once per change, and the app's
+header lines are joined without looking at each byte: the finished head is checked once, by
+counting its line ends and looking for a NUL. A name or value carrying CR, LF or NUL (values
+can be relayed from upstreams) would split the head into lines the app never wrote, so such a
+response is refused (`BadHeader`) instead of written.
+"""
+
+from __future__ import annotations
+
+import http
+from collections.abc import Iterable
+
+NO_BODY_STATUSES = frozenset({204, 304})
+
+
+def _status_line(status: int) -> bytes:
+    try:
+        phrase = http.HTTPStatus(status).phrase.encode()
+    except ValueError:
+        phrase = b""
+    return b"HTTP/1.1 %d %s\r\n" % (status, phrase)
+
+
+STATUS_LINES = {status: _status_line(status) for status in range(100, 600)}
+
+
+class BadHeader(RuntimeError):
+    """A response header the protocol refuses to write."""
+
+
+class Framing:
+    """How one response's body is framed, read from its headers while the head is joined."""
+
+    __slots__ = ("chunked", "close", "length")
+
+    def __init__(self) -> None:
+        self.length = -1  # the Content-Length, -1 when none was given
+        self.chunked = False  # the app said Transfer-Encoding: chunked
+        self.close = False  # the app said Connection: close
+
+
+class ServerLines:
+    """The server's own header lines as bytes, rebuilt only when uvicorn's server loop replaces
+    its `default_headers` list (once a second, for the date)."""
+
+    __slots__ = ("_source", "count", "lines")
+
+    def __init__(self) -> None:
+        self._source: object = None
+        self.lines = b""
+        self.count = 0  # how many lines `lines` holds
+
+    def refresh(self, default_headers: list[tuple[bytes, bytes]]) -> None:
+        if default_headers is not self._source:
+            self.lines = b"".join(b"%s: %s\r\n" % (name, value) for name, value in default_headers)
+            self.count = len(default_headers)
+            self._source = default_headers
+
+
+def _lower_token(value: bytes) -> bytes:
+    return value.strip().lower()
+
+
+def build_head(
+    status: int,
+    headers: Iterable[tuple[bytes, bytes]],
+    server: ServerLines,
+    framing: Framing,
+    add_chunked: bool,
+    add_close: bool,
+) -> bytes:
+    """The head's bytes: status line, the server's lines, the app's, then what the framing
+    needs (`transfer-encoding: chunked` when the app gave no length, `connection: close`).
+    `add_chunked` says whether a body without a length is chunked here (not for HEAD, 204,
+    304); `add_close` whether the connection closes after this response."""
+    try:
+        line = STATUS_LINES[status]
+    except (KeyError, TypeError):
+        raise BadHeader(f"Invalid HTTP status code {status!r}.") from None
+    parts = [line, server.lines]
+    count = 0
+    for name, value in headers:
+        size = len(name)
+        # Only three names matter to the framing; their lengths spare the others a lower().
+        if size == 14 and framing.length < 0 and not framing.chunked and name.lower() == b"content-length":
+            try:
+                framing.length = int(value)
+            except ValueError:
+                raise BadHeader(f"Invalid Content-Length {value[:40]!r}.") from None
+        elif size == 17 and name.lower() == b"transfer-encoding" and _lower_token(value) == b"chunked":
+            framing.length = -1
+            framing.chunked = True
+        elif (
+            size == 10
+            and name.lower() == b"connection"
+            and b"close" in (_lower_token(token) for token in value.split(b","))
+        ):
+            framing.close = True
+        parts += (name, b": ", value, b"\r\n")
+        count += 1
+    if framing.length < 0 and not framing.chunked and add_chunked:
+        framing.chunked = True
+        parts.append(b"transfer-encoding: chunked\r\n")
+        count += 1
+    if add_close and not framing.close:
+        parts.append(b"connection: close\r\n")
+        count += 1
+    parts.append(b"\r\n")
+    head = b"".join(parts)
+    # Every line end is one the join wrote: status line, server lines, counted lines, the end.
+    ends = 2 + count + server.count
+    if head.count(b"\n") != ends or head.count(b"\r") != ends or b"\0" in head:
+        raise BadHeader("Invalid HTTP header: a name or value holds CR, LF or NUL.")
+    return head
