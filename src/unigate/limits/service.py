@@ -115,20 +115,20 @@ class _KeyPlan:
 
         self.headers = by_name
         if slots is not None:
-            table = slots.table
+            floats = slots.floats
             rates = tuple((i, h) for i, h in ((0, rpm), (1, tpm)) if h is not None)
 
             def from_slots() -> list[Header]:
                 # Once the slots are claimed they are read directly, at one instant, with
                 # `_RateHeaders.figures` and the common case of `format_reset` written out.
-                offs = slots.offs
-                if offs is None:
+                if not slots.claimed:
                     return by_name()
-                read, now = table.get, time.time()
+                now = time.time()
+                cells = (slots.rpm_at, slots.tpm_at)
                 out: list[Header] = []
                 for i, h in rates:
-                    off = offs[i]
-                    tat = read(off)[0] if off >= 0 else 0.0
+                    at = cells[i]
+                    tat = floats[at] if at >= 0 else 0.0
                     ahead = tat - now if tat > now else 0.0
                     remaining = int((WINDOW - ahead) * h.limit / WINDOW + 1e-9)
                     out += (
