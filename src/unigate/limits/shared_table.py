@@ -7,7 +7,7 @@ unlock, about 2-3 µs, with no extra process and no network round trip. The kern
 lock of a process that dies holding it.
 
 Layout: a 64-byte header (magic, slot count), then fixed 48-byte slots in an open-addressing
-table keyed by a 16-byte digest of the counter's name: `<16s d d q q>` = digest, two floats,
+table keyed by a 16-byte digest of the counter's name: `=16s d d q q` = digest, two floats,
 two integers, whose meaning the caller gives (a rate counter's arrival time; a budget's spent
 amount, period and seeded flag). Slots are never freed; a full table is logged and its new
 counters are not enforced rather than refusing traffic. A `serve` of one worker keeps the same
