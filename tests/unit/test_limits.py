@@ -74,6 +74,22 @@ def test_estimates() -> None:
     assert Prices(2.0, 8.0, 0.01).cost(1_000_000, 500_000) == pytest.approx(6.01)
 
 
+def test_the_token_count_is_the_regexs_count_without_the_regex() -> None:
+    """`count_tokens` counts ASCII text by its character classes, one word by `isalnum`, the
+    rest by the regex: every string counts as many tokens as the regex finds in it."""
+    import random
+
+    from unigate.limits.estimate import _TOKEN, count_tokens
+
+    pairs = [chr(a) + chr(b) for a in range(128) for b in range(128)]
+    draw = random.Random(7)
+    alphabet = [chr(c) for c in range(128)] + list("é中ß٣_\u00a0\u2028\u200b\U0001f600")
+    mixed = ["".join(draw.choice(alphabet) for _ in range(draw.randint(0, 16))) for _ in range(20_000)]
+    prose = ["Hello there, world!", "snake_case x2 (42%) it's", "\x1c\x1fa\x0bb", "naïve café", "٣٤ 中文"]
+    for text in pairs + mixed + prose:
+        assert count_tokens(text) == len(_TOKEN.findall(text)), repr(text)
+
+
 def _admitted(counters: LocalCounters, demands: list[Demand], now: float = 10.0) -> bool:
     return counters.take_now(demands, now) is None
 

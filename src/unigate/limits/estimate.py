@@ -69,14 +69,41 @@ class Prices:
 _words = _TOKEN.findall
 
 
+def _classes() -> bytes:
+    """A `bytes.translate` table marking each ASCII character as `_TOKEN` classes it: `a` a word
+    character, ` ` whitespace, `.` a mark that is a token alone (built by asking the regex
+    itself, so the two cannot disagree)."""
+    marks = bytearray(b"." * 256)
+    for code in range(128):
+        char = chr(code)
+        if re.fullmatch(r"\w", char):
+            marks[code] = ord("a")
+        elif re.fullmatch(r"\s", char):
+            marks[code] = ord(" ")
+    return bytes(marks)
+
+
+_CLASSES = _classes()
+
+
 def count_tokens(text: str) -> int:
+    """`len(_TOKEN.findall(text))` without building the list of tokens. A string of word
+    characters alone (`isalnum` tests exactly the regex's `\\w`, less `_`) is one token; ASCII
+    text is classed byte by byte and its tokens are its marks plus the starts of its word runs,
+    counted by C loops (~5x faster than the regex on prose); other text goes to the regex."""
+    if text.isalnum():
+        return 1
+    if text.isascii():
+        marks = text.encode().translate(_CLASSES)
+        starts = marks.count(b" a") + marks.count(b".a") + marks.startswith(b"a")
+        return marks.count(b".") + starts
     return len(_words(text))
 
 
 def prompt_tokens(payload: Any) -> int:
     """Tokens of every text value in a request body (a parsed JSON object)."""
     if isinstance(payload, str):
-        return len(_words(payload))
+        return count_tokens(payload)
     return _tokens_in(payload, 0) if isinstance(payload, _CONTAINERS) else 0
 
 
@@ -93,13 +120,13 @@ def _tokens_in(value: dict[str, Any] | list[Any], depth: int) -> int:
             if key in _NOT_TEXT:
                 continue
             if isinstance(item, str):
-                total += len(_words(item))
+                total += count_tokens(item)
             elif deeper and isinstance(item, _CONTAINERS):
                 total += _tokens_in(item, depth + 1)
         return total
     for item in value:
         if isinstance(item, str):
-            total += len(_words(item))
+            total += count_tokens(item)
         elif deeper and isinstance(item, _CONTAINERS):
             total += _tokens_in(item, depth + 1)
     return total

@@ -24,12 +24,13 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from unigate.auth.principal import Principal
 from unigate.errors import BudgetExceeded, RateLimited
 from unigate.limits.backend import Counters, Demand, LocalCounters, Refusal
 from unigate.limits.counters import WINDOW, format_reset
+from unigate.limits.estimate import output_cap, prompt_tokens
 from unigate.limits.key_slots import KeySlots
 from unigate.routing.catalog import ModelEntry
 
@@ -108,34 +109,27 @@ class _KeyPlan:
         def by_name() -> list[Header]:
             out: list[Header] = []
             if rpm is not None:
-                out += rpm.figures(ahead(rpm_name))
+                out += rpm.figures(ahead(rpm_name), 0.0)
             if tpm is not None:
-                out += tpm.figures(ahead(tpm_name))
+                out += tpm.figures(ahead(tpm_name), 0.0)
             return out
 
         self.headers = by_name
         if slots is not None:
-            table = slots.table
-            rates = tuple((i, h) for i, h in ((0, rpm), (1, tpm)) if h is not None)
+            floats = slots.floats
 
             def from_slots() -> list[Header]:
-                # Once the slots are claimed they are read directly, at one instant, with
-                # `_RateHeaders.figures` and the common case of `format_reset` written out.
-                offs = slots.offs
-                if offs is None:
+                # Once the slots are claimed their cells are read directly, at one instant.
+                if not slots.claimed:
                     return by_name()
-                read, now = table.get, time.time()
+                now = time.time()
                 out: list[Header] = []
-                for i, h in rates:
-                    off = offs[i]
-                    tat = read(off)[0] if off >= 0 else 0.0
-                    ahead = tat - now if tat > now else 0.0
-                    remaining = int((WINDOW - ahead) * h.limit / WINDOW + 1e-9)
-                    out += (
-                        h.limit_header,
-                        (h.names[1], b"%d" % remaining if remaining > 0 else b"0"),
-                        (h.names[2], b"0ms" if ahead < 0.0005 else format_reset(ahead)),
-                    )
+                if rpm is not None:
+                    at = slots.rpm_at
+                    out += rpm.figures(floats[at] if at >= 0 else 0.0, now)
+                if tpm is not None:
+                    at = slots.tpm_at
+                    out += tpm.figures(floats[at] if at >= 0 else 0.0, now)
                 return out
 
             self.headers = from_slots
@@ -168,11 +162,6 @@ class Limits:
         if principal.rpm or principal.tpm or principal.budget is not None:
             return True
         return entry is not None and bool(entry.rpm or entry.tpm)
-
-    @staticmethod
-    def wants_tokens(principal: Principal, entry: ModelEntry | None) -> bool:
-        """Whether admission needs a token estimate (counting a prompt costs time)."""
-        return bool(principal.tpm or (entry is not None and entry.tpm))
 
     async def admit(
         self, principal: Principal, entry: ModelEntry | None, tokens: float = 0.0, cost: float = 0.0
@@ -211,9 +200,50 @@ class Limits:
         slots = plan.slots
         if slots is None or (entry is not None and (entry.rpm or entry.tpm)):
             return PENDING
+        return self._take_now(plan, slots, tokens, cost)
+
+    def admit_call(
+        self, principal: Principal, entry: ModelEntry, payload: Any, output_estimate: int
+    ) -> Ticket | None:
+        """A synchronous call's admission in one call: None when no limit applies (`applies`),
+        else `admit_now` with the call's `estimate`, which is only worked out when `admit_now`
+        can decide (`PENDING` otherwise: then `estimate` and await `admit_pending`)."""
+        if not (principal.rpm or principal.tpm or principal.budget is not None):
+            return PENDING if entry.rpm or entry.tpm else None
+        if entry.rpm or entry.tpm:
+            return PENDING
+        # `_plan`'s lookup written out: this runs on every limited call.
+        plan = self._plans.get(principal.key_id)
+        if plan is None or plan.principal is not principal:
+            plan = self._plan(principal)
+        slots = plan.slots
+        if slots is None:
+            return PENDING
+        tokens, cost = self.estimate(principal, entry, payload, output_estimate)
+        return self._take_now(plan, slots, tokens, cost)
+
+    @staticmethod
+    def estimate(
+        principal: Principal, entry: ModelEntry, payload: Any, output_estimate: int
+    ) -> tuple[float, float]:
+        """What a call is expected to use: its prompt counted locally plus its output cap (or,
+        for the price, `output_estimate` tokens when it sets none) as tokens, and what that
+        would cost. Only a call whose key or model counts tokens, or whose budget pays by the
+        token, has its prompt counted."""
+        prices = entry.prices
+        if payload is not None and (
+            principal.tpm
+            or entry.tpm
+            or (principal.budget is not None and (prices.input_per_million or prices.output_per_million))
+        ):
+            prompt, cap = prompt_tokens(payload), output_cap(payload)
+            return prompt + (cap or 0), prices.cost(prompt, output_estimate if cap is None else cap)
+        return 0, prices.per_call
+
+    def _take_now(self, plan: _KeyPlan, slots: KeySlots, tokens: float, cost: float) -> Ticket | None:
         now = time.time()
         period = 0
-        if principal.budget is not None:
+        if plan.principal.budget is not None:
             # `plan.period`'s test written out: a new period is looked up once per period.
             period = plan.budget_period if now < plan.budget_ends else plan.period(now)
         if not slots.take(tokens, cost, period, now):
@@ -325,23 +355,29 @@ _TOKENS = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-rat
 
 
 class _RateHeaders:
-    """One rate limit's three headers, with the limit's header preformatted."""
+    """One rate limit's three headers: the limit's preformatted, the remaining count's kept
+    while it stays the same (a busy key's mostly does), a full counter's reset preformatted."""
 
-    __slots__ = ("limit", "limit_header", "names")
+    __slots__ = ("_remaining", "_remaining_header", "_reset_names", "_reset_zero", "limit", "limit_header")
 
     def __init__(self, names: tuple[bytes, bytes, bytes], limit: int) -> None:
-        self.names = names
         self.limit = limit
         self.limit_header = (names[0], b"%d" % limit)
+        self._remaining = limit
+        self._remaining_header = (names[1], b"%d" % limit)
+        self._reset_names = names[2]
+        self._reset_zero = (names[2], b"0ms")
 
-    def figures(self, ahead: float) -> list[Header]:
+    def figures(self, tat: float, now: float) -> tuple[Header, Header, Header]:
+        """The headers of a counter whose arrival time is `tat`, at `now`."""
+        ahead = tat - now if tat > now else 0.0
         remaining = int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
-        names = self.names
-        return [
-            self.limit_header,
-            (names[1], b"%d" % remaining if remaining > 0 else b"0"),
-            (names[2], format_reset(ahead)),
-        ]
+        if remaining != self._remaining:
+            self._remaining = remaining
+            self._remaining_header = (self._remaining_header[0], b"%d" % remaining if remaining > 0 else b"0")
+        # `format_reset`'s first case written out: a counter back to full, a quiet key's case.
+        reset = self._reset_zero if ahead < 0.0005 else (self._reset_names, format_reset(ahead))
+        return self.limit_header, self._remaining_header, reset
 
 
 def _rate_header_head(names: tuple[bytes, bytes, bytes], limit: int | None) -> _RateHeaders | None:

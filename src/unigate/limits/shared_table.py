@@ -7,10 +7,11 @@ unlock, about 2-3 µs, with no extra process and no network round trip. The kern
 lock of a process that dies holding it.
 
 Layout: a 64-byte header (magic, slot count), then fixed 48-byte slots in an open-addressing
-table keyed by a 16-byte digest of the counter's name: `<16s d d q q>` = digest, two floats,
+table keyed by a 16-byte digest of the counter's name: `=16s d d q q` = digest, two floats,
 two integers, whose meaning the caller gives (a rate counter's arrival time; a budget's spent
 amount, period and seeded flag). Slots are never freed; a full table is logged and its new
-counters are not enforced rather than refusing traffic.
+counters are not enforced rather than refusing traffic. A `serve` of one worker keeps the same
+layout in anonymous memory (`MemoryTable`), without the file or the lock.
 
 The whole file is allocated (`disk.allocate`) before it is mapped, ~3 MB of disk: a first
 store into a page of a sparse file that the filesystem then has no block for is a SIGBUS, which
@@ -21,13 +22,11 @@ creates the table before its workers start, so no space for it is a start-up err
 from __future__ import annotations
 
 import fcntl
-import functools
 import hashlib
 import logging
 import mmap
 import os
 import struct
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import TracebackType
@@ -39,21 +38,86 @@ log = logging.getLogger("unigate.limits")
 _MAGIC = b"UGLIMIT1"
 _HEADER = struct.Struct("<8sQ")
 _HEADER_SIZE = 64
-_SLOT = struct.Struct("<16sddqq")
-_VALUES = struct.Struct("<ddqq")  # a slot after its digest
+# Native byte order, as the 8-byte cells (memoryview casts) read the same values.
+_SLOT = struct.Struct("=16sddqq")
+_VALUES = struct.Struct("=ddqq")  # a slot after its digest
 _PROBES = 64
 EMPTY = b"\0" * 16
 
 Slot = tuple[float, float, int, int]
 
 
-class SharedTable:
+class _Layout:
+    """The slots over a mapped buffer (a file shared by the workers, or anonymous memory for one
+    worker): the name index, and each slot's values as struct records (`read`, `write`) and as
+    8-byte cells (`floats`, `ints`: one value read or written by one C-level subscript, what the
+    one-call admission in key_slots.py uses)."""
+
+    def __init__(self, buffer: mmap.mmap, slots: int, label: str) -> None:
+        self._map = buffer
+        self.slots = slots
+        self._label = label
+        self.floats = memoryview(buffer).cast("d")
+        self.ints = memoryview(buffer).cast("q")
+        self._index: dict[str, int] = {}  # name -> slot offset, once found
+        self._full_logged = False
+
+    def offset(self, name: str, claim: bool = True) -> int:
+        """The slot of `name` (claimed if new; call locked then), or -1 when the table is full
+        or, with `claim=False`, when `name` has no slot yet."""
+        found = self._index.get(name)
+        if found is not None:
+            return found
+        digest = hashlib.blake2b(name.encode(), digest_size=16).digest()
+        start = int.from_bytes(digest[:8], "little") % self.slots
+        for probe in range(_PROBES):
+            off = _HEADER_SIZE + ((start + probe) % self.slots) * _SLOT.size
+            held = self._map[off : off + 16]
+            if held == digest:
+                break
+            if held == EMPTY:
+                if not claim:
+                    return -1
+                _SLOT.pack_into(self._map, off, digest, 0.0, 0.0, 0, 0)
+                break
+        else:
+            if not self._full_logged:
+                self._full_logged = True
+                log.error("the %s is full; new counters are not enforced", self._label)
+            return -1
+        if len(self._index) < 100_000:
+            self._index[name] = off
+        return off
+
+    @staticmethod
+    def cell(off: int) -> int:
+        """The index in `floats` and `ints` of slot `off`'s first value (the next three follow)."""
+        return (off + 16) >> 3
+
+    def read(self, off: int) -> Slot:
+        values: Slot = _VALUES.unpack_from(self._map, off + 16)
+        return values
+
+    def write(self, off: int, a: float, b: float, c: int, d: int) -> None:
+        _VALUES.pack_into(self._map, off + 16, a, b, c, d)
+
+    def close(self) -> None:
+        # The cells are views of the map, which cannot close while they are held.
+        self.floats.release()
+        self.ints.release()
+        self._map.close()
+
+
+def _size(slots: int) -> int:
+    return _HEADER_SIZE + slots * _SLOT.size
+
+
+class SharedTable(_Layout):
     locking = True  # every process that maps the file takes the lock
 
     def __init__(self, path: Path, slots: int = 1 << 16) -> None:
         self.path = path
-        self.slots = slots
-        size = _HEADER_SIZE + slots * _SLOT.size
+        size = _size(slots)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
@@ -68,17 +132,9 @@ class SharedTable:
             os.close(self._fd)  # which drops the lock too
             raise
         fcntl.flock(self._fd, fcntl.LOCK_UN)
-        self._map = mmap.mmap(self._fd, size)
-        # A slot's values by their byte offset (`at`), as C calls: the one-call admission
-        # (key_slots.py) reads and writes through these without a Python frame each.
-        self.get: Callable[[int], Slot] = functools.partial(_VALUES.unpack_from, self._map)
-        self.put: Callable[[int, float, float, int, int], None] = functools.partial(
-            _VALUES.pack_into, self._map
-        )
+        super().__init__(mmap.mmap(self._fd, size), slots, f"shared limit table {path}")
         # Built once: a `with` on a reusable object costs no allocation.
         self._lock = _Locked(self._fd)
-        self._index: dict[str, int] = {}  # name -> slot offset, once found
-        self._full_logged = False
 
     def _allocate(self, size: int) -> None:
         try:
@@ -102,47 +158,8 @@ class SharedTable:
         """Exclusive access across processes."""
         return self._lock
 
-    def offset(self, name: str, claim: bool = True) -> int:
-        """The slot of `name` (claimed if new; call locked then), or -1 when the table is full
-        or, with `claim=False`, when `name` has no slot yet."""
-        found = self._index.get(name)
-        if found is not None:
-            return found
-        digest = hashlib.blake2b(name.encode(), digest_size=16).digest()
-        start = int.from_bytes(digest[:8], "little") % self.slots
-        for probe in range(_PROBES):
-            off = _HEADER_SIZE + ((start + probe) % self.slots) * _SLOT.size
-            held = self._map[off : off + 16]
-            if held == digest:
-                break
-            if held == EMPTY:
-                if not claim:
-                    return -1
-                _SLOT.pack_into(self._map, off, digest, 0.0, 0.0, 0, 0)
-                break
-        else:
-            if not self._full_logged:
-                self._full_logged = True
-                log.error("the shared limit table %s is full; new counters are not enforced", self.path)
-            return -1
-        if len(self._index) < 100_000:
-            self._index[name] = off
-        return off
-
-    @staticmethod
-    def at(off: int) -> int:
-        """The byte offset of slot `off`'s values, for `get` and `put`."""
-        return off + 16
-
-    def read(self, off: int) -> Slot:
-        values: Slot = _VALUES.unpack_from(self._map, off + 16)
-        return values
-
-    def write(self, off: int, a: float, b: float, c: int, d: int) -> None:
-        _VALUES.pack_into(self._map, off + 16, a, b, c, d)
-
     def close(self) -> None:
-        self._map.close()
+        super().close()
         os.close(self._fd)
 
 
@@ -174,19 +191,15 @@ class _Locked:
         fcntl.flock(self._fd, fcntl.LOCK_UN)
 
 
-class MemoryTable:
-    """`SharedTable`'s interface over plain Python objects, for a `serve` of one worker: the
-    same counters without the file, the struct packing or the lock (~2 µs less per limited
-    request)."""
+class MemoryTable(_Layout):
+    """`SharedTable`'s layout in anonymous memory, for a `serve` of one worker: the same
+    counters without the file or the lock (pages are only backed once a slot is used)."""
 
     locking = False
 
-    def __init__(self) -> None:
-        self._index: dict[str, int] = {}
-        self._values: list[Slot] = []
+    def __init__(self, slots: int = 1 << 16) -> None:
+        super().__init__(mmap.mmap(-1, _size(slots)), slots, "limit table in memory")
         self._unlocked = nullcontext(self)  # reusable: a settlement allocates no context
-        self.get: Callable[[int], Slot] = self._values.__getitem__  # a C call, as SharedTable's
-        self.put = self.write
 
     def lock(self) -> None:
         pass
@@ -196,26 +209,3 @@ class MemoryTable:
 
     def locked(self) -> AbstractContextManager[object]:
         return self._unlocked
-
-    def offset(self, name: str, claim: bool = True) -> int:
-        found = self._index.get(name)
-        if found is None:
-            if not claim:
-                return -1
-            found = self._index[name] = len(self._values)
-            self._values.append((0.0, 0.0, 0, 0))
-        return found
-
-    @staticmethod
-    def at(off: int) -> int:
-        """Where `get` and `put` find slot `off`: at its index."""
-        return off
-
-    def read(self, off: int) -> Slot:
-        return self._values[off]
-
-    def write(self, off: int, a: float, b: float, c: int, d: int) -> None:
-        self._values[off] = (a, b, c, d)
-
-    def close(self) -> None:
-        self._values.clear()

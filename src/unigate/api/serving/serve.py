@@ -17,7 +17,7 @@ from unigate.edge.asgi import ClientDisconnected, Request
 from unigate.edge.client_gone import LeaveWatch
 from unigate.errors import GatewayError, NotFound, PermissionDenied
 from unigate.gateway import Gateway
-from unigate.limits.estimate import output_cap, prompt_tokens
+from unigate.limits.estimate import prompt_tokens
 from unigate.limits.service import PENDING, Limits, Ticket
 from unigate.providers.base import MediaCall, Reply, Target
 from unigate.routing.catalog import ModelEntry
@@ -210,10 +210,7 @@ class Serving:
         entry = self.resolve(call.principal, call.model)
         # The metrics' model label (the config's name, bounded), set before a refusal too.
         call.request.scope[MODEL_NAME] = entry.name
-        if not Limits.applies(call.principal, entry):
-            return entry, None
-        tokens, cost = self._estimate(call.principal, entry, call.payload)
-        return entry, self.gw.limits.admit_now(call.principal, entry, tokens, cost)
+        return entry, self.gw.limits.admit_call(call.principal, entry, call.payload, self.budget_output)
 
     async def _admitted_entry(
         self, call: ServingCall, admitted: Admitted
@@ -244,15 +241,8 @@ class Serving:
         return await self.gw.limits.admit(principal, entry, tokens, cost)
 
     def _estimate(self, principal: Principal, entry: ModelEntry, payload: Any) -> tuple[float, float]:
-        """What the call is expected to use: its prompt counted locally plus its output cap as
-        tokens, and what that would cost."""
-        prices = entry.prices
-        if payload is not None and (
-            (principal.budget is not None and prices.by_token) or Limits.wants_tokens(principal, entry)
-        ):
-            prompt, cap = prompt_tokens(payload), output_cap(payload)
-            return prompt + (cap or 0), prices.cost(prompt, self.budget_output if cap is None else cap)
-        return 0, prices.per_call
+        """What the call is expected to use (`Limits.estimate`)."""
+        return Limits.estimate(principal, entry, payload, self.budget_output)
 
     def _account(self, run: _Run, status: int) -> None:
         """Record the call in the usage accounts, and what it used in `run.spent`. A call that
