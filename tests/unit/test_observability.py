@@ -323,6 +323,15 @@ NOT_LOADED_FOR_CHAT = (
     "urllib.request",  # proxy variables are read by transport/dial.py itself
     "http.client",
     "python_multipart",  # the first form a worker is sent imports it
+    # Provider adapters of protocols the configuration does not name (providers/registry.py),
+    # and the batch protocols of providers not configured `batches: native`.
+    "unigate.providers.anthropic",
+    "unigate.providers.google",
+    "unigate.providers.media",
+    "unigate.providers.tasks",
+    "unigate.providers.openai.azure",
+    "unigate.providers.openai.batches",
+    "unigate.providers.batch_http",
 )
 
 _CHAT_WORKER = """
