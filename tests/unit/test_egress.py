@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import ssl
 import subprocess
@@ -19,7 +20,15 @@ import pytest
 
 from tests.support.h1_server import Peer, Server, _run, answer, call, fetch, loop, ok
 from tests.support.proxy import ForwardProxy
-from unigate.transport.dial import Dialer, Proxy, bypassed, happy_eyeballs, proxy_for, tls_context
+from unigate.transport.dial import (
+    Dialer,
+    Proxy,
+    bypassed,
+    environment_proxies,
+    happy_eyeballs,
+    proxy_for,
+    tls_context,
+)
 from unigate.transport.errors import ConnectFailed, ConnectionBroken, PoolExhausted, UpstreamError
 from unigate.transport.pool import Pool
 
@@ -125,6 +134,33 @@ def test_proxy_choice_follows_config_then_environment(monkeypatch: pytest.Monkey
     assert bypassed("anything", "*") and not bypassed("evilcorp.example", "corp.example")
     with pytest.raises(ValueError, match="http:// URL"):
         Proxy.parse("socks5://proxy:1080")
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        {},
+        {"HTTPS_PROXY": "http://upper:1", "https_proxy": "http://lower:2"},  # lower case wins
+        {"HTTPS_PROXY": "http://upper:1", "https_proxy": ""},  # an empty lower-case one unsets
+        {"HTTP_PROXY": "http://upper:1", "NO_PROXY": "a.example", "no_proxy": "b.example"},
+        {"HTTP_PROXY": "http://upper:1", "REQUEST_METHOD": "GET"},  # CGI: a client may have set it
+        {"http_proxy": "http://lower:2", "REQUEST_METHOD": "GET"},
+        {"Https_Proxy": "http://mixed:3", "ALL_PROXY": "http://all:4", "ftp_proxy": ""},
+    ],
+)
+def test_environment_proxies_read_as_the_standard_library_reads_them(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str]
+) -> None:
+    """The proxy variables are read without importing urllib.request (~0.5 MB per worker with
+    http.client), with its rules: either case, lower case winning, the CGI guard."""
+    import urllib.request
+
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy") or name == "REQUEST_METHOD":
+            monkeypatch.delenv(name)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert environment_proxies() == urllib.request.getproxies_environment()
 
 
 # -- TLS --

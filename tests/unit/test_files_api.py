@@ -115,6 +115,20 @@ def test_a_refused_form_leaves_no_object_behind(gw: InProcessGateway, key: str) 
     assert stored_objects(gw) == before
 
 
+@pytest.mark.parametrize("path", ["/v1/files", "/v1/images/edits"])
+def test_a_malformed_form_is_a_400_in_both_readers(gw: InProcessGateway, key: str, path: str) -> None:
+    """The streamed upload (files) and the spooled form (edge/multipart.py, images) map
+    python-multipart's parse errors, imported only once a form arrives, to the same 400."""
+    before = stored_objects(gw)
+    body = b'--b\r\nContent-Disposition form-data; name="file"\r\n\r\nx\r\n--b--\r\n'  # no colon
+    headers = {"content-type": "multipart/form-data; boundary=b"}
+    res = gw.request("POST", path, key, content=body, headers=headers)
+    assert res.status_code == 400, res.text
+    assert res.json()["error"]["code"] == "invalid_multipart"
+    assert res.json()["error"]["message"] == "The multipart body is malformed."
+    assert stored_objects(gw) == before
+
+
 def test_fields_after_the_file_are_read(gw: InProcessGateway, key: str) -> None:
     body, content_type = _form(
         [

@@ -314,3 +314,85 @@ def test_a_request_worker_imports_no_migrations_orm_or_other_databases_dialect(t
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# What a worker serving only OpenAI-compatible chat (one `openai` provider, as bench/targets.py
+# operates it) must not have in memory once started and after a call: modules only a feature it
+# was not configured for, or an endpoint it was not sent, needs. Each is imported on first use.
+NOT_LOADED_FOR_CHAT = (
+    "urllib.request",  # proxy variables are read by transport/dial.py itself
+    "http.client",
+    "python_multipart",  # the first form a worker is sent imports it
+    # Provider adapters of protocols the configuration does not name (providers/registry.py),
+    # and the batch protocols of providers not configured `batches: native`.
+    "unigate.providers.anthropic",
+    "unigate.providers.google",
+    "unigate.providers.media",
+    "unigate.providers.tasks",
+    "unigate.providers.openai.azure",
+    "unigate.providers.openai.batches",
+    "unigate.providers.batch_http",
+)
+
+_CHAT_WORKER = """
+import asyncio, json, sys
+from unigate.app import create_app
+from unigate.settings import Settings
+
+app = create_app(Settings.from_env(ENV))
+
+async def call(method, path, bearer, body):
+    sent = Sent()
+    async def receive():
+        return {"type": "http.request", "body": body, "more_body": False}
+    headers = [(b"authorization", b"Bearer " + bearer.encode()), (b"content-type", b"application/json")]
+    scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
+             "headers": headers, "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 2),
+             "scheme": "http", "http_version": "1.1", "root_path": ""}
+    await app(scope, receive, sent.append_async)
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+class Sent(list):
+    async def append_async(self, message):
+        self.append(message)
+
+async def main():
+    inbox, out = asyncio.Queue(), asyncio.Queue()
+    lifespan = asyncio.ensure_future(app({"type": "lifespan"}, inbox.get, out.put))
+    await inbox.put({"type": "lifespan.startup"})
+    assert (await out.get())["type"] == "lifespan.startup.complete"
+    status, body = await call("POST", "/admin/keys", ADMIN, b'{"name": "chat"}')
+    assert status == 201, body
+    key = json.loads(body)["key"]
+    chat = b'{"model": "chat", "messages": [{"role": "user", "content": "hi"}]}'
+    status, _ = await call("POST", "/v1/chat/completions", key, chat)
+    await inbox.put({"type": "lifespan.shutdown"})
+    await lifespan
+    return status
+
+print(asyncio.run(main()))
+print(sorted(n for n in NAMES if any(m == n or m.startswith(n + ".") for m in sys.modules)))
+"""
+
+
+def test_a_chat_worker_imports_no_module_of_an_unused_feature(tmp_path: Path) -> None:
+    """Started with one OpenAI-compatible provider and sent a chat call (answered 502: its
+    upstream port is closed), a worker has none of NOT_LOADED_FOR_CHAT in memory: each costs
+    every worker its share of resident memory for nothing."""
+    config = tmp_path / "unigate.yaml"
+    config.write_text(
+        "providers:\n"
+        "  - {name: up, protocol: openai, base_url: 'http://127.0.0.1:9/v1', api_key: sk-test}\n"
+        "models:\n"
+        "  - {name: chat, routes: [{provider: up}]}\n"
+    )
+    env = {
+        "UNIGATE_DATA_DIR": str(tmp_path / "data"),
+        "UNIGATE_CONFIG": str(config),
+        "UNIGATE_ADMIN_KEY": "x",
+    }
+    code = f"ENV = {env!r}\nADMIN = 'x'\nNAMES = {NOT_LOADED_FOR_CHAT!r}\n" + _CHAT_WORKER
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    status, loaded = out.stdout.strip().splitlines()[-2:]
+    assert status == "502", "the chat call reached its (closed) upstream"
+    assert loaded == "[]"

@@ -33,7 +33,7 @@ from unigate.providers.base import (
     TaskSubmission,
     Timeouts,
 )
-from unigate.providers.registry import PROTOCOLS
+from unigate.providers.registry import PROTOCOLS, protocol_class
 from unigate.providers.task_http import aspect_ratio, poll_each, scrub
 from unigate.providers.tasks.kling import KlingKeys, KlingProvider, mint_jwt, request_body
 from unigate.providers.tasks.kling import task_state as kling_state
@@ -807,9 +807,17 @@ def test_default_base_urls_and_registry(tmp_path: Path) -> None:
         (ViduProvider, "vidu", "api.vidu.com"),
         (PicWishProvider, "picwish", "techhk.aoscdn.com"),
     ):
-        assert PROTOCOLS[protocol] is cls
+        assert protocol_class(protocol) is cls
         p = provider(cls, protocol, "", "k:s", tmp_path)
         assert p.http._pool.origin.host == host  # type: ignore[attr-defined]
+
+
+def test_every_registered_protocol_names_its_own_adapter() -> None:
+    """The registry names each adapter by module and class (imported when a provider of it is
+    built): each entry resolves to a Provider declaring that protocol."""
+    for protocol in PROTOCOLS:
+        cls = protocol_class(protocol)
+        assert issubclass(cls, Provider) and cls.protocol == protocol
 
 
 # -- against the fake vendor servers (tests/support/fake_*.py) --

@@ -42,7 +42,7 @@ from unigate.providers.google.veo import operation_state
 from unigate.providers.google.veo import request_body as veo_body
 from unigate.providers.openai.compatible import OpenAIProvider
 from unigate.providers.openai.videos import create_parts, video_state
-from unigate.providers.registry import PROTOCOLS
+from unigate.providers.registry import protocol_class
 
 T = TypeVar("T")
 OPENAI_KEY = "sk-test-openai-very-secret-0123"
@@ -126,12 +126,12 @@ def j(status: int, body: Any) -> web.Response:
 
 def openai_provider(url: str, tmp_path: Path) -> Provider:
     config = ProviderConfig(name="oa", protocol="openai", base_url=f"{url}/v1", api_key=OPENAI_KEY)
-    return PROTOCOLS["openai"](config, ProviderContext(data_dir=tmp_path))
+    return protocol_class("openai")(config, ProviderContext(data_dir=tmp_path))
 
 
 def gemini_provider(url: str, tmp_path: Path) -> Provider:
     config = ProviderConfig(name="gm", protocol="gemini", base_url=url, api_key=GOOGLE_KEY)
-    return PROTOCOLS["gemini"](config, ProviderContext(data_dir=tmp_path))
+    return protocol_class("gemini")(config, ProviderContext(data_dir=tmp_path))
 
 
 def target(provider: Provider, model: str) -> Target:
@@ -155,7 +155,7 @@ def no_secret(text: str) -> None:
 
 
 def test_registry_uses_the_video_capable_adapters() -> None:
-    assert PROTOCOLS["openai"] is OpenAIProvider and PROTOCOLS["gemini"] is GeminiProvider
+    assert protocol_class("openai") is OpenAIProvider and protocol_class("gemini") is GeminiProvider
     assert {"text2video", "image2video", "remix"} <= OpenAIProvider.capabilities
     assert {"chat", "text2video", "image2video"} <= GeminiProvider.capabilities
 
@@ -776,7 +776,7 @@ def test_openai_adapter_against_the_fake_videos_api(tmp_path: Path) -> None:
 
     async def main(fake: FakeOpenAIVideos) -> None:
         config = ProviderConfig(name="oa", protocol="openai", base_url=fake.base_url, api_key=fake.api_key)
-        provider = PROTOCOLS["openai"](config, ProviderContext(data_dir=tmp_path))
+        provider = protocol_class("openai")(config, ProviderContext(data_dir=tmp_path))
         try:
             submission = job(
                 "image2video", {"image": upload}, prompt="a lighthouse", seconds=4.0, size="1280x720"
@@ -826,7 +826,7 @@ def test_openai_adapter_against_the_fake_videos_api(tmp_path: Path) -> None:
 def test_veo_adapter_against_the_fake_gemini_api(tmp_path: Path) -> None:
     async def main(fake: FakeVeo) -> None:
         config = ProviderConfig(name="gm", protocol="gemini", base_url=fake.base_url, api_key=fake.api_key)
-        provider = PROTOCOLS["gemini"](config, ProviderContext(data_dir=tmp_path))
+        provider = protocol_class("gemini")(config, ProviderContext(data_dir=tmp_path))
         model = "veo-3.0-generate-001"
         try:
             submission = job(

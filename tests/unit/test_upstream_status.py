@@ -33,7 +33,7 @@ from unigate.providers.base import (
 )
 from unigate.providers.google import veo
 from unigate.providers.openai import videos
-from unigate.providers.registry import PROTOCOLS
+from unigate.providers.registry import protocol_class
 from unigate.providers.same_format import ClientRequest
 from unigate.providers.tasks import kling, picwish, vidu
 from unigate.providers.upstream_status import client_error
@@ -255,7 +255,7 @@ async def answer(case: Case, status: int, tmp_path: Path, html: bool = False) ->
         api_key=SECRET,
         **(case.config or {}),
     )
-    provider = PROTOCOLS[case.protocol](config, ProviderContext(data_dir=tmp_path))
+    provider = protocol_class(case.protocol)(config, ProviderContext(data_dir=tmp_path))
     try:
         await case.call(provider)
     except (RouteFailed, UpstreamRejected) as exc:

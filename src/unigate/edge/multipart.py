@@ -14,13 +14,13 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO
-
-from python_multipart.exceptions import MultipartParseError
-from python_multipart.multipart import MultipartParser, parse_options_header
+from typing import IO, TYPE_CHECKING
 
 from unigate.edge.asgi import ClientDisconnected, Request
 from unigate.errors import InvalidRequest, PayloadTooLarge
+
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartParser
 
 MAX_PARTS = 100
 MAX_FIELD_BYTES = 1024 * 1024
@@ -105,7 +105,7 @@ def is_json(content_type: bytes | None) -> bool:
 
 def boundary_of(content_type: bytes) -> bytes:
     """The form's boundary; 400 when it has none a parser should take."""
-    _, options = parse_options_header(content_type)
+    _, options = _options(content_type)
     boundary = options.get(b"boundary")
     # RFC 2046: at most 70 characters; longer ones only serve to slow the parser down.
     if not boundary or len(boundary) > 70:
@@ -113,20 +113,44 @@ def boundary_of(content_type: bytes) -> bytes:
     return boundary
 
 
-def _parser(content_type: bytes, builder: _Builder) -> MultipartParser:
-    return MultipartParser(boundary_of(content_type), builder.callbacks())  # type: ignore[arg-type]
+# python-multipart is imported by the functions below, which run once per form (or part), not
+# at start: a worker that is never sent a form never loads it (~0.2 MB per worker).
+
+
+def form_parser(content_type: bytes, reader: PartReader) -> MultipartParser:
+    """python-multipart's streaming parser of this form, calling `reader`'s callbacks."""
+    from python_multipart.multipart import MultipartParser
+
+    return MultipartParser(boundary_of(content_type), reader.callbacks())  # type: ignore[arg-type]
+
+
+def feed(parser: MultipartParser, chunk: bytes, last: bool) -> None:
+    """The next piece of the body to the parser (`last`: the body ends with it); a malformed
+    body is a 400."""
+    from python_multipart.exceptions import MultipartParseError
+
+    try:
+        if chunk:
+            parser.write(chunk)
+        if last:
+            parser.finalize()
+    except MultipartParseError:
+        raise InvalidRequest("The multipart body is malformed.", code="invalid_multipart") from None
+
+
+def _options(header: bytes) -> tuple[bytes, dict[bytes, bytes]]:
+    """A header's value and its `;` parameters (Content-Type, Content-Disposition)."""
+    from python_multipart.multipart import parse_options_header
+
+    return parse_options_header(header)
 
 
 def parse_form(body: bytes, content_type: bytes, max_file: int | None = None) -> Form:
     """A form from a body already in memory."""
     builder = _Builder(max_file if max_file is not None else len(body))
-    parser = _parser(content_type, builder)
+    parser = form_parser(content_type, builder)
     try:
-        parser.write(body)
-        parser.finalize()
-    except MultipartParseError:
-        builder.form.close()
-        raise InvalidRequest("The multipart body is malformed.", code="invalid_multipart") from None
+        feed(parser, body, True)
     except BaseException:
         builder.form.close()
         raise
@@ -156,7 +180,7 @@ async def read_form(request: Request, max_file: int) -> Form:
         await request.drain_body(limit)
         raise PayloadTooLarge(f"The upload exceeds the limit of {max_file} bytes.")
     builder = _Builder(max_file)
-    parser = _parser(content_type, builder)
+    parser = form_parser(content_type, builder)
     seen = 0
     try:
         while True:
@@ -164,16 +188,11 @@ async def read_form(request: Request, max_file: int) -> Form:
             seen += len(chunk)
             if seen > limit:
                 raise PayloadTooLarge(f"The upload exceeds the limit of {max_file} bytes.")
-            if chunk:
-                parser.write(chunk)
+            feed(parser, chunk, not more)
             if not more:
                 break
-        parser.finalize()
         if not builder.complete:
             raise InvalidRequest("The multipart body ended early.", code="invalid_multipart")
-    except MultipartParseError:
-        builder.form.close()
-        raise InvalidRequest("The multipart body is malformed.", code="invalid_multipart") from None
     except PayloadTooLarge:
         builder.form.close()
         if more:
@@ -254,7 +273,7 @@ class PartReader:
         self._header_name, self._header_value = b"", b""
 
     def _headers_done(self) -> None:
-        _, disposition = parse_options_header(self._headers.get(b"content-disposition", b""))
+        _, disposition = _options(self._headers.get(b"content-disposition", b""))
         raw_name = disposition.get(b"name")
         self._name = part_text(raw_name, "name") if raw_name is not None else ""
         if b"filename" in disposition:

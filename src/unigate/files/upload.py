@@ -13,16 +13,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from python_multipart.exceptions import MultipartParseError
-from python_multipart.multipart import MultipartParser
-
 from unigate.edge.asgi import Request
 from unigate.edge.multipart import (
     FORM_OVERHEAD,
     PartReader,
-    boundary_of,
     declared_over,
+    feed,
     file_name,
+    form_parser,
     multipart_type,
     next_chunk,
 )
@@ -41,7 +39,7 @@ class StreamedUpload(PartReader):
         self._request = request
         self._max_file = max_file
         self._limit = max_file + FORM_OVERHEAD
-        self._parser = MultipartParser(boundary_of(multipart_type(request)), self.callbacks())  # type: ignore[arg-type]
+        self._parser = form_parser(multipart_type(request), self)
         self.fields: dict[str, str] = {}
         self.filename = ""
         self.ended = False  # the whole body has been received
@@ -92,13 +90,7 @@ class StreamedUpload(PartReader):
             raise PayloadTooLarge(
                 f"The upload exceeds the limit of {self._max_file} bytes (files.max_bytes)."
             )
-        try:
-            if chunk:
-                self._parser.write(chunk)
-            if not more:
-                self._parser.finalize()
-        except MultipartParseError:
-            raise InvalidRequest("The multipart body is malformed.", code="invalid_multipart") from None
+        feed(self._parser, chunk, not more)
         if not more and not self.complete:
             raise InvalidRequest("The multipart body ended early.", code="invalid_multipart")
 

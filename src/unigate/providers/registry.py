@@ -4,32 +4,34 @@ protocol from another distribution (the sandbox) comes through its provider plug
 
 from __future__ import annotations
 
+import importlib
+
 from unigate.config import ProviderConfig
 from unigate.plugins import INSTALL_HINTS, find_plugin, installed_protocols
-from unigate.providers.anthropic.messages import AnthropicProvider
 from unigate.providers.base import Provider, ProviderContext
-from unigate.providers.google.gemini import GeminiProvider
-from unigate.providers.media.fish import FishProvider
-from unigate.providers.media.stability import StabilityProvider
-from unigate.providers.openai.azure import AzureOpenAIProvider
-from unigate.providers.openai.compatible import OpenAIProvider
-from unigate.providers.tasks.kling import KlingProvider
-from unigate.providers.tasks.picwish import PicWishProvider
-from unigate.providers.tasks.suno import SunoProvider
-from unigate.providers.tasks.vidu import ViduProvider
 
-PROTOCOLS: dict[str, type[Provider]] = {
-    AnthropicProvider.protocol: AnthropicProvider,
-    AzureOpenAIProvider.protocol: AzureOpenAIProvider,
-    FishProvider.protocol: FishProvider,
-    StabilityProvider.protocol: StabilityProvider,
-    GeminiProvider.protocol: GeminiProvider,
-    OpenAIProvider.protocol: OpenAIProvider,
-    SunoProvider.protocol: SunoProvider,
-    KlingProvider.protocol: KlingProvider,
-    ViduProvider.protocol: ViduProvider,
-    PicWishProvider.protocol: PicWishProvider,
+# protocol -> the module and class of its adapter, imported when a provider of that protocol is
+# built: a worker loads only the adapters its configuration names (each one also brings its
+# wire translations; all of them are ~0.5 MB per worker).
+PROTOCOLS: dict[str, tuple[str, str]] = {
+    "anthropic": ("unigate.providers.anthropic.messages", "AnthropicProvider"),
+    "azure": ("unigate.providers.openai.azure", "AzureOpenAIProvider"),
+    "fish": ("unigate.providers.media.fish", "FishProvider"),
+    "stability": ("unigate.providers.media.stability", "StabilityProvider"),
+    "gemini": ("unigate.providers.google.gemini", "GeminiProvider"),
+    "openai": ("unigate.providers.openai.compatible", "OpenAIProvider"),
+    "suno": ("unigate.providers.tasks.suno", "SunoProvider"),
+    "kling": ("unigate.providers.tasks.kling", "KlingProvider"),
+    "vidu": ("unigate.providers.tasks.vidu", "ViduProvider"),
+    "picwish": ("unigate.providers.tasks.picwish", "PicWishProvider"),
 }
+
+
+def protocol_class(protocol: str) -> type[Provider]:
+    """The built-in adapter class of `protocol` (one of PROTOCOLS), imported on first use."""
+    module, name = PROTOCOLS[protocol]
+    cls: type[Provider] = getattr(importlib.import_module(module), name)
+    return cls
 
 
 class UnknownProtocol(ValueError):
@@ -41,9 +43,8 @@ def build_provider(config: ProviderConfig, context: ProviderContext) -> Provider
 
 
 def provider_class(config: ProviderConfig) -> type[Provider]:
-    cls = PROTOCOLS.get(config.protocol)
-    if cls is not None:
-        return cls
+    if config.protocol in PROTOCOLS:
+        return protocol_class(config.protocol)
     plugin = find_plugin(config.protocol)
     if plugin is None:
         known = ", ".join(sorted({*PROTOCOLS, *installed_protocols()}))

@@ -14,10 +14,10 @@ import asyncio
 import base64
 import errno
 import ipaddress
+import os
 import socket
 import ssl
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -57,11 +57,33 @@ def proxy_for(scheme: str, host: str, configured: str | None) -> Proxy | None:
     HTTPS_PROXY / HTTP_PROXY from the environment unless NO_PROXY covers the host."""
     if configured is not None:
         return None if configured == "direct" else Proxy.parse(configured)
-    env = urllib.request.getproxies_environment()  # either case, as curl and requests read it
+    env = environment_proxies()
     url = env.get(scheme)
     if not url or bypassed(host, env.get("no", "")):
         return None
     return Proxy.parse(url)
+
+
+def environment_proxies() -> dict[str, str]:
+    """Scheme (and `no`) -> value of the environment's `<scheme>_proxy` variables, read as the
+    standard library's `urllib.request.getproxies_environment` reads them (not imported: with
+    http.client and email's parser it is ~0.5 MB in every worker): either case, the name
+    written `_proxy` in lower case winning and unsetting when empty; under CGI
+    (`REQUEST_METHOD` set) an upper-case HTTP_PROXY is ignored, as a client's `Proxy:`
+    header may have set it."""
+    found: dict[str, str] = {}
+    for name, value in os.environ.items():
+        if value and name.lower().endswith("_proxy"):
+            found[name[:-6].lower()] = value
+    if "REQUEST_METHOD" in os.environ:
+        found.pop("http", None)
+    for name, value in os.environ.items():
+        if name.endswith("_proxy"):
+            if value:
+                found[name[:-6].lower()] = value
+            else:
+                found.pop(name[:-6].lower(), None)
+    return found
 
 
 def bypassed(host: str, no_proxy: str) -> bool:

@@ -26,7 +26,6 @@ from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
 from unigate.edge.endpoints import Endpoint
 from unigate.gateway import Gateway
-from unigate.providers.anthropic.messages import RELAYED_HEADERS
 from unigate.providers.same_format import ClientRequest, relayed_query
 from unigate.shapes.anthropic import COUNT_TOKENS, MESSAGES
 from unigate.translate.anthropic import (
@@ -47,6 +46,10 @@ def anthropic_error_event(message: str) -> bytes:
 
 # Anthropic's own keep-alive is a `ping` event, which its SDKs expect and skip.
 ANTHROPIC_FRAMING = Framing(anthropic_error_event, json_event({"type": "ping"}, "ping"))
+
+# The client headers an Anthropic client's relayed request keeps: they select the API version
+# and the beta features (context management, interleaved thinking, ...) the body relies on.
+RELAYED_HEADERS = (b"anthropic-beta", b"anthropic-version")
 
 
 def client_request(request: Request, raw: bytes) -> ClientRequest:

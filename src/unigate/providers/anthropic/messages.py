@@ -9,13 +9,11 @@ headers. Token counts: `POST /v1/messages/count_tokens`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from unigate.batches.native import NativeBatches
 from unigate.config import ProviderConfig
-from unigate.providers.anthropic.batches import AnthropicBatches
 from unigate.providers.base import ProviderContext, Reply, RouteFailed, Target, TextCall
 from unigate.providers.model_list import Listing
 from unigate.providers.same_format import ClientRequest, request_body, with_query
@@ -30,12 +28,12 @@ from unigate.translate.anthropic import (
     openai_to_anthropic_request,
 )
 
+if TYPE_CHECKING:
+    from unigate.batches.native import NativeBatches
+
 PROVIDER_TYPE = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
-# The client headers an Anthropic client's relayed request keeps: they select the API version
-# and the beta features (context management, interleaved thinking, ...) the body relies on.
-RELAYED_HEADERS = (b"anthropic-beta", b"anthropic-version")
 _BETA = "anthropic-beta"
 # What `count_tokens` takes of a Messages request (it refuses `max_tokens` and sampling fields).
 _COUNTED = ("model", "messages", "system", "tools", "tool_choice")
@@ -49,8 +47,12 @@ class AnthropicProvider(TranslatingChatProvider):
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
-        self.batches: AnthropicBatches | None = None
+        self.batches: NativeBatches | None = None
         if config.batches == "native":  # whole batches go to the upstream's Message Batches API
+            # Imported here, at the build of a provider configured for it: a worker whose
+            # providers relay no batches never loads the vendor's batch protocol.
+            from unigate.providers.anthropic.batches import AnthropicBatches
+
             self.batches = AnthropicBatches(self.http, self.timeouts(), self.redactor)
 
     def native_batches(self) -> NativeBatches | None:

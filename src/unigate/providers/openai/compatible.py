@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from unigate.batches.native import NativeBatches
 from unigate.config import ProviderConfig
 from unigate.limits.estimate import prompt_tokens
 from unigate.providers.base import (
@@ -41,7 +40,6 @@ from unigate.providers.http import (
 )
 from unigate.providers.model_list import Listing, listed_models
 from unigate.providers.openai import errors as openai_errors
-from unigate.providers.openai.batches import OpenAIBatches
 from unigate.providers.openai.responses import RESPONSES_FORMAT, Query, ResponsesRelay
 from unigate.providers.openai.videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
@@ -52,6 +50,9 @@ from unigate.translate.web_search import OPTIONS as SEARCH_OPTIONS
 from unigate.transport.response import Response
 from unigate.usage.recorder import Usage
 from unigate.video.job import VIDEO_ACTIONS
+
+if TYPE_CHECKING:
+    from unigate.batches.native import NativeBatches
 
 PROVIDER_TYPE = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -84,8 +85,12 @@ class OpenAIProvider(Provider):
         self.responses = ResponsesRelay(self.http, self.redactor)
         if config.responses == "native":  # the upstream serves /responses itself
             self.native_formats = frozenset({RESPONSES_FORMAT})
-        self.batches: OpenAIBatches | None = None
+        self.batches: NativeBatches | None = None
         if config.batches == "native":  # whole batches go to the upstream's /files + /batches
+            # Imported here, at the build of a provider configured for it: a worker whose
+            # providers relay no batches never loads the vendor's batch protocol.
+            from unigate.providers.openai.batches import OpenAIBatches
+
             self.batches = OpenAIBatches(self.http, self.timeouts(), self.redactor, self.vendor)
 
     def credentials(self, api_key: str) -> dict[str, str]:
