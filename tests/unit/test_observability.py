@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import logging
 import subprocess
 import sys
@@ -396,3 +397,25 @@ def test_a_chat_worker_imports_no_module_of_an_unused_feature(tmp_path: Path) ->
     status, loaded = out.stdout.strip().splitlines()[-2:]
     assert status == "502", "the chat call reached its (closed) upstream"
     assert loaded == "[]"
+
+
+def test_the_supervisor_preloads_the_adapters_of_the_configured_protocols(tmp_path: Path) -> None:
+    """Workers fork from the supervisor after `preload_app`: the configured protocols' adapters
+    imported there are shared by every worker instead of imported by each; the others stay out."""
+    config = tmp_path / "unigate.yaml"
+    config.write_text(
+        "providers:\n"
+        "  - {name: up, protocol: anthropic, base_url: 'http://127.0.0.1:9', api_key: sk-ant-test}\n"
+        "models:\n"
+        "  - {name: chat, routes: [{provider: up}]}\n"
+    )
+    env = {**os.environ, "UNIGATE_CONFIG": str(config), "UNIGATE_DATA_DIR": str(tmp_path / "data")}
+    code = (
+        "import sys\n"
+        "from unigate.cli.launch import preload_app\n"
+        "preload_app()\n"
+        "print('unigate.providers.anthropic.messages' in sys.modules,"
+        " 'unigate.providers.openai.azure' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]

@@ -89,8 +89,26 @@ def preload_app() -> None:
     import importlib
 
     importlib.import_module(APP.split(":")[0])
+    _import_configured_adapters()
     gc.collect()
     gc.freeze()
+
+
+def _import_configured_adapters() -> None:
+    """The adapters of the protocols the configuration uses: imported at a worker's first use
+    otherwise (`providers/registry.py`), each worker would hold its own copy of their pages."""
+    from unigate.config_source import load_config
+    from unigate.providers.registry import PROTOCOLS, protocol_class
+    from unigate.settings import Settings
+
+    settings = Settings.from_env()
+    try:
+        config = load_config(settings.config_path, settings.environ, {})
+    except Exception:  # `serve` checked the file; a change since is each worker's to report
+        return
+    for protocol in {provider.protocol for provider in config.providers}:
+        if protocol in PROTOCOLS:
+            protocol_class(protocol)
 
 
 def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None]) -> None:
