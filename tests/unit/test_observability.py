@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
