@@ -23,6 +23,7 @@ sweeps of the client leaving.
 from __future__ import annotations
 
 import asyncio
+from threading import get_ident
 
 from unigate.edge.asgi import Receive
 
@@ -47,14 +48,24 @@ class LeaveWatch:
         self._calls: dict[asyncio.Task[object], _Call] = {}
         self._sweeps = 0
         self._scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the last call
+        self._thread = 0  # and the thread it ran in
 
     def enter(self, receive: Receive) -> asyncio.Task[object]:
-        task = asyncio.current_task()
+        # With the loop given, `current_task` is a dict lookup; without, it asks for the running
+        # loop, a getpid system call on CPython 3.11. The loop is remembered with its thread: in
+        # that thread a task stepping under it is the caller's; another loop since (tests run
+        # several in turn) finds none there and is looked up the long way.
+        thread = get_ident()
+        task = asyncio.current_task(self._loop) if thread == self._thread else None
+        if task is None:
+            self._loop, self._thread = asyncio.get_running_loop(), thread
+            task = asyncio.current_task(self._loop)
         assert task is not None
         self._calls[task] = _Call(receive, self._sweeps)
         if not self._scheduled:
             self._scheduled = True
-            asyncio.get_running_loop().call_later(self.after, self._sweep)
+            task.get_loop().call_later(self.after, self._sweep)
         return task
 
     def left(self, task: asyncio.Task[object]) -> bool:
