@@ -20,6 +20,7 @@ import asyncio
 import collections
 from collections.abc import Mapping
 from dataclasses import dataclass
+from threading import get_ident
 from urllib.parse import urlsplit
 
 from unigate.transport.connection import Connection, render, send_request
@@ -101,6 +102,8 @@ class Pool:
         self._waiters: collections.deque[asyncio.Future[Connection | None]] = collections.deque()
         self._reaper: asyncio.TimerHandle | None = None
         self._deadlines = Deadlines()  # the timeouts of the responses in flight
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the last request
+        self._thread = 0  # and the thread it ran in
 
     async def request(
         self,
@@ -119,7 +122,12 @@ class Pool:
         wait for the first byte included) and `total` the whole exchange, body included.
         `replay`: may the request be sent again when a reused connection turns out stale
         (default: only for idempotent methods)."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None or self._thread != get_ident() or not loop.is_running():
+            # Looked up once per loop and thread: `get_running_loop` is a getpid system call on
+            # CPython 3.11, and the one loop running in this thread is the one remembered.
+            loop = self._loop = asyncio.get_running_loop()
+            self._thread = get_ident()
         deadline = loop.time() + total
         length = len(body) if isinstance(body, bytes) else body.length
         head = self._head(method, path, length, headers)
