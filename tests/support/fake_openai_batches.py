@@ -29,7 +29,8 @@ instead, `stall` only after that many seconds; `status` forces what every retrie
 Everything received is in `received`.
 
 `lost_answer` (routes) creates what the call asks for, then drops the connection without an
-answer, as a process or network dying mid-call would leave it.
+answer, as a process or network dying mid-call would leave it; `hold` (route -> seconds) creates
+it, then waits that long before answering (time for a test to kill the caller).
 
 Not modelled: file expiry, listing files, batch limits (50,000 lines, 200 MB), per-model
 queues and the `usage` summary newer batches carry.
@@ -89,6 +90,7 @@ class FakeOpenAIBatches(LoopbackServer):
     status: str | None = None
     stall: dict[str, float] = field(default_factory=dict)  # route -> seconds before answering
     lost_answer: set[str] = field(default_factory=set)  # routes answered by a dropped connection
+    hold: dict[str, float] = field(default_factory=dict)  # route -> seconds between creating and answering
     received: list[Received] = field(default_factory=list)
     files: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)  # id -> purpose, name, bytes
     batches: dict[str, FakeBatch] = field(default_factory=dict)
@@ -188,6 +190,7 @@ class FakeOpenAIBatches(LoopbackServer):
             time.time(),
         )
         self.batches[batch.id] = batch
+        await asyncio.sleep(self.hold.get("batches", 0.0))
         if "batches" in self.lost_answer:
             assert request.transport is not None
             request.transport.close()  # created, but the caller never hears of it
