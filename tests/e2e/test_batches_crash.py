@@ -1,7 +1,9 @@
 """A batch survives its process: kill -9 of the `unigate serve` running it, and another
 process sharing the database takes the batch up once its lease lapses and runs only the lines
 not done; every line ends with exactly one result. Lines whose call had ended but whose result
-was not committed when the process died are the only ones the upstream may see twice."""
+was not committed when the process died are the only ones the upstream may see twice. A batch
+relayed to OpenAI's batch API whose process died after the vendor created the batch but before
+its id was stored is adopted by the next process, not submitted again."""
 
 from __future__ import annotations
 
@@ -10,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import openai
 import pytest
 
+from tests.support.batch_files import chat_batch
+from tests.support.fake_openai_batches import FakeOpenAIBatches
 from tests.support.flaky_openai import FlakyOpenAI
 from tests.support.gateway import GatewayProcess
 from tests.support.waits import until
@@ -77,6 +82,42 @@ def test_kill_9_mid_batch_another_process_completes_it_with_no_duplicate_line(tm
         repeated = sum(n - 1 for n in sends)
         print(f"{done_at_kill} lines committed at the kill, {repeated} sent twice")
         assert repeated <= REPEATABLE
+
+
+def test_kill_9_mid_native_submit_the_next_process_adopts_the_vendors_batch(tmp_path: Path) -> None:
+    # The vendor holds its answer to the create: the first process dies with the batch created
+    # upstream and its id never stored.
+    with FakeOpenAIBatches(outcomes={"c1": "error"}, hold={"batches": 60.0}) as vendor:
+        config = {
+            "providers": [{"name": "oai", "protocol": "openai", "base_url": vendor.base_url,
+                           "api_key": vendor.api_key, "batches": "native"}],
+            "models": [{"name": "chat-x", "routes": [{"provider": "oai", "model": "gpt-up"}]}],
+            "tasks": {"poll_interval": 0.05},
+            "batches": {"lease_seconds": 3},
+        }  # fmt: skip
+        db = tmp_path / "shared.db"
+        env = {"UNIGATE_DATABASE_URL": f"sqlite:///{db}"}
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        first = GatewayProcess(tmp_path / "a", config=config, env=env).start()
+        try:
+            key = first.create_key()
+            client = openai.OpenAI(base_url=first.base_url + "/v1", api_key=key, max_retries=0)
+            batch_id = chat_batch(client, 3, "chat-x").id
+            until(lambda: vendor.batches, "the vendor's batch created", 30)
+        finally:
+            first.kill()
+        vendor.hold.clear()
+        with GatewayProcess(tmp_path / "b", config=config, env=env) as second:
+            client = openai.OpenAI(base_url=second.base_url + "/v1", api_key=key, max_retries=0)
+            done = until(
+                lambda: (b := client.batches.retrieve(batch_id)).status == "completed" and b, "completed", 60
+            )
+            assert len(vendor.batches) == 1, "the batch was submitted again"
+            (upstream,) = vendor.batches
+            assert f"adopted oai's batch {upstream}" in second.log()
+        counts = done.request_counts
+        assert counts is not None and (counts.total, counts.completed, counts.failed) == (3, 2, 1)
 
 
 def _states(db: Path, batch_id: str) -> list[str]:

@@ -1,7 +1,9 @@
 """A batch whose lines all route to a provider with its own batch API is relayed there whole
 (a test double of `NativeBatches` on the provider): submitted once with the upstream model ids,
 polled until over, its results written as the batch's lines and accounted with the vendor's
-discount; a cancel is passed on; a key with a budget keeps its batches on the gateway."""
+discount; a cancel is passed on; a key with a budget keeps its batches on the gateway; a submit
+the vendor took but whose id was never stored is found and adopted by the next worker, not sent
+again."""
 
 from __future__ import annotations
 
@@ -122,7 +124,7 @@ def test_a_batch_routed_to_one_native_provider_is_relayed_whole(relayed: Any) ->
     assert (done.request_counts.total, done.request_counts.completed, done.request_counts.failed) == (4, 3, 1)
     assert len(native.submitted) == 1 and fake.received == []  # nothing went line by line
     endpoint, lines, metadata = native.submitted[0]
-    assert endpoint == "/v1/chat/completions" and metadata == {"unigate_batch": batch_id}
+    assert endpoint == "/v1/chat/completions" and metadata == {"unigate_batch_id": batch_id}
     assert [line.custom_id for line in lines] == ["c0", "c1", "c2", "c3"]
     assert {line.body["model"] for line in lines} == {"gpt-up"}  # the upstream's id
     out = [json.loads(x) for x in content(client, done.output_file_id).splitlines()]
@@ -231,3 +233,51 @@ def test_an_openai_batch_relayed_to_the_vendors_files_and_batches(gateway_factor
         # The two answered lines' tokens as the vendor counted them, at the vendor's half price.
         tokens = row["prompt_tokens"] + row["completion_tokens"]
         assert tokens > 0 and row["cost"] == pytest.approx(tokens / 1e6 * 0.5)
+
+
+def _openai_native_config(vendor: FakeOpenAIBatches) -> dict[str, Any]:
+    return {
+        "providers": [{"name": "oai", "protocol": "openai", "base_url": vendor.base_url,
+                       "api_key": vendor.api_key, "batches": "native"}],
+        "models": [{"name": "chat-x", "routes": [{"provider": "oai", "model": "gpt-up"}],
+                    "input_per_million": 1.0, "output_per_million": 1.0}],
+        "tasks": {"poll_interval": 0.05},
+        "batches": {"lease_seconds": 3},
+    }  # fmt: skip
+
+
+def test_a_submit_whose_id_was_never_stored_is_adopted_by_the_next_worker(gateway_factory: Any) -> None:
+    # The vendor creates the batch but its answer never arrives, and the worker stops: as a
+    # process dying between the submit and storing the upstream id leaves it. The gateway that
+    # takes the batch over finds the vendor's batch by the gateway's batch id in its metadata
+    # and follows it: one upstream batch, every line's result written and accounted once.
+    with FakeOpenAIBatches(outcomes={"c1": "error"}, lost_answer={"batches"}) as vendor:
+        config = _openai_native_config(vendor)
+        first = gateway_factory(config)
+        record = first.create_key_record()
+        client = openai.OpenAI(base_url=first.base_url + "/v1", api_key=record["key"], max_retries=0)
+        batch_id = chat_batch(client, 3, "chat-x").id
+        until(lambda: vendor.batches, "the vendor's batch created")
+        first.stop()
+        vendor.lost_answer.clear()
+        second = gateway_factory(config)
+        client = openai.OpenAI(base_url=second.base_url + "/v1", api_key=record["key"], max_retries=0)
+        done = until(
+            lambda: (b := client.batches.retrieve(batch_id)).status == "completed" and b, "completed", 30
+        )
+        assert len(vendor.batches) == 1, "the batch was submitted again"
+        (upstream,) = vendor.batches.values()
+        assert upstream.metadata == {"unigate_batch_id": batch_id}
+        counts = done.request_counts
+        assert counts is not None and (counts.total, counts.completed, counts.failed) == (3, 2, 1)
+        out = [json.loads(x)["custom_id"] for x in content(client, done.output_file_id).splitlines()]
+        errors = [json.loads(x)["custom_id"] for x in content(client, done.error_file_id).splitlines()]
+        assert sorted(out) == ["c0", "c2"] and errors == ["c1"]
+        usage = until(
+            lambda: [
+                r for r in second.admin("GET", "/admin/usage?group_by=batch").json()["data"] if r["batch"]
+            ],
+            "usage written",
+        )
+        assert [(r["batch"], r["requests"], r["errors"]) for r in usage] == [(batch_id, 3, 1)]
+        assert f"adopted oai's batch {upstream.id}" in second.log()

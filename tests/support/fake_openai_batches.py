@@ -16,6 +16,9 @@ HTTP 401 `invalid_api_key`, whose message quotes the key sent, as a careless ups
                             scripted to expire), with request_counts and the output/error files
   POST /v1/batches/{id}/cancel   `cancelling`, then `cancelled` at the next retrieve: lines
                             not yet run get `batch_cancelled`
+  GET  /v1/batches?limit=&after=   the batches newest first, each with the `metadata` it was
+                            created with: `{"object": "list", "data", "first_id", "last_id",
+                            "has_more"}`, `limit` 1-100 (default 20), `after` the id to go on from
 
 Per-line outcomes (`outcomes`, by custom_id; default success): `success` (200 and a body of
 the endpoint's kind with usage: prompt_tokens 10 + line number, completion_tokens 5), `error`
@@ -25,7 +28,11 @@ quoting the key, as a careless upstream might), `expired` (`batch_expired` in th
 instead, `stall` only after that many seconds; `status` forces what every retrieve reports.
 Everything received is in `received`.
 
-Not modelled: file expiry, list endpoints, batch limits (50,000 lines, 200 MB), per-model
+`lost_answer` (routes) creates what the call asks for, then drops the connection without an
+answer, as a process or network dying mid-call would leave it; `hold` (route -> seconds) creates
+it, then waits that long before answering (time for a test to kill the caller).
+
+Not modelled: file expiry, listing files, batch limits (50,000 lines, 200 MB), per-model
 queues and the `usage` summary newer batches carry.
 """
 
@@ -82,6 +89,8 @@ class FakeOpenAIBatches(LoopbackServer):
     fail: dict[str, int] = field(default_factory=dict)
     status: str | None = None
     stall: dict[str, float] = field(default_factory=dict)  # route -> seconds before answering
+    lost_answer: set[str] = field(default_factory=set)  # routes answered by a dropped connection
+    hold: dict[str, float] = field(default_factory=dict)  # route -> seconds between creating and answering
     received: list[Received] = field(default_factory=list)
     files: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)  # id -> purpose, name, bytes
     batches: dict[str, FakeBatch] = field(default_factory=dict)
@@ -96,6 +105,7 @@ class FakeOpenAIBatches(LoopbackServer):
         app.router.add_get("/v1/files/{id}/content", self._content)
         app.router.add_delete("/v1/files/{id}", self._delete)
         app.router.add_post("/v1/batches", self._create)
+        app.router.add_get("/v1/batches", self._list)
         app.router.add_get("/v1/batches/{id}", self._retrieve)
         app.router.add_post("/v1/batches/{id}/cancel", self._cancel)
 
@@ -180,7 +190,41 @@ class FakeOpenAIBatches(LoopbackServer):
             time.time(),
         )
         self.batches[batch.id] = batch
+        await asyncio.sleep(self.hold.get("batches", 0.0))
+        if "batches" in self.lost_answer:
+            assert request.transport is not None
+            request.transport.close()  # created, but the caller never hears of it
         return web.json_response(self._batch_object(batch))
+
+    async def _list(self, request: web.Request) -> web.Response:
+        self._record(request, b"")
+        refused = await self._refused(request, "list")
+        if refused is not None:
+            return refused
+        try:
+            limit = int(request.query.get("limit", "20"))
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= 100:
+            return _error(400, "limit: must be an integer from 1 to 100", "limit")
+        # Insertion order is creation order: newest first is the reverse.
+        newest = list(reversed(self.batches.values()))
+        after = request.query.get("after")
+        if after is not None:
+            ids = [b.id for b in newest]
+            if after not in ids:
+                return _error(404, f"No batch found with id '{after}'.", "after")
+            newest = newest[ids.index(after) + 1 :]
+        page = [self._batch_object(b) for b in newest[:limit]]
+        return web.json_response(
+            {
+                "object": "list",
+                "data": page,
+                "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None,
+                "has_more": len(newest) > limit,
+            }
+        )
 
     async def _retrieve(self, request: web.Request) -> web.Response:
         self._record(request, b"")

@@ -8,8 +8,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+import sqlalchemy as sa
+
 from unigate.batches.store import BatchStore, LineResult, NewLine
 from unigate.store import db
+from unigate.store.schema import batch_lines, batches
 
 
 def _lines(n: int) -> list[NewLine]:
@@ -83,6 +86,58 @@ def test_pages_are_newest_first_and_scoped(database_url: str) -> None:
         assert [r.id for r in await store.page("k1", "openai", 2, before="b1")] == ["b3", "b2"]
         assert await store.page("k1", "openai", 2, after="other") == []  # another key's cursor
         assert await store.page("k1", "anthropic", 10) == []
+        await engine.dispose()
+
+    asyncio.run(run())
+
+
+def test_the_migrations_make_the_declared_batch_tables(database_url: str) -> None:
+    async def run() -> None:
+        engine = db.create_engine(database_url)
+        await db.migrate(engine)
+        async with engine.connect() as conn:
+
+            def describe(sync: sa.Connection) -> dict[str, tuple[list[str], set[str]]]:
+                inspector = sa.inspect(sync)
+                return {
+                    table.name: (
+                        [c["name"] for c in inspector.get_columns(table.name)],
+                        {str(i["name"]) for i in inspector.get_indexes(table.name)},
+                    )
+                    for table in (batches, batch_lines)
+                }
+
+            found = await conn.run_sync(describe)
+        for table in (batches, batch_lines):
+            assert found[table.name] == (
+                [c.name for c in table.columns],
+                {str(i.name) for i in table.indexes},
+            )
+        await engine.dispose()
+
+    asyncio.run(run())
+
+
+def test_a_submit_under_way_is_recorded_and_read_back(database_url: str) -> None:
+    # What a worker taking the batch over reads: the provider the submit went to and when it
+    # began, then the upstream id once stored.
+    async def run() -> None:
+        engine = db.create_engine(database_url)
+        await db.migrate(engine)
+        store = BatchStore(engine)
+        await store.create("b1", "k1", "openai", "/v1/chat/completions", status="in_progress",
+                           lines=_lines(2), expires_at=time.time() + 60, owner="w1",
+                           lease_until=time.time() + 30)  # fmt: skip
+        row = await store.load("b1")
+        assert row is not None and (row.upstream, row.submitting_at) == ("", None)
+        began = time.time()
+        assert await store.move("b1", "w1", "in_progress", upstream="oai/", submitting_at=began)
+        row = await store.load("b1")
+        assert row is not None and (row.upstream, row.submitting_at) == ("oai/", began)
+        assert not await store.move("b1", "w2", "in_progress", upstream="oai/up_2")  # not w2's lease
+        assert await store.move("b1", "w1", "in_progress", upstream="oai/up_1")
+        row = await store.load("b1")
+        assert row is not None and (row.upstream, row.submitting_at) == ("oai/up_1", began)
         await engine.dispose()
 
     asyncio.run(run())

@@ -230,3 +230,14 @@ def test_upstream_failures_are_route_failures(
     assert f"(HTTP {status} at /v1/messages/batches" in caught.value.message
     assert caught.value.status == (429 if status == 429 else 502)
     assert SECRET not in caught.value.message
+
+
+def test_find_finds_nothing_and_asks_nothing(tmp_path: Path, fake: FakeAnthropicBatches) -> None:
+    # A MessageBatch keeps no metadata: nothing tells this gateway's batch from another's, so
+    # nothing is adopted (the batch is submitted again after a take-over: at least once).
+    async def use(batches: NativeBatches) -> str | None:
+        await batches.submit(MESSAGES, LINES, {"unigate_batch_id": "batch_1"})
+        return await batches.find({"unigate_batch_id": "batch_1"}, 0.0)
+
+    assert with_batches(tmp_path, fake, use) is None
+    assert [r.method for r in fake.received] == ["POST"]

@@ -5,6 +5,7 @@ usage, cancel, and upstream failures mapped by the status table with the key nev
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,7 +13,7 @@ from typing import Any, TypeVar
 import orjson
 import pytest
 
-from tests.support.fake_openai_batches import FakeOpenAIBatches
+from tests.support.fake_openai_batches import FakeBatch, FakeOpenAIBatches
 from tests.support.native_batches import collected, run_native, until_over
 from unigate.batches.native import NativeBatches, NativeLine, NativeResult, NativeState
 from unigate.config import ProviderConfig
@@ -365,3 +366,72 @@ def test_failures_after_submit_are_mapped(
     assert f"HTTP {status}" in caught.value.message
     assert caught.value.status == (503 if status == 503 else 502)
     assert SECRET not in caught.value.message
+
+
+# -- find: the batch of a submit whose id was never stored --
+
+
+def _seed(
+    fake: FakeOpenAIBatches, n: int, created: float, metadata: dict[str, str] | None = None
+) -> list[str]:
+    """`n` batches created at `created`, as other clients of the account would have left them."""
+    ids = []
+    for i in range(n):
+        batch = FakeBatch(f"batch_other_{created:.0f}_{i}", CHAT, "file-x", metadata or {}, [], created)
+        fake.batches[batch.id] = batch
+        ids.append(batch.id)
+    return ids
+
+
+def test_find_pages_through_the_list_to_the_batch_with_the_metadata(
+    tmp_path: Path, fake: FakeOpenAIBatches
+) -> None:
+    since = time.time()
+    wanted = {"unigate_batch_id": "batch_abc"}
+
+    async def use(batches: NativeBatches) -> tuple[str | None, str | None]:
+        mine = await batches.submit(CHAT, LINES, wanted)
+        # 150 batches created after it: it is on the second page of 100.
+        _seed(fake, 150, time.time(), {"unigate_batch_id": "batch_someone_else"})
+        return mine, await batches.find(wanted, since)
+
+    mine, found = with_batches(tmp_path, fake, use)
+    assert found == mine
+    lists = [r.path for r in fake.received if r.method == "GET" and r.path.startswith("/v1/batches")]
+    assert len(lists) == 2 and lists[0] == "/v1/batches?limit=100"
+    assert lists[1].startswith("/v1/batches?limit=100&after=batch_other_")
+
+
+def test_find_stops_at_batches_older_than_the_submit(tmp_path: Path, fake: FakeOpenAIBatches) -> None:
+    # A day-old batch with the same metadata (a gateway restored from an old backup, say) is
+    # not this submit's; and the listing stops at the first page reaching back before it.
+    _seed(fake, 1, time.time() - 86400, {"unigate_batch_id": "batch_abc"})
+    _seed(fake, 150, time.time() - 7200)
+    _seed(fake, 3, time.time())
+
+    async def use(batches: NativeBatches) -> str | None:
+        return await batches.find({"unigate_batch_id": "batch_abc"}, time.time() - 60)
+
+    assert with_batches(tmp_path, fake, use) is None
+    assert [r.path for r in fake.received] == ["/v1/batches?limit=100"]
+
+
+def test_find_without_a_match_reads_to_the_end(tmp_path: Path, fake: FakeOpenAIBatches) -> None:
+    _seed(fake, 120, time.time(), {"unigate_batch_id": "batch_other"})
+
+    async def use(batches: NativeBatches) -> str | None:
+        return await batches.find({"unigate_batch_id": "batch_abc"}, time.time() - 60)
+
+    assert with_batches(tmp_path, fake, use) is None
+    assert len(fake.received) == 2
+
+
+def test_a_failed_lookup_is_an_error_not_a_miss(tmp_path: Path, fake: FakeOpenAIBatches) -> None:
+    # "Not found" would have the batch submitted again: a lookup that failed must say so.
+    fake.fail = {"list": 503}
+
+    async def use(batches: NativeBatches) -> str | None:
+        return await batches.find({"unigate_batch_id": "batch_abc"}, time.time())
+
+    with pytest.raises(RouteFailed):
+        with_batches(tmp_path, fake, use)

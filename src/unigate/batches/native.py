@@ -2,9 +2,12 @@
 Anthropic `/v1/messages/batches`): the interface the batch engine drives and the adapters
 implement (`Provider.native_batches()`).
 
-The engine submits every line at once, stores the upstream id, polls on the task poller's
-cadence and, once the batch is over (`ended`, `cancelled`, `expired` and `failed` all may carry
-results of the lines that ran), maps `results()` into its own output. Adapters raise the
+The engine records that a submit is under way, submits every line at once, stores the
+upstream id, polls on the task poller's cadence and, once the batch is over (`ended`,
+`cancelled`, `expired` and `failed` all may carry results of the lines that ran), maps
+`results()` into its own output. A worker taking over a batch whose submit was under way but
+whose upstream id was never stored asks `find` first, so a vendor that keeps the batch's
+metadata runs it once. Adapters raise the
 project's errors (`RouteFailed`, `UpstreamRejected`, mapped by the upstream-status table) with
 the provider's secrets scrubbed.
 """
@@ -68,6 +71,12 @@ class NativeBatches(Protocol):
     async def submit(self, endpoint: str, lines: Sequence[NativeLine], metadata: dict[str, str]) -> str:
         """Create the upstream batch (`endpoint`: OpenAI's `/v1/chat/completions`,
         `/v1/embeddings`, ...; `/v1/messages` for Anthropic); its upstream id."""
+        ...
+
+    async def find(self, metadata: dict[str, str], since: float) -> str | None:
+        """The id of the upstream batch submitted with `metadata` (every pair present in the
+        batch's own), looking at batches created from `since` (Unix seconds) on; None: there is
+        none, or the vendor keeps no metadata to tell it by (the caller then submits again)."""
         ...
 
     async def poll(self, upstream_id: str) -> NativeState: ...

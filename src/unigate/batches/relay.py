@@ -3,13 +3,22 @@ every line's model routes first to one provider that has one and speaks the line
 the key has no budget (a vendor's batch cannot be stopped line by line when money runs out, so
 a budgeted key's batches always run here, each line admitted like a direct call).
 
-The run submits the lines (their models mapped to the upstream's ids), stores the upstream id
-with the batch, then polls on the task poller's cadence while it holds the batch's lease; a
-cancel is passed on. Once the upstream batch is over, its results are committed as the batch's
-lines (the same exactly-once commit as gateway-run lines) and each one accounted like the direct
-call, priced with the vendor's discount. A process that dies after the submit but before the
-upstream id is stored leaves an upstream batch nobody polls; the batch is submitted again by
-whoever takes it up.
+The run first records with the batch that a submit to the provider is under way (`upstream` =
+"provider/", `submitting_at`), submits the lines (their models mapped to the upstream's ids)
+with the gateway's batch id in the upstream batch's metadata, stores the upstream id, then polls
+on the task poller's cadence while it holds the batch's lease; a cancel is passed on. Once the
+upstream batch is over, its results are committed as the batch's lines (the same exactly-once
+commit as gateway-run lines) and each one accounted like the direct call, priced with the
+vendor's discount.
+
+A process that dies (or a submit left unanswered) after the vendor created the batch but before
+its id was stored: whoever takes the batch up finds the record of the submit and asks the
+vendor first (`NativeBatches.find`, by that metadata). OpenAI and Azure keep the metadata, so
+the batch found is adopted and followed, and it runs and is billed once; a lookup that fails
+stops the run until the next take-over rather than risk a second submit. Anthropic's batches
+keep no metadata: nothing is found and the batch is submitted again (at least once). A worker
+that stalls past its lease in the middle of a submit can still race the worker that took over
+(both may submit); its lost lease is logged with the upstream id it created.
 """
 
 from __future__ import annotations
@@ -85,14 +94,55 @@ class Relay:
             model = str(line.body.get("model", ""))
             upstream = chosen.entries[model].routes[0].upstream_model or model
             lines.append(NativeLine(line.custom_id, {**line.body, "model": upstream}))
-        metadata = {"unigate_batch": row.id}
-        upstream_id = await chosen.native.submit(row.endpoint, lines, metadata)
-        kept = f"{chosen.provider.name}/{upstream_id}"
-        if not await self.store.move(row.id, owner, row.status, upstream=kept):
+        name = chosen.provider.name
+        # Recorded first: a take-over after the vendor created the batch looks it up (`adopt`).
+        if not await self.store.move(
+            row.id, owner, row.status, upstream=f"{name}/", submitting_at=time.time()
+        ):
             return None
-        log.info(
-            "batch %s relayed to %s as %s (%d lines)", row.id, chosen.provider.name, upstream_id, len(lines)
-        )
+        try:
+            upstream_id = await chosen.native.submit(row.endpoint, lines, metadata(row))
+        except GatewayError:
+            # Refused outright (an answer, or an unsupported endpoint): no upstream batch exists,
+            # and the gateway runs the lines. Anything else (no answer) leaves the record, so the
+            # next run looks the batch up before submitting again.
+            await self.store.move(row.id, owner, row.status, upstream="", submitting_at=None)
+            raise
+        kept = f"{name}/{upstream_id}"
+        if not await self.store.move(row.id, owner, row.status, upstream=kept):
+            log.warning(
+                "batch %s: lease lost while submitting it to %s; the upstream batch %s is left to the "
+                "worker that holds the batch now", row.id, name, upstream_id,
+            )  # fmt: skip
+            return None
+        log.info("batch %s relayed to %s as %s (%d lines)", row.id, name, upstream_id, len(lines))
+        return kept
+
+    async def adopt(self, row: BatchRow, owner: str) -> str | None:
+        """A batch whose submit began (`upstream` = "provider/") but whose upstream id was never
+        stored: the vendor's batch found by its metadata, stored and returned as "provider/id";
+        "" when there is none (the record is cleared: the batch is planned afresh); None when the
+        lease was lost. A failed lookup raises: nothing is submitted while it is unknown."""
+        name = row.upstream.partition("/")[0]
+        provider = self.gw.providers.get(name)
+        native = provider.native_batches() if provider is not None else None
+        found = None
+        if native is None:
+            log.warning(
+                "batch %s: a submit to %s was under way when its worker stopped, and that provider no "
+                "longer relays batches; it cannot be looked up, so the batch is planned afresh", row.id, name,
+            )  # fmt: skip
+        else:
+            found = await native.find(metadata(row), row.submitting_at or 0.0)
+        kept = f"{name}/{found}" if found else ""
+        if not await self.store.move(
+            row.id, owner, row.status, upstream=kept, submitting_at=row.submitting_at if found else None
+        ):
+            return None
+        if found:
+            log.info("batch %s: adopted %s's batch %s, submitted before a take-over", row.id, name, found)
+        else:
+            log.info("batch %s: %s has no batch of an earlier submit; it is planned afresh", row.id, name)
         return kept
 
     async def follow(
@@ -174,6 +224,11 @@ class Relay:
                 created_at=time.time(), batch=row.id,
             )
         )  # fmt: skip
+
+
+def metadata(row: BatchRow) -> dict[str, str]:
+    """What the upstream batch carries to be found by after a take-over: the gateway's batch id."""
+    return {"unigate_batch_id": row.id}
 
 
 _OPS = {

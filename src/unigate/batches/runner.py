@@ -177,6 +177,12 @@ class BatchRunner:
         """Relay the batch to a vendor's own batch API when it can go there whole (`relay.py`);
         False: the gateway runs its lines."""
         row, upstream = run.row, run.row.upstream
+        if upstream.endswith("/"):  # a submit was under way when its worker stopped
+            adopted = await self.relay.adopt(row, self.owner)
+            if adopted is None:
+                run.lost = True
+                return True
+            upstream = adopted
         if not upstream and row.processing == row.total:
             pending = await self.store.pending(row.id, -1, row.total + 1)
             chosen = plan(self.gw, row, pending, principal.budget is not None)

@@ -52,8 +52,9 @@ class BatchRow:
     finalizing_at: float | None
     cancelling_at: float | None
     ended_at: float | None
-    upstream: str
+    upstream: str  # a native relay's "provider/id"; "provider/" while its submit is under way
     lease_until: float
+    submitting_at: float | None  # when a native relay's submit began
 
     @property
     def processing(self) -> int:
@@ -114,7 +115,7 @@ def _row(r: Any) -> BatchRow:
         r.id, r.key_id, r.api, r.endpoint, r.status, r.input_file_id, r.output_file_id, r.error_file_id,
         orjson.loads(r.metadata), orjson.loads(r.errors), r.total, r.succeeded, r.errored, r.canceled,
         r.expired, r.created_at, r.expires_at, r.in_progress_at, r.finalizing_at, r.cancelling_at,
-        r.ended_at, r.upstream, r.lease_until,
+        r.ended_at, r.upstream, r.lease_until, r.submitting_at,
     )  # fmt: skip
 
 

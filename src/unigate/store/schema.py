@@ -258,10 +258,12 @@ batches = sa.Table(
     sa.Column("finalizing_at", sa.Float, nullable=True),
     sa.Column("cancelling_at", sa.Float, nullable=True),
     sa.Column("ended_at", sa.Float, nullable=True),  # completed, failed, expired or cancelled
-    sa.Column("upstream", sa.Text, nullable=False, server_default=""),  # a native relay's "provider/id"
+    # A native relay's "provider/id"; "provider/" while its submit is under way (no id stored yet).
+    sa.Column("upstream", sa.Text, nullable=False, server_default=""),
     sa.Column("lease_owner", sa.String(64), nullable=True),
     sa.Column("lease_until", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Column("submitting_at", sa.Float, nullable=True),  # when a native relay's submit began
     sa.Index("ix_batches_key", "key_id", "created_at"),
     sa.Index("ix_batches_due", "status", "lease_until"),
 )

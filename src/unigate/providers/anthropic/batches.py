@@ -15,6 +15,12 @@ Wire (paths under the provider's base URL, https://api.anthropic.com; `x-api-key
   {"type": "expired"}}`.
 Errors: `{"type": "error", "error": {"type", "message"}}`; statuses: the table's
 (`upstream_status.py`).
+
+A MessageBatch keeps no metadata (its fields are the id, statuses, counts and times above), and
+its requests' `custom_id`s can be read only from the results of an ended batch: nothing tells a
+batch this gateway submitted from another one of the account's. So `find` finds nothing, and a
+process that dies between the submit and storing its id leaves a batch the next worker submits
+again (at least once, not exactly once).
 """
 
 from __future__ import annotations
@@ -88,6 +94,10 @@ class AnthropicBatches(BatchCalls):
         if not batch_id:
             raise RouteFailed("The Anthropic upstream's batch has no id.")
         return batch_id
+
+    async def find(self, metadata: dict[str, str], since: float) -> str | None:
+        """Never anything: a MessageBatch carries no metadata to find it by (see above)."""
+        return None
 
     async def poll(self, upstream_id: str) -> NativeState:
         return batch_state(await self._call("GET", f"{BATCHES}/{path_id(upstream_id)}", self.queries))

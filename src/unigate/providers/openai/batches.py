@@ -18,6 +18,13 @@ credential header on each):
   output file has the lines that ran (2xx); the error file the lines refused (4xx/5xx
   `response`) and those that never ran (`error.code` batch_expired, batch_cancelled).
 - `POST /batches/{id}/cancel` -> the Batch, `cancelling`.
+- `GET /batches?limit=&after=` -> `{"data": [Batch, ...], "has_more", "last_id"}`, newest first;
+  the next page is `after` = the last id. Each Batch keeps the `metadata` it was created with
+  (up to 16 string pairs): `find` looks the gateway's batch id up there after a take-over.
+Input files are uploaded without `expires_after`: OpenAI expires `batch` files after 30 days by
+default, and the same call serves Azure, whose files API documents its expiry differently. An
+input file whose batch was never created (a process that died between the two calls, or a
+take-over that found nothing and uploaded again) is left to that expiry.
 Errors: `{"error": {"message", "type", "param", "code"}}` (`openai/errors.py`); statuses: the
 table's (`upstream_status.py`).
 """
@@ -53,6 +60,10 @@ from unigate.providers.task_http import obj, objects, path_id, text
 log = logging.getLogger("unigate.providers")
 
 DISCOUNT = 0.5  # OpenAI's and Azure's published batch price: half the synchronous one
+# `find` reads at most this many pages of this many batches: the batches created since the
+# submit began are all there unless the account creates thousands a minute.
+FIND_PAGES, FIND_PAGE = 20, 100
+CLOCK_SKEW = 600.0  # seconds the vendor's `created_at` may lag the gateway's clock by
 _STATUSES: dict[str, NativeStatus] = {
     "completed": "ended",
     "cancelled": "cancelled",
@@ -94,6 +105,32 @@ class OpenAIBatches(BatchCalls):
         if not batch_id:
             raise RouteFailed(f"The {self.vendor} upstream's batch has no id.")
         return batch_id
+
+    async def find(self, metadata: dict[str, str], since: float) -> str | None:
+        """The newest batch whose `metadata` holds every pair of `metadata`, among those created
+        from `since` (less the clock skew) on; pages are read newest first until one is older."""
+        if not metadata:
+            return None  # nothing to tell the batch by: every batch would match
+        after = ""
+        for _ in range(FIND_PAGES):
+            query = f"/batches?limit={FIND_PAGE}" + (f"&after={path_id(after)}" if after else "")
+            page = await self._call("GET", query, self.queries)
+            batches = objects(page, "data")
+            for batch in batches:
+                kept = obj(batch, "metadata")
+                if all(kept.get(k) == v for k, v in metadata.items()) and text(batch, "id"):
+                    return text(batch, "id")
+                created = batch.get("created_at")
+                if type(created) is int and created < since - CLOCK_SKEW:
+                    return None
+            after = text(batches[-1], "id") if batches else ""
+            if page.get("has_more") is not True or not after:
+                return None
+        log.warning(
+            "%s: %d pages of batches read without reaching the submit's start; taken as not found",
+            self.vendor, FIND_PAGES,
+        )  # fmt: skip
+        return None
 
     async def poll(self, upstream_id: str) -> NativeState:
         batch = await self._call("GET", f"/batches/{path_id(upstream_id)}", self.queries)
