@@ -10,6 +10,15 @@ if key and key ~= "" then
   wrk.headers["Authorization"] = "Bearer " .. key
 end
 
+-- BENCH_DELAY_MS (paced.py): each connection waits that long before its next request, so the
+-- load stays below what the machine can serve and latency is not queueing.
+local pace = tonumber(os.getenv("BENCH_DELAY_MS") or "")
+if pace then
+  function delay()
+    return pace
+  end
+end
+
 -- done(): the shared BENCH line, from done.lua next to this script (wrk loads scripts with
 -- luaL_loadfile, so the chunk name is "@" .. the path given to -s).
 dofile((debug.getinfo(1, "S").source:match("^@(.*)/") or ".") .. "/done.lua")
