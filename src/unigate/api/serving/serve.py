@@ -57,15 +57,10 @@ class ServingCall:
     payload: Any = None
     finish: Finish | None = None  # awaited with the presented reply before anything is sent
     admitted: Admitted | None = None  # an admission taken earlier (`Serving.admit`), settled here
-
-
-@dataclass(slots=True)
-class _Run:
-    """What `Serving.run` knows of a call so far: accounted and traced from here."""
-
-    call: ServingCall
-    entry: ModelEntry
-    started: float
+    # What `Serving.run` learns of the call as it goes, accounted and traced from there (kept
+    # here rather than in an object of its own: one allocation less per call).
+    entry: ModelEntry | None = None  # the model's, once resolved
+    started: float = 0.0  # `perf_counter` when routing began
     target: Target | None = None  # the route that answered, once one has
     reply: Reply | None = None
     first: float | None = None  # when a stream's first upstream event was read (tracing only)
@@ -126,7 +121,8 @@ class Serving:
                 ticket = await gw.limits.admit_pending(call.principal, entry, tokens, cost)
         else:
             entry, ticket = await self._admitted_entry(call, call.admitted)
-        run = _Run(call, entry, time.perf_counter())
+        run = call
+        run.entry, run.started = entry, time.perf_counter()
         watch = self.leave_watch
         token = watch.enter(request.receive)
         try:
@@ -181,7 +177,7 @@ class Serving:
             if not gw.limits.settle_now(ticket, *run.spent):
                 await gw.limits.settle(ticket, *run.spent)
 
-    async def _finish(self, run: _Run, finish: Finish, shown: Reply) -> Reply:
+    async def _finish(self, run: ServingCall, finish: Finish, shown: Reply) -> Reply:
         """The call's last step before sending (`ServingCall.finish`)."""
         assert run.reply is not None and run.target is not None  # set once a route answered
         try:
@@ -244,21 +240,22 @@ class Serving:
         """What the call is expected to use (`Limits.estimate`)."""
         return Limits.estimate(principal, entry, payload, self.budget_output)
 
-    def _account(self, run: _Run, status: int) -> None:
+    def _account(self, run: ServingCall, status: int) -> None:
         """Record the call in the usage accounts, and what it used in `run.spent`. A call that
         failed costs nothing; one cut short pays for the tokens it consumed, not the call: its
         prompt, counted locally from the payload when the upstream had not reported it yet (most
         report it only at the end), and the output it produced."""
-        call, target, usage = run.call, run.target, run.reply.usage if run.reply else None
+        call, entry, target, usage = run, run.entry, run.target, run.reply.usage if run.reply else None
+        assert entry is not None  # resolved before anything is accounted
         prompt = usage.prompt_tokens if usage else 0
         completion = usage.completion_tokens if usage else 0
         if usage is not None and not prompt and status == 499 and call.payload is not None:
             prompt = prompt_tokens(call.payload)
-        prices = run.entry.prices
+        prices = entry.prices
         cost = prices.tokens_cost(prompt, completion) + (prices.per_call if status < 400 else 0.0)
         batch = call.request.scope.get(BATCH, "")
         if batch and target is not None:
-            discount = run.entry.batch_discount
+            discount = entry.batch_discount
             cost *= 1.0 - (target.provider.config.batch_discount if discount is None else discount)
         # Positional, in UsageRecord's field order: keywords cost a NamedTuple half again.
         self.gw.usage.record(
@@ -278,13 +275,13 @@ class Serving:
             )
         )
         if target is not None:
-            self.metrics.usage(run.entry.name, target.provider.name, prompt, completion, cost)
+            self.metrics.usage(entry.name, target.provider.name, prompt, completion, cost)
         run.spent = (prompt + completion, cost)
 
-    def _trace(self, run: _Run, status: int, error: str | None) -> None:
+    def _trace(self, run: ServingCall, status: int, error: str | None) -> None:
         """The call's span (tracing on only)."""
         assert self.tracing is not None
-        call, target, usage = run.call, run.target, run.reply.usage if run.reply else None
+        call, target, usage = run, run.target, run.reply.usage if run.reply else None
         self.tracing.call(
             operation=call.endpoint,
             model=call.model,
