@@ -156,8 +156,11 @@ class Serving:
                 shown = await self._finish(run, call.finish, shown)
             try:
                 # A body is sent without `_stream`'s frame.
-                sending = self._stream if shown.stream is not None else self._send_body
-                outcome = await sending(request, shown, call.framing)
+                outcome = await (
+                    send_reply(request, shown, call.framing, self.keepalive)
+                    if shown.stream is None
+                    else self._stream(request, shown, call.framing)
+                )
             except asyncio.CancelledError:
                 # Stopped from inside the gateway (a background response cancelled or deleted, a
                 # shutdown): what the upstream produced until then is paid for, as when a client
@@ -188,9 +191,6 @@ class Serving:
             if run.reply.close is not None:
                 run.reply.close()
             raise
-
-    def _send_body(self, request: Request, reply: Reply, framing: Framing) -> Awaitable[Outcome]:
-        return send_reply(request, reply, framing, self.keepalive)
 
     async def _stream(self, request: Request, reply: Reply, framing: Framing) -> Outcome:
         """A streamed reply, counted in the open streams' gauge while it lasts."""
