@@ -117,6 +117,7 @@ class GatewayApp:
         )
         # Bound once: a per-request call then skips the attribute and method lookups.
         self._request_id = RequestIds().for_request  # the client's x-request-id, or a fresh one
+        self._key_cache, self._is_admin_key = gateway.key_cache, gateway.is_admin_key
         self._access = AccessLog(InfoLines(ACCESS_LOGGER), gateway.settings.log_format == "json")
         self._metrics = gateway.metrics
         self._count_request = gateway.metrics.request
@@ -149,7 +150,7 @@ class GatewayApp:
                 raise NotFound(self._unknown_path(request), code="unknown_url")
             request.params = params
             if endpoint.auth == "key":  # the only kind whose handler takes a principal
-                principal = await authenticate(request, self.gateway.key_cache, self.gateway.is_admin_key)
+                principal = await authenticate(request, self._key_cache, self._is_admin_key)
                 if principal.rpm or principal.tpm:
                     request.more_headers = self.gateway.limits.headers_for(principal)
                 if (

@@ -115,7 +115,12 @@ class Serving:
         scope = request.scope
         scope[MODEL] = call.model  # for the access line (unigate.edge.access_log), 404s and 403s included
         if call.admitted is None:
-            entry, ticket = self._admit_now(call)
+            # Decided without awaiting as most are (`Limits.admit_call`; `PENDING` when that
+            # cannot decide). The metrics' model label (the config's name, bounded) is set
+            # before a refusal too.
+            entry = self.resolve(call.principal, call.model)
+            scope[MODEL_NAME] = entry.name
+            ticket = gw.limits.admit_call(call.principal, entry, call.payload, self.budget_output)
             if ticket is PENDING:  # a refusal, or a budget to load first
                 tokens, cost = self._estimate(call.principal, entry, call.payload)
                 ticket = await gw.limits.admit_pending(call.principal, entry, tokens, cost)
@@ -199,14 +204,6 @@ class Serving:
             return await send_reply(request, reply, framing, self.keepalive)
         finally:
             self.metrics.stream_closed()
-
-    def _admit_now(self, call: ServingCall) -> tuple[ModelEntry, Ticket | None]:
-        """The model's entry and, when limits apply, the call's admission decided without
-        awaiting as most are (`Limits.admit_now`; `PENDING` when that cannot decide)."""
-        entry = self.resolve(call.principal, call.model)
-        # The metrics' model label (the config's name, bounded), set before a refusal too.
-        call.request.scope[MODEL_NAME] = entry.name
-        return entry, self.gw.limits.admit_call(call.principal, entry, call.payload, self.budget_output)
 
     async def _admitted_entry(
         self, call: ServingCall, admitted: Admitted
