@@ -36,7 +36,6 @@ from unigate.edge.access_log import (
     MODEL_NAME,
     PROVIDER,
     AccessLog,
-    StatusCapture,
     shown_path,
 )
 from unigate.edge.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
@@ -118,6 +117,7 @@ class GatewayApp:
         )
         # Bound once: a per-request call then skips the attribute and method lookups.
         self._request_id = RequestIds().for_request  # the client's x-request-id, or a fresh one
+        self._key_cache, self._is_admin_key = gateway.key_cache, gateway.is_admin_key
         self._access = AccessLog(InfoLines(ACCESS_LOGGER), gateway.settings.log_format == "json")
         self._metrics = gateway.metrics
         self._count_request = gateway.metrics.request
@@ -135,8 +135,7 @@ class GatewayApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
-        sent = StatusCapture(send)
-        request = Request(scope, receive, sent, self._request_id(scope))
+        request = Request(scope, receive, send, self._request_id(scope))
         endpoint, params, allowed = self.table.match(request.method, request.path)
         principal = None
         try:
@@ -151,9 +150,9 @@ class GatewayApp:
                 raise NotFound(self._unknown_path(request), code="unknown_url")
             request.params = params
             if endpoint.auth == "key":  # the only kind whose handler takes a principal
-                principal = await authenticate(request, self.gateway.key_cache, self.gateway.is_admin_key)
+                principal = await authenticate(request, self._key_cache, self._is_admin_key)
                 if principal.rpm or principal.tpm:
-                    sent.more_headers = self.gateway.limits.headers_for(principal)
+                    request.more_headers = self.gateway.limits.headers_for(principal)
                 if (
                     endpoint.family
                     and not principal.may_use_family(endpoint.family)
@@ -178,16 +177,16 @@ class GatewayApp:
         key_id = principal.key_id if principal else None
         ended = time.perf_counter()
         if self._access.enabled():
-            self._access.add(request, sent.status, started, ended, key_id)
+            self._access.add(request, request.status, started, ended, key_id)
         self._count_request(
             "unmatched" if endpoint is None else endpoint.label,  # `_family`, written out
             scope.get(MODEL_NAME, ""),
             scope.get(PROVIDER, ""),
-            sent.status or 499,
+            request.status or 499,
             ended - started,
         )
         if endpoint is None or endpoint.auth == "key":  # API calls, not the dashboard's own polling
-            self._requests.add(request, sent.status, started, key_id, ended)
+            self._requests.add(request, request.status, started, key_id, ended)
 
     def _unknown_path(self, request: Request) -> str:
         """The 404 for a path no endpoint has; when the same path under /v1 is one, that (an

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from unigate.edge.asgi import Message, Request, Send
+from unigate.edge.asgi import Request
 from unigate.observability.logs import InfoLines
 
 ACCESS_LOGGER = "unigate.access"
@@ -41,27 +41,6 @@ PROVIDER = "unigate.provider"
 
 # Characters left as they are when a path or model has to be escaped: those of RFC 3986 paths.
 _SAFE = "/:@!$&'()*+,;=-._~"
-
-
-class StatusCapture:
-    """Wraps the server's `send` to remember the status of `http.response.start`: the status
-    the client really got, whichever code path sent it. A plain call returning the server's
-    awaitable, so each message costs one comparison and no extra coroutine. `more_headers`,
-    when set, adds headers to whatever response starts (a limited key's `x-ratelimit-*`)."""
-
-    __slots__ = ("more_headers", "send", "status")
-
-    def __init__(self, send: Send) -> None:
-        self.send = send
-        self.status = 0
-        self.more_headers: Callable[[], list[tuple[bytes, bytes]]] | None = None
-
-    def __call__(self, message: Message) -> Awaitable[None]:
-        if message["type"] == "http.response.start":
-            self.status = message["status"]
-            if self.more_headers is not None:
-                message["headers"] = [*message.get("headers", ()), *self.more_headers()]
-        return self.send(message)
 
 
 def _clean(text: str) -> str:

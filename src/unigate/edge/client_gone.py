@@ -31,13 +31,20 @@ WATCH_AFTER = 0.5  # seconds
 
 
 class _Call:
-    __slots__ = ("left", "receive", "sweep", "watcher")
+    """A call old enough to be watched (made by the sweep that starts its watcher)."""
 
-    def __init__(self, receive: Receive, sweep: int) -> None:
+    __slots__ = ("left", "receive", "watcher")
+
+    def __init__(self, receive: Receive) -> None:
         self.receive = receive
-        self.sweep = sweep  # the sweep count when the call started
         self.left = False
-        self.watcher: asyncio.Task[None] | None = None  # once the call is old enough
+        self.watcher: asyncio.Task[None] | None = None
+
+
+# A call in flight, as `enter` registers it: its `receive` and the sweep count when it
+# started. A tuple, not a `_Call`: most calls end before any sweep, and a tuple costs no
+# object construction per request.
+_Entered = tuple[Receive, int]
 
 
 class LeaveWatch:
@@ -45,7 +52,7 @@ class LeaveWatch:
 
     def __init__(self, after: float = WATCH_AFTER) -> None:
         self.after = after
-        self._calls: dict[asyncio.Task[object], _Call] = {}
+        self._calls: dict[asyncio.Task[object], _Call | _Entered] = {}
         self._sweeps = 0
         self._scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the last call
@@ -62,7 +69,7 @@ class LeaveWatch:
             self._loop, self._thread = asyncio.get_running_loop(), thread
             task = asyncio.current_task(self._loop)
         assert task is not None
-        self._calls[task] = _Call(receive, self._sweeps)
+        self._calls[task] = (receive, self._sweeps)
         if not self._scheduled:
             self._scheduled = True
             task.get_loop().call_later(self.after, self._sweep)
@@ -72,15 +79,15 @@ class LeaveWatch:
         """After a CancelledError: True when it was this watch's doing (the client left);
         the task's cancellation is then withdrawn so the request can end as a 499."""
         call = self._calls.get(task)
-        if call is not None and call.left:
+        if isinstance(call, _Call) and call.left:
             task.uncancel()
             return True
         return False
 
     def exit(self, task: asyncio.Task[object]) -> None:
-        watcher = self._calls.pop(task).watcher
-        if watcher is not None:
-            watcher.cancel()
+        call = self._calls.pop(task)
+        if isinstance(call, _Call) and call.watcher is not None:
+            call.watcher.cancel()
 
     def _sweep(self) -> None:
         self._scheduled = False
@@ -89,10 +96,15 @@ class LeaveWatch:
         loop = asyncio.get_running_loop()
         earlier = self._sweeps
         self._sweeps += 1
-        for task, call in self._calls.items():
-            # Started before the previous sweep: running for at least one full interval.
-            if call.watcher is None and call.sweep < earlier:
-                call.watcher = loop.create_task(_watch(task, call))
+        # Started before the previous sweep: running for at least one full interval.
+        due = [
+            (task, entry[0])
+            for task, entry in self._calls.items()
+            if type(entry) is tuple and entry[1] < earlier
+        ]
+        for task, receive in due:
+            call = self._calls[task] = _Call(receive)
+            call.watcher = loop.create_task(_watch(task, call))
         self._scheduled = True
         loop.call_later(self.after, self._sweep)
 

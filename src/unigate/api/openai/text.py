@@ -17,15 +17,11 @@ from unigate.edge.asgi import Request, send_json
 from unigate.edge.endpoints import Endpoint
 from unigate.errors import NotFound
 from unigate.gateway import Gateway
-from unigate.providers.base import Provider, Reply, Target, TextCall
+from unigate.providers.base import Reply, Target, TextCall
 from unigate.shapes.text import CHAT, COMPLETION, EMBEDDING, MODERATION, chat_stream
 
-_INVOKE: dict[str, Callable[[Provider], Callable[[TextCall, Target], Awaitable[Reply]]]] = {
-    "chat": lambda p: p.chat,
-    "completions": lambda p: p.complete,
-    "embeddings": lambda p: p.embed,
-    "moderations": lambda p: p.moderate,
-}
+# The `Provider` method each operation calls (looked up on the route's provider per call).
+_METHOD = {"chat": "chat", "completions": "complete", "embeddings": "embed", "moderations": "moderate"}
 MODERATION_MODEL = "omni-moderation-latest"  # OpenAI's, for a moderation request naming none
 # A model id in `GET /v1/models/{model}`: anything but a Gemini action path (`x:generateContent`
 # and the like are POST-only, so a GET there is a 405 with `Allow: POST`). Fine-tuned OpenAI ids
@@ -81,12 +77,16 @@ class TextAPI:
     ) -> Awaitable[None]:
         """Route `call`, then send the reply; `native` may relay a route in the client's own
         format instead; the rest is `ServingCall`'s."""
-        invoke = _INVOKE[call.op]
+        method = _METHOD[call.op]
 
         def attempt(target: Target) -> Awaitable[Reply]:
             # A route whose upstream speaks the client's own format is relayed natively.
-            direct = native(target) if native is not None else None
-            return direct if direct is not None else invoke(target.provider)(call, target)
+            if native is not None:
+                direct = native(target)
+                if direct is not None:
+                    return direct
+            answer: Awaitable[Reply] = getattr(target.provider, method)(call, target)
+            return answer
 
         served = ServingCall(
             request, principal, call.model, call.op, attempt, present, framing, call.payload, finish, admitted

@@ -57,15 +57,10 @@ class ServingCall:
     payload: Any = None
     finish: Finish | None = None  # awaited with the presented reply before anything is sent
     admitted: Admitted | None = None  # an admission taken earlier (`Serving.admit`), settled here
-
-
-@dataclass(slots=True)
-class _Run:
-    """What `Serving.run` knows of a call so far: accounted and traced from here."""
-
-    call: ServingCall
-    entry: ModelEntry
-    started: float
+    # What `Serving.run` learns of the call as it goes, accounted and traced from there (kept
+    # here rather than in an object of its own: one allocation less per call).
+    entry: ModelEntry | None = None  # the model's, once resolved
+    started: float = 0.0  # `perf_counter` when routing began
     target: Target | None = None  # the route that answered, once one has
     reply: Reply | None = None
     first: float | None = None  # when a stream's first upstream event was read (tracing only)
@@ -120,13 +115,19 @@ class Serving:
         scope = request.scope
         scope[MODEL] = call.model  # for the access line (unigate.edge.access_log), 404s and 403s included
         if call.admitted is None:
-            entry, ticket = self._admit_now(call)
+            # Decided without awaiting as most are (`Limits.admit_call`; `PENDING` when that
+            # cannot decide). The metrics' model label (the config's name, bounded) is set
+            # before a refusal too.
+            entry = self.resolve(call.principal, call.model)
+            scope[MODEL_NAME] = entry.name
+            ticket = gw.limits.admit_call(call.principal, entry, call.payload, self.budget_output)
             if ticket is PENDING:  # a refusal, or a budget to load first
                 tokens, cost = self._estimate(call.principal, entry, call.payload)
                 ticket = await gw.limits.admit_pending(call.principal, entry, tokens, cost)
         else:
             entry, ticket = await self._admitted_entry(call, call.admitted)
-        run = _Run(call, entry, time.perf_counter())
+        run = call
+        run.entry, run.started = entry, time.perf_counter()
         watch = self.leave_watch
         token = watch.enter(request.receive)
         try:
@@ -160,8 +161,11 @@ class Serving:
                 shown = await self._finish(run, call.finish, shown)
             try:
                 # A body is sent without `_stream`'s frame.
-                sending = self._stream if shown.stream is not None else self._send_body
-                outcome = await sending(request, shown, call.framing)
+                outcome = await (
+                    send_reply(request, shown, call.framing, self.keepalive)
+                    if shown.stream is None
+                    else self._stream(request, shown, call.framing)
+                )
             except asyncio.CancelledError:
                 # Stopped from inside the gateway (a background response cancelled or deleted, a
                 # shutdown): what the upstream produced until then is paid for, as when a client
@@ -181,7 +185,7 @@ class Serving:
             if not gw.limits.settle_now(ticket, *run.spent):
                 await gw.limits.settle(ticket, *run.spent)
 
-    async def _finish(self, run: _Run, finish: Finish, shown: Reply) -> Reply:
+    async def _finish(self, run: ServingCall, finish: Finish, shown: Reply) -> Reply:
         """The call's last step before sending (`ServingCall.finish`)."""
         assert run.reply is not None and run.target is not None  # set once a route answered
         try:
@@ -193,9 +197,6 @@ class Serving:
                 run.reply.close()
             raise
 
-    def _send_body(self, request: Request, reply: Reply, framing: Framing) -> Awaitable[Outcome]:
-        return send_reply(request, reply, framing, self.keepalive)
-
     async def _stream(self, request: Request, reply: Reply, framing: Framing) -> Outcome:
         """A streamed reply, counted in the open streams' gauge while it lasts."""
         self.metrics.stream_opened()
@@ -203,14 +204,6 @@ class Serving:
             return await send_reply(request, reply, framing, self.keepalive)
         finally:
             self.metrics.stream_closed()
-
-    def _admit_now(self, call: ServingCall) -> tuple[ModelEntry, Ticket | None]:
-        """The model's entry and, when limits apply, the call's admission decided without
-        awaiting as most are (`Limits.admit_now`; `PENDING` when that cannot decide)."""
-        entry = self.resolve(call.principal, call.model)
-        # The metrics' model label (the config's name, bounded), set before a refusal too.
-        call.request.scope[MODEL_NAME] = entry.name
-        return entry, self.gw.limits.admit_call(call.principal, entry, call.payload, self.budget_output)
 
     async def _admitted_entry(
         self, call: ServingCall, admitted: Admitted
@@ -244,47 +237,52 @@ class Serving:
         """What the call is expected to use (`Limits.estimate`)."""
         return Limits.estimate(principal, entry, payload, self.budget_output)
 
-    def _account(self, run: _Run, status: int) -> None:
+    def _account(self, run: ServingCall, status: int) -> None:
         """Record the call in the usage accounts, and what it used in `run.spent`. A call that
         failed costs nothing; one cut short pays for the tokens it consumed, not the call: its
         prompt, counted locally from the payload when the upstream had not reported it yet (most
         report it only at the end), and the output it produced."""
-        call, target, usage = run.call, run.target, run.reply.usage if run.reply else None
+        call, entry, target, usage = run, run.entry, run.target, run.reply.usage if run.reply else None
+        assert entry is not None  # resolved before anything is accounted
         prompt = usage.prompt_tokens if usage else 0
         completion = usage.completion_tokens if usage else 0
         if usage is not None and not prompt and status == 499 and call.payload is not None:
             prompt = prompt_tokens(call.payload)
-        prices = run.entry.prices
+        prices = entry.prices
         cost = prices.tokens_cost(prompt, completion) + (prices.per_call if status < 400 else 0.0)
         batch = call.request.scope.get(BATCH, "")
         if batch and target is not None:
-            discount = run.entry.batch_discount
+            discount = entry.batch_discount
             cost *= 1.0 - (target.provider.config.batch_discount if discount is None else discount)
-        # Positional, in UsageRecord's field order: keywords cost a NamedTuple half again.
+        # Every field, in UsageRecord's order, through `tuple.__new__`: a NamedTuple's own
+        # constructor is a Python-level call costing about as much again as the tuple.
         self.gw.usage.record(
-            UsageRecord(
-                call.principal.key_id,
-                call.endpoint,
-                call.model,
-                target.provider.name if target else "",  # provider
-                target.upstream_model if target else "",
-                status,
-                prompt,
-                completion,
-                (time.perf_counter() - run.started) * 1000.0,  # latency_ms
-                cost,
-                time.time(),  # created_at
-                batch,
+            tuple.__new__(
+                UsageRecord,
+                (
+                    call.principal.key_id,
+                    call.endpoint,
+                    call.model,
+                    target.provider.name if target else "",  # provider
+                    target.upstream_model if target else "",
+                    status,
+                    prompt,
+                    completion,
+                    (time.perf_counter() - run.started) * 1000.0,  # latency_ms
+                    cost,
+                    time.time(),  # created_at
+                    batch,
+                ),
             )
         )
         if target is not None:
-            self.metrics.usage(run.entry.name, target.provider.name, prompt, completion, cost)
+            self.metrics.usage(entry.name, target.provider.name, prompt, completion, cost)
         run.spent = (prompt + completion, cost)
 
-    def _trace(self, run: _Run, status: int, error: str | None) -> None:
+    def _trace(self, run: ServingCall, status: int, error: str | None) -> None:
         """The call's span (tracing on only)."""
         assert self.tracing is not None
-        call, target, usage = run.call, run.target, run.reply.usage if run.reply else None
+        call, target, usage = run, run.target, run.reply.usage if run.reply else None
         self.tracing.call(
             operation=call.endpoint,
             model=call.model,
