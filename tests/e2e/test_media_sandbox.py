@@ -39,8 +39,11 @@ def key(gw: ServedGateway) -> str:
 
 
 @pytest.fixture(scope="module")
-def client(gw: ServedGateway, key: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0)
+def client(gw: ServedGateway, key: str) -> Iterator[openai.OpenAI]:
+    # Closed here: a module-scoped client outlives the per-test closing of SDK clients, and one
+    # finalized by the cycle collector may drop its pooled socket unclosed (a ResourceWarning).
+    with openai.OpenAI(base_url=gw.base_url + "/v1", api_key=key, max_retries=0) as client:
+        yield client
 
 
 # --- speech to text -----------------------------------------------------------------------

@@ -43,8 +43,11 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedGateway]:
 
 
 @pytest.fixture(scope="module")
-def client(gw: ServedGateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
+def client(gw: ServedGateway) -> Iterator[openai.OpenAI]:
+    # Closed here: a module-scoped client outlives the per-test closing of SDK clients, and one
+    # finalized by the cycle collector may drop its pooled socket unclosed (a ResourceWarning).
+    with openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0) as client:
+        yield client
 
 
 def test_plain_create_is_stored_and_retrievable(client: openai.OpenAI) -> None:

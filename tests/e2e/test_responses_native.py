@@ -65,9 +65,12 @@ def fake(rig: tuple[FakeOpenAIResponses, ServedGateway]) -> Iterator[FakeOpenAIR
 
 
 @pytest.fixture(scope="module")
-def client(rig: tuple[FakeOpenAIResponses, ServedGateway]) -> openai.OpenAI:
+def client(rig: tuple[FakeOpenAIResponses, ServedGateway]) -> Iterator[openai.OpenAI]:
     gw = rig[1]
-    return openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
+    # Closed here: a module-scoped client outlives the per-test closing of SDK clients, and one
+    # finalized by the cycle collector may drop its pooled socket unclosed (a ResourceWarning).
+    with openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0) as client:
+        yield client
 
 
 def creates(fake: FakeOpenAIResponses) -> list[Seen]:
