@@ -116,6 +116,17 @@ def _collect_at_module_end() -> Iterator[None]:
     gc.collect()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _remove_limit_semaphores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The named semaphores of the limit tables this session's tests made (a serve removes its
+    own at its next start; a test's would stay in /dev/shm)."""
+    yield
+    from unigate.limits.shared_table import SharedTable
+
+    for table in tmp_path_factory.getbasetemp().rglob("*.bin"):
+        SharedTable.remove(table)
+
+
 @pytest.fixture(autouse=True)
 def _close_sdk_clients(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Closes the synchronous SDK clients (openai, anthropic, google-genai) a test made, when

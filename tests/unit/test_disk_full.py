@@ -123,6 +123,7 @@ def test_the_limits_table_on_a_full_tmpfs_takes_no_signal(tmp_path: Path) -> Non
             SharedTable(here / "other.bin")
         except NoRoomForTable as exc:
             print("refused:", exc.reason)
+        SharedTable.remove(here / "limits.bin")  # and its semaphore, which outlives this tmpfs
         """,
         tmp_path,
         "4m",

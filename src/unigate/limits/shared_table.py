@@ -1,17 +1,17 @@
 """Counters shared by every worker process of one `unigate serve`, in a memory-mapped file.
 
 Workers are separate processes, so per-process counters would let N workers admit N times a
-limit. A file in the data directory, mapped by every worker and updated under an exclusive
-`flock`, makes each decision atomic across them: one lock, a few struct reads and writes, one
-unlock, about 2-3 µs, with no extra process and no network round trip. The kernel drops the
-lock of a process that dies holding it.
+limit. A file in the data directory, mapped by every worker and updated under one lock across
+them (table_lock.py: a named semaphore taken in user space, recovered from a holder that dies),
+makes each decision atomic: lock, a few 8-byte reads and writes, unlock, about a microsecond,
+with no extra process and no network round trip.
 
-Layout: a 64-byte header (magic, slot count), then fixed 48-byte slots in an open-addressing
-table keyed by a 16-byte digest of the counter's name: `=16s d d q q` = digest, two floats,
-two integers, whose meaning the caller gives (a rate counter's arrival time; a budget's spent
-amount, period and seeded flag). Slots are never freed; a full table is logged and its new
-counters are not enforced rather than refusing traffic. A `serve` of one worker keeps the same
-layout in anonymous memory (`MemoryTable`), without the file or the lock.
+Layout: a 64-byte header (magic, slot count, the lock's holder, which lock), then fixed 48-byte
+slots in an open-addressing table keyed by a 16-byte digest of the counter's name: `=16sddqq` =
+digest, two floats, two integers, whose meaning the caller gives (a rate counter's arrival
+time; a budget's spent amount, period and seeded flag). Slots are never freed; a full table is
+logged and its new counters are not enforced rather than refusing traffic. A `serve` of one
+worker keeps the same layout in anonymous memory (`MemoryTable`), without the file or the lock.
 
 The whole file is allocated (`disk.allocate`) before it is mapped, ~3 MB of disk: a first
 store into a page of a sparse file that the filesystem then has no block for is a SIGBUS, which
@@ -27,17 +27,32 @@ import logging
 import mmap
 import os
 import struct
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import TracebackType
 
 from unigate.data_dir.disk import allocate
+from unigate.limits.table_lock import (
+    FLOCK,
+    SEMAPHORE,
+    FileLock,
+    SemaphoreLock,
+    TableLock,
+    create_semaphore,
+    remove_semaphore,
+    semaphore_name,
+)
 
 log = logging.getLogger("unigate.limits")
 
 _MAGIC = b"UGLIMIT1"
 _HEADER = struct.Struct("<8sQ")
 _HEADER_SIZE = 64
+# Header cells (8 bytes each, in `ints`) after the magic and the slot count: the pid holding
+# the lock, and which lock the table's processes take (`SEMAPHORE` or `FLOCK`).
+_HOLDER_CELL, _KIND_CELL = 2, 3
+_KIND = struct.Struct("=q")
 # Native byte order, as the 8-byte cells (memoryview casts) read the same values.
 _SLOT = struct.Struct("=16sddqq")
 _VALUES = struct.Struct("=ddqq")  # a slot after its digest
@@ -114,13 +129,17 @@ def _size(slots: int) -> int:
 
 class SharedTable(_Layout):
     locking = True  # every process that maps the file takes the lock
+    # The lock's own bound methods, called directly on the hot path (no frame of this class's).
+    lock: Callable[[], None]
+    unlock: Callable[[], None]
 
     def __init__(self, path: Path, slots: int = 1 << 16) -> None:
         self.path = path
         size = _size(slots)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        name = semaphore_name(path)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)  # one process at a time sets up or opens the table
         try:
             if os.fstat(self._fd).st_size != size or os.pread(self._fd, 8, 0) != _MAGIC:
                 # New, or left by another layout: start empty, every block allocated. A table
@@ -128,13 +147,31 @@ class SharedTable(_Layout):
                 os.ftruncate(self._fd, 0)
                 self._allocate(size)
                 os.pwrite(self._fd, _HEADER.pack(_MAGIC, slots), 0)
+                kind = SEMAPHORE if create_semaphore(name) else FLOCK
+                os.pwrite(self._fd, _KIND.pack(kind), _KIND_CELL * 8)
+            super().__init__(mmap.mmap(self._fd, size), slots, f"shared limit table {path}")
+            self._lock = self._open_lock(name)
         except BaseException:
-            os.close(self._fd)  # which drops the lock too
+            os.close(self._fd)  # which drops the flock too
             raise
         fcntl.flock(self._fd, fcntl.LOCK_UN)
-        super().__init__(mmap.mmap(self._fd, size), slots, f"shared limit table {path}")
+        self.lock, self.unlock = self._lock.lock, self._lock.unlock
         # Built once: a `with` on a reusable object costs no allocation.
-        self._lock = _Locked(self._fd)
+        self._locked = _Locked(self._lock)
+
+    def _open_lock(self, name: str) -> TableLock:
+        """The lock the table's creator chose (called under the file's flock)."""
+        if self.ints[_KIND_CELL] != SEMAPHORE:
+            return FileLock(self._fd)
+        try:
+            return SemaphoreLock(name, self._fd, self.ints, _HOLDER_CELL)
+        except FileNotFoundError:
+            # Removed under a running serve (someone cleaned /dev/shm): a new one keeps limits
+            # working, though workers still holding the old one are not excluded from this one.
+            log.warning("the limits table's semaphore %s was removed; it is created again", name)
+            if not create_semaphore(name):
+                raise
+            return SemaphoreLock(name, self._fd, self.ints, _HOLDER_CELL)
 
     def _allocate(self, size: int) -> None:
         try:
@@ -146,17 +183,11 @@ class SharedTable(_Layout):
     def remove(path: Path) -> None:
         """Forget every counter (a new `serve` starts from its database's figures)."""
         path.unlink(missing_ok=True)
-
-    def lock(self) -> None:
-        """Take the lock: the hot path's form of `locked`, with no context-manager frames."""
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-
-    def unlock(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        remove_semaphore(semaphore_name(path))
 
     def locked(self) -> AbstractContextManager[object]:
         """Exclusive access across processes."""
-        return self._lock
+        return self._locked
 
     def close(self) -> None:
         super().close()
@@ -174,21 +205,21 @@ class NoRoomForTable(Exception):
 
 
 class _Locked:
-    """`flock` held for a `with` block; a class rather than a generator-based context manager,
-    which costs a generator and several frames per request."""
+    """The table's lock held for a `with` block; a class rather than a generator-based context
+    manager, which costs a generator and several frames per use."""
 
-    __slots__ = ("_fd",)
+    __slots__ = ("_lock",)
 
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
+    def __init__(self, lock: TableLock) -> None:
+        self._lock = lock
 
     def __enter__(self) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._lock.lock()
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._lock.unlock()
 
 
 class MemoryTable(_Layout):
