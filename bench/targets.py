@@ -206,12 +206,21 @@ def check_reply(target: Target) -> None:
 
 
 def recorded_requests(target: Target) -> int:
-    """How many requests unigate's usage accounting recorded (`GET /admin/usage` flushes first)."""
+    """How many requests unigate's usage accounting recorded. `GET /admin/usage` flushes the
+    worker that answers it; the others write their last second's calls within a second (the
+    usage flush interval), so the figure is read until it stops growing."""
     headers = {"Authorization": f"Bearer {target.admin_key}"}
-    status, data, _ = request(target.port, "GET", "/admin/usage", headers=headers, timeout=30)
-    if status != 200:
-        raise BenchError(f"GET /admin/usage gave HTTP {status}: {data[:300]!r}")
-    return sum(int(row.get("requests", 0)) for row in orjson.loads(data).get("data", []))
+    last = -1
+    for _ in range(10):
+        status, data, _ = request(target.port, "GET", "/admin/usage", headers=headers, timeout=30)
+        if status != 200:
+            raise BenchError(f"GET /admin/usage gave HTTP {status}: {data[:300]!r}")
+        count = sum(int(row.get("requests", 0)) for row in orjson.loads(data).get("data", []))
+        if count == last:
+            return count
+        last = count
+        time.sleep(1.2)
+    return last
 
 
 def start_redis(children: Children, tmp: Path) -> str:
