@@ -15,6 +15,7 @@ import pytest
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway import GatewayProcess, serve_refused
 from tests.support.net import free_port, http
+from unigate.limits.table_lock import semaphore_name
 
 pytestmark = pytest.mark.process
 
@@ -114,6 +115,10 @@ def test_workers_are_forked_from_the_supervisor_with_the_app_loaded(tmp_path: Pa
         for pid in workers:  # two malloc arenas unless the operator said otherwise
             assert b"MALLOC_ARENA_MAX=2" in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         assert http("GET", gw.base_url + "/readyz").status == 200
+        # The workers share their limits table under a named semaphore, removed when serve ends.
+        semaphore = Path("/dev/shm") / ("sem." + semaphore_name(tmp_path / "data" / "limits.bin")[1:])
+        assert semaphore.exists()
+    assert not semaphore.exists()
 
 
 def test_two_workers_say_the_start_up_lines_once(tmp_path: Path) -> None:

@@ -203,10 +203,18 @@ def main(argv: list[str]) -> None:
         plural = "s" if workers > 1 else ""
         print(f"unigate listening on {listen_url(host, port)} ({workers} worker{plural})", flush=True)
 
+    def leave() -> None:
+        remove_pid(data_dir)
+        if workers > 1:  # the workers' shared limits table's semaphore, which outlives processes
+            from unigate.limits.backend import counters_path
+            from unigate.limits.table_lock import remove_semaphore, semaphore_name
+
+            remove_semaphore(semaphore_name(counters_path(data_dir)))
+
     def remove_then_stop(signum: int, _frame: object) -> None:
         # uvicorn ends a SIGTERM'd server by raising the signal again once it has shut down,
         # to this handler (the one in place before it started): the pid file goes first.
-        remove_pid(data_dir)
+        leave()
         signal.signal(signum, signal.SIG_DFL)
         signal.raise_signal(signum)
 
@@ -217,7 +225,7 @@ def main(argv: list[str]) -> None:
         try:
             run(host, port, workers, announce)
         finally:
-            remove_pid(data_dir)
+            leave()
     except KeyboardInterrupt:
         return
     except SystemExit as exc:
