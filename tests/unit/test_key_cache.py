@@ -29,6 +29,11 @@ class SlowStore:
         return seen
 
 
+async def _started(store: SlowStore) -> None:
+    while not store.reads:
+        await asyncio.sleep(0)
+
+
 def _principal(revoked_at: float | None = None) -> Principal:
     return Principal(
         key_id="key_1", name="k", key_hash="h", prefix="ugk_…", models=(), families=(), rpm=None, tpm=None,
@@ -42,7 +47,7 @@ def test_a_lookup_overlapping_an_invalidation_is_not_cached() -> None:
         store = SlowStore(_principal())
         cache = KeyCache(cast(KeyStore, store))
         lookup = asyncio.create_task(cache.lookup("h"))
-        await asyncio.sleep(0)  # the read has started, on the record before the revocation
+        await _started(store)  # the read has started, on the record before the revocation
         store.record = _principal(revoked_at=1.0)
         cache.invalidate("h")  # the revocation's fan-out arrives while the read is under way
         store.release.set()
@@ -60,7 +65,7 @@ def test_a_miss_overlapping_a_creation_is_not_remembered() -> None:
         store = SlowStore(None)
         cache = KeyCache(cast(KeyStore, store))
         lookup = asyncio.create_task(cache.lookup("h"))
-        await asyncio.sleep(0)
+        await _started(store)
         store.record = _principal()
         cache.invalidate("h")  # the key was created elsewhere meanwhile
         store.release.set()
@@ -123,3 +128,47 @@ def test_a_known_keys_hash_is_remembered_and_a_revocation_still_counts(
 
 async def _nothing(*args: object) -> None:
     raise AssertionError("authentication reads nothing from the client")
+
+
+def test_calls_arriving_while_a_key_is_read_share_the_read() -> None:
+    """A burst of calls with a key not cached yet (a worker's first second) waits for one
+    database read; one caller leaving does not cancel it for the others."""
+
+    async def run() -> None:
+        store = SlowStore(_principal())
+        cache = KeyCache(cast(KeyStore, store))
+        calls = [asyncio.create_task(cache.lookup("h")) for _ in range(32)]
+        await _started(store)
+        calls[0].cancel()  # its client left
+        store.release.set()
+        answers = await asyncio.gather(*calls[1:])
+        assert store.reads == 1
+        assert all(answer is not None and answer.key_id == "key_1" for answer in answers)
+        assert calls[0].cancelled() and cache.peek("h") is answers[0]
+
+    asyncio.run(run())
+
+
+def test_a_failed_read_fails_every_waiting_call_and_the_next_call_reads_again() -> None:
+    async def run() -> None:
+        store = SlowStore(_principal())
+        cache = KeyCache(cast(KeyStore, store))
+        failing = True
+
+        async def by_hash(key_hash: str) -> Principal | None:
+            store.reads += 1
+            await store.release.wait()
+            if failing:
+                raise OSError("database away")
+            return store.record
+
+        store.by_hash = by_hash  # type: ignore[method-assign]
+        calls = [asyncio.create_task(cache.lookup("h")) for _ in range(3)]
+        await _started(store)
+        store.release.set()
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        assert [type(r) for r in results] == [OSError] * 3 and store.reads == 1
+        failing = False
+        assert await cache.lookup("h") is not None and store.reads == 2
+
+    asyncio.run(run())

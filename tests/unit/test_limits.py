@@ -278,3 +278,35 @@ def test_a_keys_own_limits_decided_in_one_call_count_as_demand_by_demand(
         assert generic.admit_now(key, None, 1, 0.01) is PENDING  # not the node's own table
 
     asyncio.run(scenario())
+
+
+def test_a_burst_of_first_budgeted_calls_loads_the_spend_once(tmp_path: Path) -> None:
+    """The calls that find a key's budget not loaded yet wait for one read of its spend, and
+    all of them are then judged against it (0.3 spent of 1.0: seven calls of 0.1 pass)."""
+    import asyncio
+
+    from unigate.auth.principal import Principal
+    from unigate.errors import BudgetExceeded
+    from unigate.limits.service import Limits
+
+    reads: list[str] = []
+    release = asyncio.Event()
+
+    async def spent_so_far(key_id: str, start: float) -> float:
+        reads.append(key_id)
+        await release.wait()
+        return 0.3
+
+    key = Principal("key_b", "n", "h", (), (), None, 1.0, None, None, 0.0, "whsec_x")
+    limits = Limits(LocalCounters(tmp_path / "limits.bin", shared=False), spent_so_far)
+
+    async def scenario() -> list[object]:
+        calls = [asyncio.ensure_future(limits.admit(key, None, 0, 0.1)) for _ in range(10)]
+        while not reads:
+            await asyncio.sleep(0)
+        release.set()
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    results = asyncio.run(scenario())
+    assert reads == ["key_b"]
+    assert sum(isinstance(r, BudgetExceeded) for r in results) == 3

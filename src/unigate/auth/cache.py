@@ -11,6 +11,7 @@ import time
 
 from unigate.auth.keys import hash_key
 from unigate.auth.principal import Principal
+from unigate.single_flight import SingleFlight
 from unigate.store.keys import KeyStore
 
 log = logging.getLogger("unigate.auth")
@@ -32,6 +33,8 @@ class KeyCache:
         # authenticating a known key costs. Only keys that were valid get in, so guesses
         # cannot fill it; a pure function of the key, so invalidations need not touch it.
         self._hashes: dict[str, str] = {}
+        # A key's first burst of calls (a worker's first second) is one database read.
+        self._reads = SingleFlight[str, Principal | None]()
 
     def peek(self, key_hash: str) -> Principal | None:
         """Cache-only lookup: the hot path for every known key."""
@@ -54,17 +57,20 @@ class KeyCache:
         found = self._known.get(key_hash)
         if found is not None:
             return found
-        now = time.monotonic()
-        if self._unknown.get(key_hash, 0.0) > now:
+        if self._unknown.get(key_hash, 0.0) > time.monotonic():
             return None
         generation = self._generation
+        return await self._reads.run(key_hash, lambda: self._read(key_hash, generation))
+
+    async def _read(self, key_hash: str, generation: int) -> Principal | None:
+        """The database's record, cached unless an invalidation came after the lookup asked."""
         found = await self._store.by_hash(key_hash)
         if generation != self._generation:
-            return found  # this request's answer; the next lookup reads again
+            return found  # the waiting calls' answer; the next lookup reads again
         if found is None:
             if len(self._unknown) >= _MAX_NEGATIVE:
                 self._unknown.clear()
-            self._unknown[key_hash] = now + _NEGATIVE_TTL
+            self._unknown[key_hash] = time.monotonic() + _NEGATIVE_TTL
             return None
         self._known[key_hash] = found
         return found
@@ -73,8 +79,10 @@ class KeyCache:
         self._generation += 1
         self._known.pop(key_hash, None)
         self._unknown.pop(key_hash, None)
+        self._reads.forget(key_hash)  # a read under way may predate the change: not joined
 
     def forget_misses(self) -> None:
         """A key was just created here: make sure an earlier miss is not remembered."""
         self._generation += 1
         self._unknown.clear()
+        self._reads.forget()

@@ -33,6 +33,7 @@ from unigate.limits.counters import WINDOW, format_reset
 from unigate.limits.estimate import output_cap, prompt_tokens
 from unigate.limits.key_slots import KeySlots
 from unigate.routing.catalog import ModelEntry
+from unigate.single_flight import SingleFlight
 
 SpendLoader = Callable[[str, float], Awaitable[float]]  # (key id, period start) -> spent
 Header = tuple[bytes, bytes]
@@ -147,6 +148,8 @@ class Limits:
         self.counters = counters
         self._load_spend = load_spend
         self._plans: dict[str, _KeyPlan] = {}
+        # A key's first burst of budgeted calls loads its period's spend once, not once each.
+        self._spend_reads = SingleFlight[tuple[str, float], float]()
 
     def _plan(self, principal: Principal) -> _KeyPlan:
         """The key's plan; a changed key (a new `Principal` for its id) gets a new one."""
@@ -182,7 +185,8 @@ class Limits:
         refusal = await self.counters.take(demands)
         if refusal is not None and refusal.unseeded:
             _, start = period_of(principal.budget_period, time.time())
-            spent = await self._load_spend(principal.key_id, start)
+            key_id = principal.key_id
+            spent = await self._spend_reads.run((key_id, start), lambda: self._load_spend(key_id, start))
             for i in refusal.unseeded:
                 await self.counters.seed(demands[i].name, demands[i].period, spent)
             refusal = await self.counters.take(demands)
