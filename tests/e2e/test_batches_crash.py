@@ -18,7 +18,7 @@ import pytest
 from tests.support.batch_files import chat_batch
 from tests.support.fake_openai_batches import FakeOpenAIBatches
 from tests.support.flaky_openai import FlakyOpenAI
-from tests.support.gateway import GatewayProcess
+from tests.support.gateway import SHARED_DATABASE, on_shared_database
 from tests.support.waits import until
 from unigate.batches.runner import FLUSH_SECONDS
 
@@ -39,16 +39,13 @@ def test_kill_9_mid_batch_another_process_completes_it_with_no_duplicate_line(tm
             "models": [{"name": "fake-chat", "routes": [{"provider": "fake", "model": "gpt-x"}]}],
             "batches": {"lease_seconds": 3, "concurrency": CONCURRENCY},
         }
-        db = tmp_path / "shared.db"
-        env = {"UNIGATE_DATABASE_URL": f"sqlite:///{db}"}
-        (tmp_path / "a").mkdir()
-        (tmp_path / "b").mkdir()
+        db = tmp_path / SHARED_DATABASE
         requests: list[Any] = [
             {"custom_id": f"r{i}", "params": {"model": "fake-chat", "max_tokens": 8,
                                               "messages": [{"role": "user", "content": f"line {i}"}]}}
             for i in range(LINES)
         ]  # fmt: skip
-        first = GatewayProcess(tmp_path / "a", config=config, env=env).start()
+        first = on_shared_database(tmp_path, "a", config).start()
         try:
             key = first.create_key()
             client = anthropic.Anthropic(base_url=first.base_url, api_key=key, max_retries=0)
@@ -62,7 +59,7 @@ def test_kill_9_mid_batch_another_process_completes_it_with_no_duplicate_line(tm
             first.kill()
         done_at_kill = _states(db, batch.id).count("succeeded")
         assert done_at_kill < LINES, "the batch ended before the kill: make the upstream slower"
-        with GatewayProcess(tmp_path / "b", config=config, env=env) as second:
+        with on_shared_database(tmp_path, "b", config) as second:
             client = anthropic.Anthropic(base_url=second.base_url, api_key=key, max_retries=0)
             ended = until(
                 lambda: (b := client.messages.batches.retrieve(batch.id)).processing_status == "ended" and b,
@@ -95,11 +92,7 @@ def test_kill_9_mid_native_submit_the_next_process_adopts_the_vendors_batch(tmp_
             "tasks": {"poll_interval": 0.05},
             "batches": {"lease_seconds": 3},
         }  # fmt: skip
-        db = tmp_path / "shared.db"
-        env = {"UNIGATE_DATABASE_URL": f"sqlite:///{db}"}
-        (tmp_path / "a").mkdir()
-        (tmp_path / "b").mkdir()
-        first = GatewayProcess(tmp_path / "a", config=config, env=env).start()
+        first = on_shared_database(tmp_path, "a", config).start()
         try:
             key = first.create_key()
             client = openai.OpenAI(base_url=first.base_url + "/v1", api_key=key, max_retries=0)
@@ -108,7 +101,7 @@ def test_kill_9_mid_native_submit_the_next_process_adopts_the_vendors_batch(tmp_
         finally:
             first.kill()
         vendor.hold.clear()
-        with GatewayProcess(tmp_path / "b", config=config, env=env) as second:
+        with on_shared_database(tmp_path, "b", config) as second:
             client = openai.OpenAI(base_url=second.base_url + "/v1", api_key=key, max_retries=0)
             done = until(
                 lambda: (b := client.batches.retrieve(batch_id)).status == "completed" and b, "completed", 60

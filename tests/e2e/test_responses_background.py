@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_openai_responses import FakeOpenAIResponses
-from tests.support.gateway import GatewayProcess
+from tests.support.gateway import on_shared_database
 from tests.support.served import ServedGateway
 
 SLOW_WORDS = "one two three four five six seven eight nine ten"
@@ -209,11 +209,7 @@ def test_a_dead_workers_response_is_run_again_by_another_process(up: Setup, tmp_
         ],
         "models": [{"name": "slow-chat", "routes": [{"provider": "slow", "model": "gpt-slow"}]}],
     }
-    database = f"sqlite:///{tmp_path / 'shared.db'}"
-    env = {"UNIGATE_DATABASE_URL": database}
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    first = GatewayProcess(tmp_path / "a", config=config, env=env).start()
+    first = on_shared_database(tmp_path, "a", config).start()
     try:
         key = first.create_key()
         client = openai.OpenAI(base_url=first.base_url + "/v1", api_key=key, max_retries=0)
@@ -225,7 +221,7 @@ def test_a_dead_workers_response_is_run_again_by_another_process(up: Setup, tmp_
     finally:
         first.kill()
     killed = time.monotonic()
-    with GatewayProcess(tmp_path / "b", config=config, env=env) as second:
+    with on_shared_database(tmp_path, "b", config) as second:
         there = openai.OpenAI(base_url=second.base_url + "/v1", api_key=key, max_retries=0)
         while (done := there.responses.retrieve(accepted.id)).status in ("queued", "in_progress"):
             assert time.monotonic() - killed < 20, "no process took the response over"

@@ -113,6 +113,18 @@ class GatewayProcess(GatewayCalls):
         self.stop()
 
 
+SHARED_DATABASE = "shared.db"
+
+
+def on_shared_database(tmp_path: Path, name: str, config: dict[str, Any]) -> GatewayProcess:
+    """A gateway process (not started) with its data dir in `tmp_path / name` and its database
+    `tmp_path / SHARED_DATABASE`, which every process made so for the same `tmp_path` shares:
+    one killed, the next takes its work over."""
+    (tmp_path / name).mkdir(exist_ok=True)
+    database = f"sqlite:///{tmp_path / SHARED_DATABASE}"
+    return GatewayProcess(tmp_path / name, config=config, env={"UNIGATE_DATABASE_URL": database})
+
+
 def serve_refused(workdir: Path, config_text: str | bytes) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """Run `unigate serve` on a config that must be refused before it starts."""
     markers.require("process", "a `unigate serve` process")
