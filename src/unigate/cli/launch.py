@@ -205,11 +205,11 @@ def main(argv: list[str]) -> None:
 
     def leave() -> None:
         remove_pid(data_dir)
-        if workers > 1:  # the workers' shared limits table's semaphore, which outlives processes
+        if workers > 1:  # the workers' shared limits table: its semaphore outlives processes
             from unigate.limits.backend import counters_path
-            from unigate.limits.table_lock import remove_semaphore, semaphore_name
+            from unigate.limits.shared_table import SharedTable
 
-            remove_semaphore(semaphore_name(counters_path(data_dir)))
+            SharedTable.remove(counters_path(data_dir))
 
     def remove_then_stop(signum: int, _frame: object) -> None:
         # uvicorn ends a SIGTERM'd server by raising the signal again once it has shut down,
