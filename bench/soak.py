@@ -1,16 +1,21 @@
 """Soak: mixed traffic at a fixed rate against a real `unigate serve` on loopback, watching
 for leaks and drift. Everything runs on 127.0.0.1 and stops by itself.
 
-    .venv/bin/python bench/soak.py [--duration 600] [--rate 60]
+    .venv/bin/python bench/soak.py [--duration 600] [--rate 60] [--rss-limit 5]
 
 The gateway serves the offline sandbox (SQLite, one worker). Each second `rate` calls go out,
 mixed: chat (60%), streamed chat (15%), embeddings (10%), speech (5%), images (5%) and music
 submits with a `notify_hook` (5%) to a webhook receiver here. After a warm-up (the first fifth,
 at least 45 s) it samples the worker's resident memory and open file descriptors every
-5 s and reports latency per 10 s window. It fails (exit 1) when RSS grew more than 5% after
-the warm-up (both the robust trend of all samples and the last against the first), the
-descriptor count grew by more than 20, any call got a 5xx or failed, or a submitted task's
-final webhook did not arrive.
+5 s and reports latency per 10 s window. It fails (exit 1) when RSS grew more than
+`--rss-limit` (5%, the target for a 10-minute run) after the warm-up (as `rss_growth` judges
+it), the descriptor count grew by more than 20, any call got a 5xx or failed, or a submitted
+task's final webhook did not arrive.
+
+Resident memory is the allocators' view: between two samples it moves by up to ~8% of a
+worker's ~115 MB with no trend at all (arenas filled and kept, the buffers of the image,
+speech and music calls in flight), so a short run judges only a gross leak; what each call
+leaves behind is counted exactly, in process, by `tests/e2e/test_no_leak.py`.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from targets import create_key, launch_unigate
 MIX = [("chat", 60), ("stream", 15), ("embed", 10), ("speech", 5), ("image", 5), ("music", 5)]
 WINDOW = 10.0  # seconds per latency window
 SAMPLE_EVERY = 5.0
+MAX_RSS_GROWTH_PCT = 5.0  # over a 10-minute run (the performance target)
 
 
 @dataclass
@@ -124,7 +130,7 @@ async def _receiver(res: Results) -> tuple[web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{port}/hook"
 
 
-async def soak(duration: float, rate: float, tmp: Path) -> int:
+async def soak(duration: float, rate: float, tmp: Path, rss_limit: float = MAX_RSS_GROWTH_PCT) -> int:
     res = Results()
     children = Children()
     runner, hook = await _receiver(res)
@@ -166,7 +172,7 @@ async def soak(duration: float, rate: float, tmp: Path) -> int:
         while time.monotonic() < deadline and not res.tasks <= res.finished_hooks:
             await asyncio.sleep(0.5)
         res.samples.append((time.monotonic() - start, rss_kb(pid) or 0, _fd_count(pid)))
-        return _report(res, sent, duration)
+        return _report(res, sent, duration, rss_limit)
     finally:
         await runner.cleanup()
         children.stop_all()
@@ -202,7 +208,7 @@ def rss_growth(samples: list[tuple[float, int, int]]) -> float:
     return min(trend, end_growth, late)
 
 
-def _report(res: Results, sent: int, duration: float) -> int:
+def _report(res: Results, sent: int, duration: float, rss_limit: float) -> int:
     print(
         f"soak: {sent} calls in {duration:.0f} s ({sent / duration:.0f}/s): "
         + ", ".join(f"{k} {n}" for k, n in sorted(res.by_kind.items()))
@@ -235,8 +241,8 @@ def _report(res: Results, sent: int, duration: float) -> int:
     missing = res.tasks - res.finished_hooks
     print(f"  music tasks {len(res.tasks)}, final webhooks received {len(res.tasks) - len(missing)}")
     failures = []
-    if growth > 5.0:
-        failures.append(f"RSS grew {growth:.1f}% after warm-up (limit 5%)")
+    if growth > rss_limit:
+        failures.append(f"RSS grew {growth:.1f}% after warm-up (limit {rss_limit:g}%)")
     if fd_growth > 20:
         failures.append(f"open file descriptors grew by {fd_growth}")
     if res.errors:
@@ -253,10 +259,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=600.0, help="seconds (default 600)")
     parser.add_argument("--rate", type=float, default=60.0, help="calls per second (default 60)")
+    parser.add_argument(
+        "--rss-limit",
+        type=float,
+        default=MAX_RSS_GROWTH_PCT,
+        help=f"RSS growth after warm-up that fails the run, in %% (default {MAX_RSS_GROWTH_PCT:g})",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="unigate-soak-") as tmp:
         try:
-            code = asyncio.run(soak(args.duration, args.rate, Path(tmp)))
+            code = asyncio.run(soak(args.duration, args.rate, Path(tmp), args.rss_limit))
         except BenchError as exc:
             print(f"soak: {exc}", file=sys.stderr)
             code = 2
