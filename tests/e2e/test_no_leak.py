@@ -31,7 +31,7 @@ from tests.support.video import sandbox_config
 from tests.support.waits import until
 from unigate.tasks import service as task_service
 
-pytestmark = [pytest.mark.soak, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.soak, pytest.mark.timeout(600)]
 
 ROUND = 200  # calls per round
 MIX = [("chat", 60), ("stream", 15), ("embed", 10), ("speech", 5), ("image", 5), ("music", 5)]
