@@ -62,20 +62,14 @@ def _fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-async def _call(
-    session: aiohttp.ClientSession, base: str, key: str, kind: str, hook: str, res: Results, start: float
-) -> None:
-    headers = {"Authorization": f"Bearer {key}"}
+def call_for(kind: str, hook: str) -> tuple[str, dict[str, Any]]:
+    """The path and JSON body of one call of `kind` (a `MIX` name), with a few random words:
+    the soak's traffic, and `tests/e2e/test_no_leak.py`'s."""
     words = " ".join(random.choice(["rain", "city", "blue", "night", "song", "light"]) for _ in range(6))
+    chat = {"model": "sandbox-chat", "messages": [{"role": "user", "content": words}]}
     calls: dict[str, tuple[str, dict[str, Any]]] = {
-        "chat": (
-            "/v1/chat/completions",
-            {"model": "sandbox-chat", "messages": [{"role": "user", "content": words}]},
-        ),
-        "stream": (
-            "/v1/chat/completions",
-            {"model": "sandbox-chat", "stream": True, "messages": [{"role": "user", "content": words}]},
-        ),
+        "chat": ("/v1/chat/completions", chat),
+        "stream": ("/v1/chat/completions", {**chat, "stream": True}),
         "embed": ("/v1/embeddings", {"model": "sandbox-embedding", "input": [words, words[::-1]]}),
         "speech": (
             "/v1/audio/speech",
@@ -87,7 +81,14 @@ async def _call(
             {"prompt": words, "mv": "chirp-v4", "title": "soak", "tags": "pop", "notify_hook": hook},
         ),
     }
-    path, body = calls[kind]
+    return calls[kind]
+
+
+async def _call(
+    session: aiohttp.ClientSession, base: str, key: str, kind: str, hook: str, res: Results, start: float
+) -> None:
+    headers = {"Authorization": f"Bearer {key}"}
+    path, body = call_for(kind, hook)
     began = time.monotonic()
     try:
         async with session.post(base + path, json=body, headers=headers) as resp:

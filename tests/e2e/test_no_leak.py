@@ -17,13 +17,17 @@ import gc
 import itertools
 import random
 import statistics
+import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from soak import MIX, call_for
 
 from tests.support.in_process import InProcessGateway
 from tests.support.receiver import WebhookReceiver
@@ -34,7 +38,6 @@ from unigate.tasks import service as task_service
 pytestmark = [pytest.mark.soak, pytest.mark.timeout(600)]
 
 ROUND = 200  # calls per round
-MIX = [("chat", 60), ("stream", 15), ("embed", 10), ("speech", 5), ("image", 5), ("music", 5)]
 # Untraced rounds first: thread pools, statement caches and pooled connections reach their
 # working size over ~8 rounds (measured: what the code holds rose ~90 KB, then stayed flat).
 WARM_ROUNDS = 8
@@ -71,26 +74,6 @@ def receiver() -> Iterator[WebhookReceiver]:
         hooks.stop()
 
 
-def _call(kind: str, hook: str) -> tuple[str, dict[str, Any]]:
-    words = " ".join(random.choice(["rain", "city", "blue", "night", "song", "light"]) for _ in range(6))
-    chat = {"model": "sandbox-chat", "messages": [{"role": "user", "content": words}]}
-    calls: dict[str, tuple[str, dict[str, Any]]] = {
-        "chat": ("/v1/chat/completions", chat),
-        "stream": ("/v1/chat/completions", {**chat, "stream": True}),
-        "embed": ("/v1/embeddings", {"model": "sandbox-embedding", "input": [words, words[::-1]]}),
-        "speech": (
-            "/v1/audio/speech",
-            {"model": "sandbox-tts", "voice": "alloy", "input": words[:40], "response_format": "wav"},
-        ),
-        "image": ("/v1/images/generations", {"model": "sandbox-image", "prompt": words, "size": "256x256"}),
-        "music": (
-            "/suno/submit/music",
-            {"prompt": words, "mv": "chirp-v4", "title": "leak", "tags": "pop", "notify_hook": hook},
-        ),
-    }
-    return calls[kind]
-
-
 def _finals(receiver: WebhookReceiver) -> int:
     """Final webhooks delivered since the last look; the deliveries are forgotten (the
     receiver's list must not grow in the measured process)."""
@@ -107,7 +90,7 @@ def _round(gateway: InProcessGateway, key: str, receiver: WebhookReceiver) -> No
     async def send() -> None:
         async with gateway.client(headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
             for start in range(0, len(kinds), 10):
-                calls = [_call(kind, receiver.url) for kind in kinds[start : start + 10]]
+                calls = [call_for(kind, receiver.url) for kind in kinds[start : start + 10]]
                 answers = await asyncio.gather(*(client.post(path, json=body) for path, body in calls))
                 for (path, _), answer in zip(calls, answers, strict=True):
                     assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
