@@ -12,8 +12,8 @@ at least 45 s) it samples the worker's resident memory and open file descriptors
 it), the descriptor count grew by more than 20, any call got a 5xx or failed, or a submitted
 task's final webhook did not arrive.
 
-Resident memory is the allocators' view: between two samples it moves by up to ~8% of a
-worker's ~115 MB with no trend at all (arenas filled and kept, the buffers of the image,
+Resident memory is the allocators' view: between two samples 5 s apart it moves by up to ~10%
+of a worker's ~115 MB with no trend at all (arenas filled and kept, the buffers of the image,
 speech and music calls in flight), so a short run judges only a gross leak; what each call
 leaves behind is counted exactly, in process, by `tests/e2e/test_no_leak.py`.
 """

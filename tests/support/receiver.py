@@ -78,3 +78,9 @@ class WebhookReceiver(LoopbackServer):
     def snapshot(self) -> list[Delivered]:
         with self._lock:
             return list(self.received)
+
+    def take(self) -> list[Delivered]:
+        """The deliveries so far, forgotten here (a long test's list does not grow)."""
+        with self._lock:
+            taken, self.received = self.received, []
+            return taken
