@@ -117,6 +117,8 @@ def _scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> dict[s
         "headers": headers,
         "client": ("127.0.0.1", 50000),
         "server": ("127.0.0.1", 8000),
+        # As `unigate serve`'s protocol advertises it: whole replies come as one message.
+        "extensions": {"unigate.response": {}},
     }
 
 
@@ -135,6 +137,8 @@ async def _call(app: App, scope: dict[str, Any], body: bytes) -> tuple[int, byte
         sent.append(message)
 
     await app(scope, receive, send)
+    if sent[0]["type"] == "unigate.response":
+        return sent[0]["status"], sent[0]["body"]
     return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 
 

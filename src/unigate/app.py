@@ -38,7 +38,7 @@ from unigate.edge.access_log import (
     AccessLog,
     shown_path,
 )
-from unigate.edge.asgi import ClientDisconnected, Receive, Request, Scope, Send, send_body
+from unigate.edge.asgi import ClientDisconnected, Receive, Request, Scope, Send
 from unigate.edge.endpoints import Endpoint, EndpointTable
 from unigate.edge.error_styles import error_status, render_error, style_for_path
 from unigate.errors import (
@@ -256,10 +256,9 @@ class GatewayApp:
         """The one place an error becomes a response."""
         status, body = self.error_answer(request, err, endpoint)
         request.scope[ERROR] = f"{err.code}: {err.message}" if err.code else err.message  # the request log's
-        extra = [(b"x-request-id", request.request_id.encode())]
-        extra.extend((k.encode(), v.encode()) for k, v in err.headers.items())
+        extra = [(k.encode(), v.encode()) for k, v in err.headers.items()]
         try:
-            await send_body(request.send, status, body, extra=extra)
+            await request.respond(status, body, extra=extra)
         except RuntimeError:
             # The response had already started (a handler bug); nothing more can be sent.
             log.error("error after response start on request %s: %s", request.request_id, err.message)

@@ -15,6 +15,7 @@ import uvicorn
 from uvicorn.server import ServerState
 
 from unigate.cli.launch import uvicorn_options
+from unigate.edge.asgi import Request
 from unigate.edge.h1_protocol import H1Protocol
 from unigate.edge.server_guard import IDLE
 
@@ -125,12 +126,120 @@ def test_a_sized_reply_leaves_in_one_write_and_the_connection_stays_open() -> No
         assert second["path"] == "/b c" and second["raw_path"] == b"/b%20c"
         assert set(first) == {
             "type", "asgi", "http_version", "method", "scheme", "path", "raw_path",
-            "query_string", "root_path", "headers", "client", "server", "state",
+            "query_string", "root_path", "headers", "client", "server", "state", "extensions",
         }  # fmt: skip
+        assert first["extensions"] == {"unigate.response": {}}
         assert first["headers"] == [(b"host", b"h"), (b"content-length", b"5")]
         assert first["client"] == ("127.0.0.1", 5000) and first["server"] == ("127.0.0.1", 8000)
 
     run(main())
+
+
+class Limited:
+    """A limited key's `ExtraHeaders` (edge/asgi.py)."""
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return [(b"x-ratelimit-limit-requests", b"10")]
+
+    def lines(self) -> tuple[bytes, int]:
+        return b"x-ratelimit-limit-requests: 10\r\n", 1
+
+
+def whole(
+    body: bytes = b"ok", status: int = 200, extra: list[tuple[bytes, bytes]] | None = None, limited: bool = False
+) -> App:
+    """An app answering through `Request.respond`, as the gateway's replies and errors do."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        request = Request(scope, receive, send, "req-1")
+        if limited:
+            request.more_headers = Limited()
+        await request.respond(status, body, b"application/json", extra or [])
+        assert request.status == status
+
+    return app
+
+
+WHOLE_HEAD = b"HTTP/1.1 200 OK\r\ndate: Thu, 01 Jan 2026 00:00:00 GMT\r\nserver: uvicorn\r\n"
+
+
+def test_a_whole_response_message_leaves_in_one_write_with_its_framing() -> None:
+    async def main() -> None:
+        conn = Conn(whole(b'{"a":1}', extra=[(b"x-extra", b"v")], limited=True))
+        conn.feed(POST)
+        await conn.settle()
+        assert conn.transport.writes == [
+            WHOLE_HEAD + b"content-type: application/json\r\nx-request-id: req-1\r\nx-extra: v\r\n"
+            b'x-ratelimit-limit-requests: 10\r\ncontent-length: 7\r\n\r\n{"a":1}'
+        ]
+        assert not conn.transport.closed and conn.protocol.phase == IDLE
+        # The next request on the connection, a HEAD: the head alone, its length announced.
+        conn.feed(b"HEAD / HTTP/1.1\r\nHost: h\r\n\r\n")
+        await conn.settle()
+        assert conn.transport.writes[1].endswith(b"limit-requests: 10\r\ncontent-length: 7\r\n\r\n")
+        assert conn.state.total_requests == 2
+
+        conn = Conn(whole(b"", status=204))
+        conn.feed(POST)
+        await conn.settle()
+        (head,) = conn.transport.writes
+        assert head.startswith(b"HTTP/1.1 204 No Content\r\n") and b"content-length" not in head
+
+        conn = Conn(whole())
+        conn.feed(b"GET / HTTP/1.0\r\n\r\n")
+        await conn.settle()
+        assert conn.transport.data.endswith(b"content-length: 2\r\nconnection: close\r\n\r\nok")
+        assert conn.transport.closed
+
+    run(main())
+
+
+def test_a_whole_response_with_cr_lf_or_nul_in_a_header_is_refused_with_a_500(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def main() -> None:
+        for header in [(b"x-relayed", b"a\r\nset-cookie: forged"), (b"x-relayed", b"a\nb"), (b"x-nul", b"a\0b")]:
+            conn = Conn(whole(extra=[header]))
+            with caplog.at_level(logging.ERROR, logger="uvicorn.error"):
+                conn.feed(POST)
+                await conn.settle()
+            (answer,) = conn.transport.writes
+            assert answer.startswith(b"HTTP/1.1 500 Internal Server Error\r\n") and b"forged" not in answer
+            assert conn.transport.closed
+        assert "CR, LF or NUL" in caplog.text
+
+    run(main())
+
+
+def test_a_whole_response_to_a_server_without_the_extension_is_two_asgi_messages() -> None:
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def main() -> None:
+        scope = {"type": "http", "method": "POST", "path": "/", "headers": []}
+        await whole(b'{"a":1}', status=201, extra=[(b"x-extra", b"v")], limited=True)(scope, receive, send)
+
+    run(main())
+    assert sent == [
+        {
+            "type": "http.response.start",
+            "status": 201,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"7"),
+                (b"x-request-id", b"req-1"),
+                (b"x-extra", b"v"),
+                (b"x-ratelimit-limit-requests", b"10"),
+            ],
+        },
+        {"type": "http.response.body", "body": b'{"a":1}'},
+    ]
 
 
 def test_pipelined_requests_are_answered_in_order() -> None:

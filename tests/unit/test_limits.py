@@ -178,15 +178,18 @@ def test_a_keys_plan_follows_its_budget_period_and_its_changes(
         await limits.admit(first, None, 5, 0.8)
         with pytest.raises(BudgetExceeded):
             await limits.admit(first, None, 5, 0.8)
-        assert limits.headers_for(first) is limits.headers_for(first)  # one function per key
-        shown = dict(limits.headers_for(first)())
+        plan = limits.headers_for(first)
+        assert plan is limits.headers_for(first)  # one per key
+        shown = dict(plan.headers())
+        # The joined lines a `unigate.response` carries say the same.
+        assert plan.lines() == (b"".join(b"%s: %s\r\n" % pair for pair in plan.headers()), 6)
         assert shown[b"x-ratelimit-limit-requests"] == b"10"
         assert shown[b"x-ratelimit-remaining-requests"] == b"9"  # the refused call took nothing
         assert shown[b"x-ratelimit-remaining-tokens"] == b"995"
         now[0] += 120  # February: the January spend no longer counts
         await limits.admit(first, None, 5, 0.8)
         changed = key(100, 1.0)
-        assert dict(limits.headers_for(changed)())[b"x-ratelimit-limit-requests"] == b"100"
+        assert dict(limits.headers_for(changed).headers())[b"x-ratelimit-limit-requests"] == b"100"
 
     asyncio.run(scenario())
 

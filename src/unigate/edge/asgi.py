@@ -7,12 +7,13 @@ tens of microseconds (docs/architecture.md); nothing here knows about families o
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 import orjson
 
+from unigate.edge.h1_head import RESPONSE
 from unigate.errors import InvalidRequest, PayloadTooLarge
 
 Scope = MutableMapping[str, Any]
@@ -22,6 +23,17 @@ Send = Callable[[Message], Awaitable[None]]
 RawHeaders = list[tuple[bytes, bytes]]
 
 JSON_CT = b"application/json"
+Header = tuple[bytes, bytes]
+
+
+class ExtraHeaders(Protocol):
+    """Headers added to whatever response a request starts (a limited key's `x-ratelimit-*`):
+    as pairs for an ASGI `http.response.start`, or as joined lines with their count for a
+    `unigate.response` message."""
+
+    def headers(self) -> list[Header]: ...
+
+    def lines(self) -> tuple[bytes, int]: ...
 
 
 class Request:
@@ -48,7 +60,7 @@ class Request:
         self._send = send
         self.status = 0
         # When set, adds headers to whatever response starts (a limited key's `x-ratelimit-*`).
-        self.more_headers: Callable[[], list[tuple[bytes, bytes]]] | None = None
+        self.more_headers: ExtraHeaders | None = None
         self.method: str = scope["method"]
         self.path: str = scope["path"]
         self.request_id = request_id
@@ -62,8 +74,32 @@ class Request:
         if message["type"] == "http.response.start":
             self.status = message["status"]
             if self.more_headers is not None:
-                message["headers"] = [*message.get("headers", ()), *self.more_headers()]
+                message["headers"] = [*message.get("headers", ()), *self.more_headers.headers()]
         return self._send(message)
+
+    def respond(
+        self, status: int, body: bytes, content_type: bytes = JSON_CT, extra: Sequence[Header] = ()
+    ) -> Awaitable[None]:
+        """A whole response with a sized body, the request's id (`x-request-id`) among its
+        headers. To a server that takes it (the project's own: the `unigate.response` extension
+        in the scope) one message with the header lines joined here, which is most of what a
+        response costs the server otherwise; to any other the two ASGI messages."""
+        rid = self.request_id.encode()
+        extensions = self.scope.get("extensions")
+        if extensions is None or RESPONSE not in extensions:
+            return send_body(self.send, status, body, content_type, [(b"x-request-id", rid), *extra])
+        self.status = status
+        lines = b"content-type: %s\r\nx-request-id: %s\r\n" % (content_type, rid)
+        count = 2
+        if extra:
+            lines += b"".join([b"%s: %s\r\n" % pair for pair in extra])
+            count += len(extra)
+        more = self.more_headers
+        if more is not None:
+            block, lines_more = more.lines()
+            lines += block
+            count += lines_more
+        return self._send({"type": RESPONSE, "status": status, "lines": lines, "count": count, "body": body})
 
     def header(self, name: bytes) -> bytes | None:
         """The first value of a lower-case header name."""

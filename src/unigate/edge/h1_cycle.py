@@ -5,7 +5,9 @@ A response whose head announces a Content-Length is held until its first body by
 go out in one `transport.write`: each write is a system call when the socket is writable, and
 the two writes a head and body otherwise take were a large share of a worker's CPU for a
 proxied reply. A chunked stream's head, a HEAD request's, or one without body bytes to come
-is written at once.
+is written at once. A whole sized response in one `unigate.response` message (h1_head.py)
+goes out the same way without the two ASGI messages, the head's header-by-header join or its
+framing object.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from unigate.edge.h1_head import NO_BODY_STATUSES, Framing, build_head
+from unigate.edge.h1_head import NO_BODY_STATUSES, RESPONSE, Framing, build_head, sized_head
 
 if TYPE_CHECKING:
     from unigate.edge.asgi import Message, Scope
@@ -151,9 +153,12 @@ class Cycle:
             return
         kind = message["type"]
         if not self.started:
-            if kind != "http.response.start":
+            if kind == RESPONSE:
+                self.respond(message)
+            elif kind != "http.response.start":
                 raise RuntimeError(f"Expected ASGI message 'http.response.start', but got '{kind}'.")
-            self.start(message)
+            else:
+                self.start(message)
         elif not self.complete:
             if kind != "http.response.body":
                 raise RuntimeError(f"Expected ASGI message 'http.response.body', but got '{kind}'.")
@@ -188,6 +193,25 @@ class Cycle:
             self.held = head
         else:
             self.conn.transport.write(head)
+
+    def respond(self, message: Message) -> None:
+        """A `RESPONSE` message: head and body in one write, the response complete."""
+        status, body = message["status"], message["body"]
+        sized = status not in NO_BODY_STATUSES
+        shared = self.conn.shared
+        shared.server_lines.refresh(shared.state.default_headers)
+        head = sized_head(
+            status, message["lines"], message["count"], shared.server_lines, len(body) if sized else -1,
+            not self.keep_alive,
+        )  # fmt: skip
+        self.started = self.complete = True
+        self.expect_continue = False
+        transport = self.conn.transport
+        transport.write(head + body if body and sized and not self.no_body else head)
+        self.wake()
+        if not self.keep_alive:
+            transport.close()
+        self.conn.response_done(self)
 
     def write_body(self, body: bytes, more: bool) -> None:
         transport = self.conn.transport

@@ -6,6 +6,10 @@ header lines are joined without looking at each byte: the finished head is check
 counting its line ends and looking for a NUL. A name or value carrying CR, LF or NUL (values
 can be relayed from upstreams) would split the head into lines the app never wrote, so such a
 response is refused (`BadHeader`) instead of written.
+
+A whole sized response sent as one `unigate.response` message (`RESPONSE`, the extension this
+server advertises in the scope) brings its header lines already joined, with their count:
+`sized_head` adds the status line, the server's lines and the framing and checks the count.
 """
 
 from __future__ import annotations
@@ -14,6 +18,13 @@ import http
 from collections.abc import Iterable
 
 NO_BODY_STATUSES = frozenset({204, 304})
+# The ASGI extension message of a whole sized response: {"type": RESPONSE, "status": int,
+# "lines": b"name: value\r\n..." (never the framing's content-length, transfer-encoding or
+# connection), "count": the number of those lines, "body": bytes}. Advertised in the scope's
+# "extensions" under the same name.
+RESPONSE = "unigate.response"
+EXTENSIONS: dict[str, dict[str, object]] = {RESPONSE: {}}
+_CLOSE = b"connection: close\r\n"
 
 
 def _status_line(status: int) -> bytes:
@@ -112,6 +123,27 @@ def build_head(
     head = b"".join(parts)
     # Every line end is one the join wrote: status line, server lines, counted lines, the end.
     ends = 2 + count + server.count
+    if head.count(b"\n") != ends or head.count(b"\r") != ends or b"\0" in head:
+        raise BadHeader("Invalid HTTP header: a name or value holds CR, LF or NUL.")
+    return head
+
+
+def sized_head(status: int, lines: bytes, count: int, server: ServerLines, length: int, close: bool) -> bytes:
+    """The head of a `RESPONSE`: `lines` (`count` lines, joined by the app) between the status
+    and server lines and the framing's: `content-length: length` (none when `length` < 0: 204,
+    304) and `connection: close` when `close`. Checked as `build_head` checks its head."""
+    try:
+        line = STATUS_LINES[status]
+    except (KeyError, TypeError):
+        raise BadHeader(f"Invalid HTTP status code {status!r}.") from None
+    ends = 2 + count + server.count
+    if length >= 0:
+        framing = b"content-length: %d\r\n%s" % (length, _CLOSE if close else b"")
+        ends += 2 if close else 1
+    else:
+        framing = _CLOSE if close else b""
+        ends += 1 if close else 0
+    head = b"%s%s%s%s\r\n" % (line, server.lines, lines, framing)
     if head.count(b"\n") != ends or head.count(b"\r") != ends or b"\0" in head:
         raise BadHeader("Invalid HTTP header: a name or value holds CR, LF or NUL.")
     return head

@@ -30,7 +30,7 @@ from uvicorn.protocols.utils import get_local_addr, get_remote_addr, is_ssl
 from uvicorn.server import ServerState
 
 from unigate.edge.h1_cycle import Cycle, wait_shared
-from unigate.edge.h1_head import ServerLines
+from unigate.edge.h1_head import EXTENSIONS, ServerLines
 from unigate.edge.server_guard import BODY, BUSY, HEAD, IDLE, MAX_HEAD_BYTES, Guard
 
 logger = logging.getLogger("uvicorn.error")
@@ -225,6 +225,7 @@ class H1Protocol(asyncio.Protocol):
             "client": self.client,
             "server": self.server,
             "state": self.app_state.copy(),
+            "extensions": EXTENSIONS,  # shared, never written: the one this server adds (h1_head.py)
         }
         cycle = Cycle(self, scope, version != "1.0" and parser.should_keep_alive(), self.expect_continue)
         app = shared.app

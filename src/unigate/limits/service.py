@@ -73,14 +73,18 @@ PENDING = Ticket([], 0.0, 0.0, settled=True)
 class _KeyPlan:
     """What a key's admissions and headers need that does not change per call, built once per
     key (and again when the key's limits change, which brings a new `Principal`): its counter
-    names, its limits as header bytes, its budget period until that period ends, and the bound
-    header function the edge calls when the response starts."""
+    names, its limits as header bytes, its budget period until that period ends. It is the
+    `ExtraHeaders` (edge/asgi.py) the edge adds to the key's responses: `headers` as pairs,
+    `lines` joined."""
 
     __slots__ = (
+        "_ahead",
+        "_count",
+        "_rpm",
+        "_tpm",
         "budget_ends",
         "budget_name",
         "budget_period",
-        "headers",
         "principal",
         "rpm_name",
         "slots",
@@ -96,44 +100,54 @@ class _KeyPlan:
         self.budget_period = 0
         self.budget_ends = -math.inf  # the period is looked up at the first admission
         counters = limits.counters
-        ahead = counters.ahead
+        self._ahead = counters.ahead
         # On this node's table, the key's own limits are admitted in one call (key_slots.py).
         slots = None
         if isinstance(counters, LocalCounters):
             names = (self.rpm_name, self.tpm_name, self.budget_name)
             slots = KeySlots(counters.table, names, principal.rpm, principal.tpm, principal.budget)
         self.slots = slots
-        rpm = _rate_header_head(_REQUESTS, principal.rpm)
-        tpm = _rate_header_head(_TOKENS, principal.tpm)
-        rpm_name, tpm_name = self.rpm_name, self.tpm_name
+        self._rpm = _rate_header_head(_REQUESTS, principal.rpm)
+        self._tpm = _rate_header_head(_TOKENS, principal.tpm)
+        self._count = 3 * ((self._rpm is not None) + (self._tpm is not None))
 
-        def by_name() -> list[Header]:
-            out: list[Header] = []
-            if rpm is not None:
-                out += rpm.figures(ahead(rpm_name), 0.0)
-            if tpm is not None:
-                out += tpm.figures(ahead(tpm_name), 0.0)
-            return out
-
-        self.headers = by_name
-        if slots is not None:
+    def _instants(self) -> tuple[float, float, float]:
+        """The rpm and tpm counters' arrival times and the instant to read them at: once the
+        key's slots are claimed, their cells, read directly at one instant; before, the
+        counters' own figures, which are already relative (instant 0)."""
+        slots = self.slots
+        if slots is not None and slots.claimed:
             floats = slots.floats
+            rpm_at, tpm_at = slots.rpm_at, slots.tpm_at
+            return (
+                floats[rpm_at] if rpm_at >= 0 else 0.0,
+                floats[tpm_at] if tpm_at >= 0 else 0.0,
+                time.time(),
+            )
+        ahead = self._ahead
+        return (
+            ahead(self.rpm_name) if self._rpm is not None else 0.0,
+            ahead(self.tpm_name) if self._tpm is not None else 0.0,
+            0.0,
+        )
 
-            def from_slots() -> list[Header]:
-                # Once the slots are claimed their cells are read directly, at one instant.
-                if not slots.claimed:
-                    return by_name()
-                now = time.time()
-                out: list[Header] = []
-                if rpm is not None:
-                    at = slots.rpm_at
-                    out += rpm.figures(floats[at] if at >= 0 else 0.0, now)
-                if tpm is not None:
-                    at = slots.tpm_at
-                    out += tpm.figures(floats[at] if at >= 0 else 0.0, now)
-                return out
+    def headers(self) -> list[Header]:
+        rpm_tat, tpm_tat, now = self._instants()
+        out: list[Header] = []
+        if self._rpm is not None:
+            out += self._rpm.figures(rpm_tat, now)
+        if self._tpm is not None:
+            out += self._tpm.figures(tpm_tat, now)
+        return out
 
-            self.headers = from_slots
+    def lines(self) -> tuple[bytes, int]:
+        rpm_tat, tpm_tat, now = self._instants()
+        rpm, tpm = self._rpm, self._tpm
+        if tpm is None:
+            return (b"" if rpm is None else rpm.lines(rpm_tat, now)), self._count
+        if rpm is None:
+            return tpm.lines(tpm_tat, now), self._count
+        return rpm.lines(rpm_tat, now) + tpm.lines(tpm_tat, now), self._count
 
     def period(self, now: float) -> int:
         """The budget's period index at `now`, recomputed only when the last one has ended."""
@@ -347,10 +361,10 @@ class Limits:
         """The key's `x-ratelimit-*` figures as they stand (after this call's admission)."""
         return self._plan(principal).headers()
 
-    def headers_for(self, principal: Principal) -> Callable[[], list[Header]]:
-        """`headers` for one key, to call when its response starts (whichever response): one
-        function per key, built with its plan rather than per request."""
-        return self._plan(principal).headers
+    def headers_for(self, principal: Principal) -> _KeyPlan:
+        """The key's `x-ratelimit-*` headers, read when its response starts (whichever
+        response): its plan, an `ExtraHeaders` built once per key rather than per request."""
+        return self._plan(principal)
 
 
 _NO_DEMANDS: list[Demand] = []  # a ticket of the key's slots names no demands (never appended to)
@@ -360,9 +374,20 @@ _TOKENS = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-rat
 
 class _RateHeaders:
     """One rate limit's three headers: the limit's preformatted, the remaining count's kept
-    while it stays the same (a busy key's mostly does), a full counter's reset preformatted."""
+    while it stays the same (a busy key's mostly does), a full counter's reset preformatted;
+    as pairs (`figures`) or joined lines (`lines`, kept likewise)."""
 
-    __slots__ = ("_remaining", "_remaining_header", "_reset_names", "_reset_zero", "limit", "limit_header")
+    __slots__ = (
+        "_lines",
+        "_lines_remaining",
+        "_names",
+        "_remaining",
+        "_remaining_header",
+        "_reset_names",
+        "_reset_zero",
+        "limit",
+        "limit_header",
+    )
 
     def __init__(self, names: tuple[bytes, bytes, bytes], limit: int) -> None:
         self.limit = limit
@@ -371,6 +396,9 @@ class _RateHeaders:
         self._remaining_header = (names[1], b"%d" % limit)
         self._reset_names = names[2]
         self._reset_zero = (names[2], b"0ms")
+        self._names = names
+        self._lines_remaining = -1
+        self._lines = b""
 
     def figures(self, tat: float, now: float) -> tuple[Header, Header, Header]:
         """The headers of a counter whose arrival time is `tat`, at `now`."""
@@ -382,6 +410,21 @@ class _RateHeaders:
         # `format_reset`'s first case written out: a counter back to full, a quiet key's case.
         reset = self._reset_zero if ahead < 0.0005 else (self._reset_names, format_reset(ahead))
         return self.limit_header, self._remaining_header, reset
+
+    def lines(self, tat: float, now: float) -> bytes:
+        """`figures` as three header lines."""
+        ahead = tat - now if tat > now else 0.0
+        remaining = int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
+        if ahead < 0.0005:
+            if remaining != self._lines_remaining:
+                self._lines_remaining = remaining
+                self._lines = self._joined(remaining, b"0ms")
+            return self._lines
+        return self._joined(remaining, format_reset(ahead))
+
+    def _joined(self, remaining: int, reset: bytes) -> bytes:
+        limit, left, resets = self._names
+        return b"%s: %d\r\n%s: %d\r\n%s: %s\r\n" % (limit, self.limit, left, max(remaining, 0), resets, reset)
 
 
 def _rate_header_head(names: tuple[bytes, bytes, bytes], limit: int | None) -> _RateHeaders | None:

@@ -54,19 +54,12 @@ async def send_reply(
 ) -> Outcome:
     """`keepalive` > 0: after that many seconds without an upstream event, send the
     format's keep-alive so proxies and clients don't give up on a thinking model."""
-    rid = (b"x-request-id", request.request_id.encode())
-    send = request.send
     if reply.stream is None:
-        headers = [
-            (b"content-type", reply.content_type),
-            (b"content-length", b"%d" % len(reply.body)),
-            rid,
-            *reply.headers,
-        ]
-        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-        await send({"type": "http.response.body", "body": reply.body})
+        await request.respond(reply.status, reply.body, reply.content_type, reply.headers)
         return _SENT if reply.status == 200 else Outcome(reply.status, True)
 
+    rid = (b"x-request-id", request.request_id.encode())
+    send = request.send
     headers = [(b"content-type", reply.content_type), (b"cache-control", b"no-cache"), rid, *reply.headers]
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
     idle = _Idle(asyncio.get_running_loop().time())
