@@ -36,6 +36,7 @@ from unigate.edge.access_log import (
     MODEL_NAME,
     PROVIDER,
     AccessLog,
+    finished,
     shown_path,
 )
 from unigate.edge.asgi import ClientDisconnected, Receive, Request, Scope, Send
@@ -175,18 +176,18 @@ class GatewayApp:
         except Exception as exc:
             await self._send_error(request, _unexpected(request, exc), endpoint)
         key_id = principal.key_id if principal else None
-        ended = time.perf_counter()
+        done = finished(request, request.status, started, time.perf_counter(), key_id)
         if self._access.enabled():
-            self._access.add(request, request.status, started, ended, key_id)
+            self._access.add(done)
         self._count_request(
             "unmatched" if endpoint is None else endpoint.label,  # `_family`, written out
             scope.get(MODEL_NAME, ""),
             scope.get(PROVIDER, ""),
             request.status or 499,
-            ended - started,
+            done[5] - started,
         )
         if endpoint is None or endpoint.auth == "key":  # API calls, not the dashboard's own polling
-            self._requests.add(request, request.status, started, key_id, ended)
+            self._requests.add(done)
 
     def _unknown_path(self, request: Request) -> str:
         """The 404 for a path no endpoint has; when the same path under /v1 is one, that (an

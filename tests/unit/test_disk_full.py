@@ -31,6 +31,7 @@ from tests.unit.test_observability import _samples
 from unigate.app import _unexpected
 from unigate.cli.startup import StartupError, create_limits_table
 from unigate.data_dir.disk import allocate
+from unigate.edge.access_log import finished
 from unigate.edge.asgi import Request
 from unigate.errors import DatabaseUnavailable, GatewayError, StorageUnavailable
 from unigate.limits.shared_table import NoRoomForTable, SharedTable
@@ -406,8 +407,9 @@ def test_the_request_log_keeps_its_rows_while_the_database_is_full(tmp_path: Pat
         await full.set_full(True)
         for i in range(400):
             scope = {"method": "POST", "path": "/v1/chat/completions", "headers": []}
+            now = time.perf_counter()
             log.add(
-                Request(scope, _nothing, _nothing, f"req-{i:03d}-" + "r" * 20), 200, time.perf_counter(), None
+                finished(Request(scope, _nothing, _nothing, f"req-{i:03d}-" + "r" * 20), 200, now, now, None)
             )
         with pytest.raises(sa.exc.OperationalError):
             await log.flush()

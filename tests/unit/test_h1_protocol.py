@@ -146,7 +146,10 @@ class Limited:
 
 
 def whole(
-    body: bytes = b"ok", status: int = 200, extra: list[tuple[bytes, bytes]] | None = None, limited: bool = False
+    body: bytes = b"ok",
+    status: int = 200,
+    extra: list[tuple[bytes, bytes]] | None = None,
+    limited: bool = False,
 ) -> App:
     """An app answering through `Request.respond`, as the gateway's replies and errors do."""
 
@@ -199,7 +202,11 @@ def test_a_whole_response_with_cr_lf_or_nul_in_a_header_is_refused_with_a_500(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def main() -> None:
-        for header in [(b"x-relayed", b"a\r\nset-cookie: forged"), (b"x-relayed", b"a\nb"), (b"x-nul", b"a\0b")]:
+        for header in [
+            (b"x-relayed", b"a\r\nset-cookie: forged"),
+            (b"x-relayed", b"a\nb"),
+            (b"x-nul", b"a\0b"),
+        ]:
             conn = Conn(whole(extra=[header]))
             with caplog.at_level(logging.ERROR, logger="uvicorn.error"):
                 conn.feed(POST)

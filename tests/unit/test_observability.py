@@ -190,7 +190,7 @@ def test_access_lines_are_built_at_the_end_of_their_loop_turn_with_what_the_requ
     """The edge hands each finished request to `AccessLog`, which builds and writes the lines
     of one loop turn together: in order, with the latency measured when each request ended and
     the model the handler left in the scope; with no running loop, at once."""
-    from unigate.edge.access_log import MODEL, AccessLog
+    from unigate.edge.access_log import MODEL, AccessLog, Finished, finished
     from unigate.edge.asgi import Request
 
     stream = io.StringIO()
@@ -203,13 +203,13 @@ def test_access_lines_are_built_at_the_end_of_their_loop_turn_with_what_the_requ
     root.setLevel(logging.INFO)
     access = AccessLog(InfoLines("unigate.test.batched"), json=False)
 
-    def request(i: int) -> Request:
+    def request(i: int, status: int, started: float, ended: float, key_id: str | None) -> Finished:
         scope = {"method": "GET", "path": f"/v1/x{i}", "headers": [], MODEL: f"m{i}"}
-        return Request(scope, _never, _never, f"r{i}")
+        return finished(Request(scope, _never, _never, f"r{i}"), status, started, ended, key_id)
 
     async def turn() -> str:
         for i in range(3):
-            access.add(request(i), 200, 10.0, 10.0 + (i + 1) / 1000, "key_1")
+            access.add(request(i, 200, 10.0, 10.0 + (i + 1) / 1000, "key_1"))
         held = stream.getvalue()
         await asyncio.sleep(0)
         return held
@@ -222,9 +222,9 @@ def test_access_lines_are_built_at_the_end_of_their_loop_turn_with_what_the_requ
 
     try:
         held = asyncio.run(turn())
-        access.add(request(3), 0, 1.0, 1.5, None)  # no running loop: written at once
+        access.add(request(3, 0, 1.0, 1.5, None))  # no running loop: written at once
         handler.addFilter(keep)  # a filter in the way: each line a record it sees
-        access.add(request(4), 200, 1.0, 1.25, None)
+        access.add(request(4, 200, 1.0, 1.25, None))
     finally:
         root.handlers[:], level = saved
         root.setLevel(level)
@@ -244,12 +244,12 @@ def test_an_access_line_keeps_plain_paths_and_models_and_escapes_or_cuts_the_res
     """The access line takes a plain path and model as they are and gives anything else to
     the escaping and cutting rules: spaces and newlines (forged lines), overlong text, media
     names (capabilities)."""
-    from unigate.edge.access_log import MAX_LOGGED, MODEL, ROUTE, access_line
+    from unigate.edge.access_log import MAX_LOGGED, MODEL, ROUTE, access_line, finished
     from unigate.edge.asgi import Request
 
     def line(path: str, model: str | None) -> str:
         scope = {"method": "POST", "path": path, "headers": [], MODEL: model, ROUTE: "up/m"}
-        return access_line(Request(scope, _never, _never, "req1"), 200, 0.0, "key_1")
+        return access_line(finished(Request(scope, _never, _never, "req1"), 200, 0.0, 0.001, "key_1"))
 
     plain = line("/v1/chat/completions", "gpt-4o:ft")
     assert plain.startswith("POST /v1/chat/completions 200 ")

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from unigate.edge.access_log import finished
 from unigate.edge.asgi import Request
 from unigate.gateway import Gateway
 from unigate.settings import Settings
@@ -98,11 +99,13 @@ def test_a_cancelled_request_log_flush_still_writes_its_rows_once(tmp_path: Path
         await db.migrate(engine)
         log = RequestLog(engine, interval=60.0)
         for i in range(5):
-            log.add(_request(f"req-{i}"), 200, time.perf_counter(), None)
+            log.add(finished(_request(f"req-{i}"), 200, time.perf_counter(), time.perf_counter(), None))
         await _cancel_while_blocked(
             tmp_path / "log.db",
             log.flush(),
-            lambda: log.add(_request("req-late"), 200, time.perf_counter(), None),
+            lambda: log.add(
+                finished(_request("req-late"), 200, time.perf_counter(), time.perf_counter(), None)
+            ),
         )
         await log.stop()
         rows = await _all(engine, "SELECT request_id FROM request_log")

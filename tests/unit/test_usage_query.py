@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from unigate.edge.access_log import finished
 from unigate.edge.asgi import Request
 from unigate.errors import InvalidRequest
 from unigate.store import db
@@ -118,8 +119,20 @@ def test_request_log_keeps_the_newest_and_filters(database_url: str) -> None:
         log = RequestLog(engine, per_flush=5, max_rows=4, max_age=3600)
         started = time.perf_counter()
         for i in range(8):  # only the newest 5 are kept between two writes
-            log.add(_request("/v1/chat/completions", f"r{i}", "m"), 200 if i % 2 else 503, started, "k1")
-        log.add(_request("/media/0123456789abcdef.png", "media", None), 0, started, None)
+            log.add(
+                finished(
+                    _request("/v1/chat/completions", f"r{i}", "m"),
+                    200 if i % 2 else 503,
+                    started,
+                    time.perf_counter(),
+                    "k1",
+                )
+            )
+        log.add(
+            finished(
+                _request("/media/0123456789abcdef.png", "media", None), 0, started, time.perf_counter(), None
+            )
+        )
         written = await log.flush()
         newest = await log.recent(limit=100)
         errors = await log.recent(limit=100, key_id="k1", status=(500, 599))

@@ -19,7 +19,6 @@ one per-request mapping every handler can reach without changing its signature).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -82,78 +81,81 @@ def _bounded(text: str) -> str:
     return text if len(text) <= MAX_LOGGED else f"{text[:MAX_LOGGED]}…(+{len(text) - MAX_LOGGED})"
 
 
-def access_line(
-    request: Request, status: int, started: float, key_id: str | None, ended: float | None = None
-) -> str:
-    """The access record of a finished request, built once as one string; `ended` (a
-    `perf_counter` reading) defaults to now."""
-    if ended is None:
-        ended = time.perf_counter()
-    scope = request.scope
+# One finished request, as the edge hands it to the access log and the request log (one tuple
+# for both, of strings and numbers only: a held scope would keep its headers and server
+# objects alive): (request id, method, path, status, perf_counter at start and at end, key id,
+# and what the handlers left in the scope: model, route, outcome, error).
+Finished = tuple[str, str, str, int, float, float, str | None, Any, Any, Any, Any]
+
+
+def finished(request: Request, status: int, started: float, ended: float, key_id: str | None) -> Finished:
+    """The record of `request`, which ended at `ended` (a `perf_counter` reading) with `status`
+    (0: the client left before any response)."""
+    get = request.scope.get
+    return (
+        request.request_id, request.method, request.path, status, started, ended, key_id, get(MODEL),
+        get(ROUTE), get(OUTCOME), get(ERROR),
+    )  # fmt: skip
+
+
+def access_line(done: Finished) -> str:
+    """The access line of a finished request."""
+    request_id, method, path, status, started, ended, key_id, model, route, outcome, _ = done
     # Plain text (what `_clean` and `_bounded` would leave alone: most paths and models) is
     # tested here rather than in a call.
-    path = request.path
     if len(path) > MAX_LOGGED or not path.isprintable() or " " in path or path.startswith("/media/"):
         path = shown_path(path)
-    model = scope.get(MODEL)
     if not model:
         model = "-"
     elif len(model) > MAX_LOGGED or not model.isprintable() or " " in model:
         model = _clean(_bounded(model))
-    outcome = scope.get(OUTCOME)
     line = (
-        f"{request.method} {path} {status or 499} {(ended - started) * 1000.0:.2f}ms "
-        f"model={model} route={scope.get(ROUTE) or '-'} key={key_id or '-'} request={request.request_id}"
+        f"{method} {path} {status or 499} {(ended - started) * 1000.0:.2f}ms "
+        f"model={model} route={route or '-'} key={key_id or '-'} request={request_id}"
     )
     return line if outcome is None else f"{line} outcome={outcome}"
 
 
-def access_fields(
-    request: Request, status: int, started: float, key_id: str | None, ended: float | None = None
-) -> tuple[str, dict[str, Any]]:
+def access_fields(done: Finished) -> tuple[str, dict[str, Any]]:
     """The access record as (message, fields) for JSON lines."""
-    if ended is None:
-        ended = time.perf_counter()
-    scope = request.scope
-    model = scope.get(MODEL)
-    path = shown_path(request.path)
+    request_id, method, path, status, started, ended, key_id, model, route, outcome, _ = done
+    path = shown_path(path)
     status = status or 499
     fields = {
-        "request_id": request.request_id,
+        "request_id": request_id,
         "key_id": key_id,
-        "method": request.method,
+        "method": method,
         "path": path,
         "model": _bounded(model) if model else None,
-        "route": scope.get(ROUTE),
+        "route": route,
         "status": status,
         "latency_ms": round((ended - started) * 1000.0, 2),
-        "outcome": scope.get(OUTCOME),
+        "outcome": outcome,
     }
-    return f"{request.method} {path} {status}", fields
+    return f"{method} {path} {status}", fields
 
 
 class AccessLog:
-    """The access lines of finished requests: each built when its request ends, and written
-    with the others of the same event-loop turn at the end of that turn, so the checks of
-    where lines go and the timestamp (`InfoLines.write_all`) are paid once per turn rather
-    than once per request. Lines are held as strings only: a held request would keep its
-    scope and server objects alive for the garbage collector to walk."""
+    """The access lines of finished requests, built and written with the others of the same
+    event-loop turn at the end of that turn: the checks of where lines go and the timestamp
+    (`InfoLines.write_all`) are paid once per turn rather than once per request, and the
+    lines are formatted in one loop, not between two requests' other work."""
 
     __slots__ = ("_json", "_lines", "_pending", "enabled")
 
     def __init__(self, lines: InfoLines, json: bool) -> None:
         self._lines = lines
         self._json = json
-        self._pending: list[str] = []
+        self._pending: list[Finished] = []
         # Whether lines are written, asked per request so a level changed at run time counts.
         self.enabled: Callable[[], bool] = lines.enabled_check()
 
-    def add(self, request: Request, status: int, started: float, ended: float, key_id: str | None) -> None:
+    def add(self, done: Finished) -> None:
         if self._json:
-            self._lines.record(*access_fields(request, status, started, key_id, ended))
+            self._lines.record(*access_fields(done))
             return
         pending = self._pending
-        pending.append(access_line(request, status, started, key_id, ended))
+        pending.append(done)
         if len(pending) == 1:
             try:
                 asyncio.get_running_loop().call_soon(self.flush)
@@ -164,9 +166,9 @@ class AccessLog:
 
     def flush(self) -> None:
         """Write the pending lines (at the end of their loop turn, and at shutdown)."""
-        lines = self._pending
-        if lines:
+        pending = self._pending
+        if pending:
             self._pending = []
-            self._lines.write_all(lines)
+            self._lines.write_all([access_line(done) for done in pending])
         elif self._json:
             self._lines.flush()  # JSON lines are held by InfoLines itself

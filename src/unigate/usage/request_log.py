@@ -24,8 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from unigate.background import Periodic
-from unigate.edge.access_log import ERROR, MODEL, OUTCOME, ROUTE, shown_path
-from unigate.edge.asgi import Request
+from unigate.edge.access_log import Finished, shown_path
 from unigate.store.aio import AsyncEngine
 from unigate.store.db import failure_reason, insert_sql, is_outage
 from unigate.store.schema import request_log
@@ -33,12 +32,11 @@ from unigate.usage.serial_writes import SerialWrites
 
 log = logging.getLogger("unigate.requests")
 
-# (request id, method, path, status, perf_counter at start and at end, key id, model, route,
-# outcome, error): strings and numbers the request already has, not its scope. The deque holds
-# up to `per_flush` entries; holding each request's scope (with its headers, ~25 objects)
-# kept ~2 MB alive at 10,000 requests a second and cost 3.4 µs of CPU per request served
-# (cache misses), against four dictionary lookups here.
-Entry = tuple[str, str, str, int, float, float, str | None, Any, Any, Any, Any]
+# The edge's record of a finished request (edge/access_log.py), the same tuple the access line
+# is built from: strings and numbers only. The deque holds up to `per_flush` of them; holding
+# each request's scope instead (with its headers, ~25 objects) kept ~2 MB alive at 10,000
+# requests a second and cost 3.4 µs of CPU per request served (cache misses).
+Entry = Finished
 COLUMNS = (
     "created_at", "request_id", "method", "path", "status", "latency_ms", "model", "route", "key_id",
     "outcome", "error",
@@ -67,18 +65,10 @@ class RequestLog:
         self._loop = Periodic("request-log", self._step, interval)
         self._writes = SerialWrites()
 
-    def add(
-        self, request: Request, status: int, started: float, key_id: str | None, ended: float | None = None
-    ) -> None:
-        """Called once per finished request at the edge: one small tuple appended, nothing
-        read or formatted (the deque keeps at most `per_flush` requests alive). `ended`, a
-        `perf_counter` reading, defaults to now."""
-        get = request.scope.get
-        self._pending.append(
-            (request.request_id, request.method, request.path, status, started,
-             time.perf_counter() if ended is None else ended, key_id, get(MODEL), get(ROUTE),
-             get(OUTCOME), get(ERROR))
-        )  # fmt: skip
+    def add(self, done: Finished) -> None:
+        """Called once per finished API call at the edge: its record appended, nothing read or
+        formatted (the deque keeps at most `per_flush` requests)."""
+        self._pending.append(done)
 
     async def start(self) -> None:
         self._loop.start()
