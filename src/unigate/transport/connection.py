@@ -35,7 +35,9 @@ class Connection(asyncio.Protocol):
         self._read_paused = False
         self._drained: asyncio.Future[None] | None = None
         self.header_bytes = 0
-        self.header_count = 0
+        # The answer's header fields as they arrive, handed to its `Response` whole (one
+        # Python call per field, not two: an API's answer carries 10-30 of them).
+        self.raw_headers: list[tuple[bytes, bytes]] = []
         self.fresh = False  # opened for the request about to use it (not a reused one)
 
     # -- asyncio.Protocol --
@@ -83,27 +85,23 @@ class Connection(asyncio.Protocol):
     # -- httptools callbacks --
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        response = self.response
-        if response is None:
-            return
+        raw = self.raw_headers
+        raw.append((name, value))
         # Bounded: an upstream (or whatever answers on its address) flooding headers must not
         # grow the gateway's memory; the answer fails like a malformed one.
         self.header_bytes += len(name) + len(value)
-        self.header_count += 1
-        if self.header_bytes > MAX_HEADER_BYTES or self.header_count > MAX_HEADERS:
-            response.fail(
-                ConnectionBroken(
-                    f"the upstream's response headers exceed {MAX_HEADERS} fields or {MAX_HEADER_BYTES} bytes"
-                )
-            )
+        if self.header_bytes > MAX_HEADER_BYTES or len(raw) > MAX_HEADERS:
+            raw.clear()
+            if self.response is not None:
+                too_many = f"{MAX_HEADERS} fields or {MAX_HEADER_BYTES} bytes"
+                self.response.fail(ConnectionBroken(f"the upstream's response headers exceed {too_many}"))
             self.abort()
-            return
-        response.add_header(name, value)
 
     def on_headers_complete(self) -> None:
-        self.header_bytes = self.header_count = 0  # per message (a 1xx has its own)
+        raw, self.raw_headers = self.raw_headers, []  # per message (a 1xx has its own)
+        self.header_bytes = 0
         if self.response is not None:
-            self.response.headers_done(self.parser.get_status_code())
+            self.response.headers_done(self.parser.get_status_code(), raw)
 
     def on_body(self, body: bytes) -> None:
         if self.response is not None:

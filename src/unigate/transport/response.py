@@ -84,7 +84,6 @@ class Response:
         self._conn: Reading | None = conn
         self._read = read
         self._deadline = deadline
-        self._raw: list[tuple[bytes, bytes]] = []
         self._head: asyncio.Future[None] = loop.create_future()
         self._chunks: list[bytes] = []
         self._size = 0
@@ -159,17 +158,13 @@ class Response:
 
     # -- the connection's side --
 
-    def add_header(self, name: bytes, value: bytes) -> None:
-        self._raw.append((name, value))
-
-    def headers_done(self, status: int) -> None:
+    def headers_done(self, status: int, raw: list[tuple[bytes, bytes]]) -> None:
+        """The answer's status and header fields are in (`raw`, as they arrived)."""
         if status < 200:  # 100 Continue, 103 Early Hints: not the answer
-            self._raw = []
             self._interim = True
             return
         self.status = status
-        self.headers = Headers(self._raw)
-        self._raw = []
+        self.headers = Headers(raw)
         if not self._head.done():
             self._head.set_result(None)
         encoding = self.headers.get("content-encoding") if self._decode else None
