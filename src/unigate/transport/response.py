@@ -27,39 +27,58 @@ _DECODED = frozenset({"gzip", "x-gzip", "deflate"})
 
 
 class Headers:
-    """Response headers: names case-insensitive, repeated fields joined with ", "."""
+    """Response headers: names case-insensitive, repeated fields joined with ", ". Decoded into
+    a map at the first use that needs all of them; a lookup before that scans the raw fields
+    (the relay reads an answer's encoding and content type only: decoding an API answer's
+    20-odd fields for them cost more than the rest of reading the answer)."""
 
-    __slots__ = ("_map",)
+    __slots__ = ("_map", "_raw")
 
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        found: dict[str, str] = {}
-        for name, value in raw:
-            key = name.decode("latin-1").lower()
-            text = value.decode("latin-1")
-            found[key] = f"{found[key]}, {text}" if key in found else text
-        self._map = found
+        self._raw = raw
+        self._map: dict[str, str] | None = None
+
+    def _fields(self) -> dict[str, str]:
+        found = self._map
+        if found is None:
+            found = {}
+            for name, value in self._raw:
+                key = name.decode("latin-1").lower()
+                text = value.decode("latin-1")
+                found[key] = f"{found[key]}, {text}" if key in found else text
+            self._map = found
+        return found
 
     @overload
     def get(self, name: str) -> str | None: ...
     @overload
     def get(self, name: str, default: str) -> str: ...
     def get(self, name: str, default: str | None = None) -> str | None:
-        return self._map.get(name.lower(), default)
+        if self._map is not None:
+            return self._map.get(name.lower(), default)
+        key = name.lower().encode("latin-1")
+        size = len(key)
+        text = None
+        for field, value in self._raw:
+            if len(field) == size and field.lower() == key:
+                found = value.decode("latin-1")
+                text = found if text is None else f"{text}, {found}"
+        return default if text is None else text
 
     def __getitem__(self, name: str) -> str:
-        return self._map[name.lower()]
+        return self._fields()[name.lower()]
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._map
+        return isinstance(name, str) and name.lower() in self._fields()
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._map)
+        return iter(self._fields())
 
     def __len__(self) -> int:
-        return len(self._map)
+        return len(self._fields())
 
     def items(self) -> list[tuple[str, str]]:
-        return list(self._map.items())
+        return list(self._fields().items())
 
 
 class Response:
