@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from threading import get_ident
 from urllib.parse import urlsplit
 
-from unigate.transport.connection import Connection, render, send_request
+from unigate.transport.connection import WRITE_CHUNK, Connection, render, send_request
 from unigate.transport.deadlines import Deadlines
 from unigate.transport.dial import Dialer
 from unigate.transport.errors import ConnectionBroken, PoolExhausted, UpstreamTimeout
@@ -143,7 +143,10 @@ class Pool:
             response = Response(conn, loop, read, deadline, self._deadlines, self.decode)
             conn.start(response)
             try:
-                await send_request(conn, head, body)
+                if isinstance(body, bytes) and len(body) <= WRITE_CHUNK:
+                    conn.write(head + body)  # `send_request`'s common case, without its coroutine
+                else:
+                    await send_request(conn, head, body)
                 await response.wait_headers()
             except BaseException as exc:
                 conn.abort()
