@@ -176,7 +176,8 @@ class GatewayApp:
         except Exception as exc:
             await self._send_error(request, _unexpected(request, exc), endpoint)
         key_id = principal.key_id if principal else None
-        done = finished(request, request.status, started, time.perf_counter(), key_id)
+        ended = time.perf_counter()
+        done = finished(request, request.status, started, ended, key_id)
         if self._access.enabled():
             self._access.add(done)
         self._count_request(
@@ -184,7 +185,7 @@ class GatewayApp:
             scope.get(MODEL_NAME, ""),
             scope.get(PROVIDER, ""),
             request.status or 499,
-            done[5] - started,
+            ended - started,
         )
         if endpoint is None or endpoint.auth == "key":  # API calls, not the dashboard's own polling
             self._requests.add(done)

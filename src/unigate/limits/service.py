@@ -400,10 +400,15 @@ class _RateHeaders:
         self._lines_remaining = -1
         self._lines = b""
 
+    def reading(self, tat: float, now: float) -> tuple[float, int]:
+        """(seconds the counter runs ahead of `now`, what remains of the limit) for a counter
+        whose arrival time is `tat`."""
+        ahead = tat - now if tat > now else 0.0
+        return ahead, int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
+
     def figures(self, tat: float, now: float) -> tuple[Header, Header, Header]:
         """The headers of a counter whose arrival time is `tat`, at `now`."""
-        ahead = tat - now if tat > now else 0.0
-        remaining = int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
+        ahead, remaining = self.reading(tat, now)
         if remaining != self._remaining:
             self._remaining = remaining
             self._remaining_header = (self._remaining_header[0], b"%d" % remaining if remaining > 0 else b"0")
@@ -413,8 +418,7 @@ class _RateHeaders:
 
     def lines(self, tat: float, now: float) -> bytes:
         """`figures` as three header lines."""
-        ahead = tat - now if tat > now else 0.0
-        remaining = int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
+        ahead, remaining = self.reading(tat, now)
         if ahead < 0.0005:
             if remaining != self._lines_remaining:
                 self._lines_remaining = remaining
