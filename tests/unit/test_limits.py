@@ -19,7 +19,7 @@ from unigate.limits.counters import (
     rate_remaining,
     rate_take,
 )
-from unigate.limits.estimate import Prices, output_cap, prompt_tokens
+from unigate.limits.estimate import Prices, TextTokens, count_tokens, output_cap, prompt_tokens
 from unigate.limits.service import period_of
 
 
@@ -57,6 +57,21 @@ def test_budget_and_periods() -> None:
     month, start = period_of("monthly", 1_700_000_000)  # 2023-11-14
     assert month == 2023 * 12 + 10 and start == 1698796800
     assert period_of("total", 123.0) == (0, 0.0)
+
+
+def test_long_texts_counts_are_remembered_within_their_bound() -> None:
+    """An agent resends its conversation: `TextTokens` gives a long text's count as counting
+    gives it, from memory the second time, keeps at most `max_chars` characters (the oldest go
+    first) and counts short texts without remembering them."""
+    long_texts = [f"Step {i}: read file_{i}.py, fix the bug, run the tests. " * 8 for i in range(3)]
+    texts = TextTokens(max_chars=2 * len(long_texts[0]) + 10)
+    body = {"messages": [{"role": "user", "content": t} for t in long_texts] + [{"content": "hi there"}]}
+    assert prompt_tokens(body, texts) == prompt_tokens(body) == sum(map(count_tokens, long_texts)) + 2
+    assert list(texts._counts) == long_texts[1:]  # the oldest went to make room; "hi there" never came
+    assert texts._chars == 2 * len(long_texts[0])
+    texts._counts[long_texts[2]] = 999  # a remembered count is what the next call gets
+    assert texts(long_texts[2]) == 999 and texts("hi there") == 2
+    assert TextTokens(max_chars=10)(long_texts[0]) == count_tokens(long_texts[0])  # too long to keep
 
 
 def test_reset_format() -> None:

@@ -30,7 +30,7 @@ from unigate.auth.principal import Principal
 from unigate.errors import BudgetExceeded, RateLimited
 from unigate.limits.backend import Counters, Demand, LocalCounters, Refusal
 from unigate.limits.counters import WINDOW, format_reset
-from unigate.limits.estimate import output_cap, prompt_tokens
+from unigate.limits.estimate import TextTokens, output_cap, prompt_tokens
 from unigate.limits.key_slots import KeySlots
 from unigate.routing.catalog import ModelEntry
 from unigate.single_flight import SingleFlight
@@ -164,6 +164,7 @@ class Limits:
         self._plans: dict[str, _KeyPlan] = {}
         # A key's first burst of budgeted calls loads its period's spend once, not once each.
         self._spend_reads = SingleFlight[tuple[str, float], float]()
+        self.texts = TextTokens()  # long prompts' counts, for the next call that resends them
 
     def _plan(self, principal: Principal) -> _KeyPlan:
         """The key's plan; a changed key (a new `Principal` for its id) gets a new one."""
@@ -240,9 +241,8 @@ class Limits:
         tokens, cost = self.estimate(principal, entry, payload, output_estimate)
         return self._take_now(plan, slots, tokens, cost)
 
-    @staticmethod
     def estimate(
-        principal: Principal, entry: ModelEntry, payload: Any, output_estimate: int
+        self, principal: Principal, entry: ModelEntry, payload: Any, output_estimate: int
     ) -> tuple[float, float]:
         """What a call is expected to use: its prompt counted locally plus its output cap (or,
         for the price, `output_estimate` tokens when it sets none) as tokens, and what that
@@ -254,7 +254,7 @@ class Limits:
             or entry.tpm
             or (principal.budget is not None and (prices.input_per_million or prices.output_per_million))
         ):
-            prompt, cap = prompt_tokens(payload), output_cap(payload)
+            prompt, cap = prompt_tokens(payload, self.texts), output_cap(payload)
             return prompt + (cap or 0), prices.cost(prompt, output_estimate if cap is None else cap)
         return 0, prices.per_call
 

@@ -235,7 +235,7 @@ class Serving:
 
     def _estimate(self, principal: Principal, entry: ModelEntry, payload: Any) -> tuple[float, float]:
         """What the call is expected to use (`Limits.estimate`)."""
-        return Limits.estimate(principal, entry, payload, self.budget_output)
+        return self.gw.limits.estimate(principal, entry, payload, self.budget_output)
 
     def _account(self, run: ServingCall, status: int) -> None:
         """Record the call in the usage accounts, and what it used in `run.spent`. A call that
