@@ -208,6 +208,11 @@ class Cycle:
         self.expect_continue = False
         transport = self.conn.transport
         transport.write(head + body if body and sized and not self.no_body else head)
+        self.completed(transport)
+
+    def completed(self, transport: Any) -> None:
+        """The response's last byte is written: wake a waiting `receive`, close a connection
+        not kept alive, let the connection go on."""
         self.wake()
         if not self.keep_alive:
             transport.close()
@@ -240,10 +245,7 @@ class Cycle:
             if self.remaining:
                 raise RuntimeError("Response content shorter than Content-Length")
             self.complete = True
-            self.wake()
-            if not self.keep_alive:
-                transport.close()
-            self.conn.response_done(self)
+            self.completed(transport)
 
     def fail(self) -> None:
         """Answer 500 and close (the app failed before starting its response)."""

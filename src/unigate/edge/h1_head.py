@@ -87,11 +87,7 @@ def build_head(
     needs (`transfer-encoding: chunked` when the app gave no length, `connection: close`).
     `add_chunked` says whether a body without a length is chunked here (not for HEAD, 204,
     304); `add_close` whether the connection closes after this response."""
-    try:
-        line = STATUS_LINES[status]
-    except (KeyError, TypeError):
-        raise BadHeader(f"Invalid HTTP status code {status!r}.") from None
-    parts = [line, server.lines]
+    parts = [_status_line_of(status), server.lines]
     count = 0
     for name, value in headers:
         size = len(name)
@@ -120,22 +116,14 @@ def build_head(
         parts.append(b"connection: close\r\n")
         count += 1
     parts.append(b"\r\n")
-    head = b"".join(parts)
-    # Every line end is one the join wrote: status line, server lines, counted lines, the end.
-    ends = 2 + count + server.count
-    if head.count(b"\n") != ends or head.count(b"\r") != ends or b"\0" in head:
-        raise BadHeader("Invalid HTTP header: a name or value holds CR, LF or NUL.")
-    return head
+    return _checked(b"".join(parts), 2 + count + server.count)
 
 
 def sized_head(status: int, lines: bytes, count: int, server: ServerLines, length: int, close: bool) -> bytes:
     """The head of a `RESPONSE`: `lines` (`count` lines, joined by the app) between the status
     and server lines and the framing's: `content-length: length` (none when `length` < 0: 204,
     304) and `connection: close` when `close`. Checked as `build_head` checks its head."""
-    try:
-        line = STATUS_LINES[status]
-    except (KeyError, TypeError):
-        raise BadHeader(f"Invalid HTTP status code {status!r}.") from None
+    line = _status_line_of(status)
     ends = 2 + count + server.count
     if length >= 0:
         framing = b"content-length: %d\r\n%s" % (length, _CLOSE if close else b"")
@@ -143,7 +131,20 @@ def sized_head(status: int, lines: bytes, count: int, server: ServerLines, lengt
     else:
         framing = _CLOSE if close else b""
         ends += 1 if close else 0
-    head = b"%s%s%s%s\r\n" % (line, server.lines, lines, framing)
+    return _checked(b"%s%s%s%s\r\n" % (line, server.lines, lines, framing), ends)
+
+
+def _status_line_of(status: int) -> bytes:
+    try:
+        return STATUS_LINES[status]
+    except (KeyError, TypeError):
+        raise BadHeader(f"Invalid HTTP status code {status!r}.") from None
+
+
+def _checked(head: bytes, ends: int) -> bytes:
+    """`head`, whose every line end must be one its builder wrote (`ends` of them: status line,
+    server lines, the app's lines, framing, the blank line): a name or value holding CR, LF or
+    NUL would otherwise split it into lines the app never wrote."""
     if head.count(b"\n") != ends or head.count(b"\r") != ends or b"\0" in head:
         raise BadHeader("Invalid HTTP header: a name or value holds CR, LF or NUL.")
     return head

@@ -4,7 +4,7 @@ callbacks, flow control both ways, and writing a request (head, then body whole 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import cast
 
 import httptools
@@ -161,14 +161,20 @@ class Connection(asyncio.Protocol):
             self.transport.abort()
 
 
-async def send_request(conn: Connection, head: bytes, body: bytes | StreamedBody) -> None:
+def send_request(conn: Connection, head: bytes, body: bytes | StreamedBody) -> Awaitable[None] | None:
+    """Write the request: a bytes body at once (None), a streamed one by the returned awaitable
+    (no coroutine for the common case, whose request task would pass through its frame)."""
     if isinstance(body, bytes):
         if len(body) <= WRITE_CHUNK:
             conn.write(head + body)  # one write, one segment for the common small request
         else:
             conn.write(head)
             conn.write(body)
-        return
+        return None
+    return _upload(conn, head, body)
+
+
+async def _upload(conn: Connection, head: bytes, body: StreamedBody) -> None:
     conn.write(head)
     conn.writing = True
     try:

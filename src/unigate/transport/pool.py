@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from threading import get_ident
 from urllib.parse import urlsplit
 
-from unigate.transport.connection import WRITE_CHUNK, Connection, render, send_request
+from unigate.transport.connection import Connection, render, send_request
 from unigate.transport.deadlines import Deadlines
 from unigate.transport.dial import Dialer
 from unigate.transport.errors import ConnectionBroken, PoolExhausted, UpstreamTimeout
@@ -143,10 +143,9 @@ class Pool:
             response = Response(conn, loop, read, deadline, self._deadlines, self.decode)
             conn.start(response)
             try:
-                if isinstance(body, bytes) and len(body) <= WRITE_CHUNK:
-                    conn.write(head + body)  # `send_request`'s common case, without its coroutine
-                else:
-                    await send_request(conn, head, body)
+                upload = send_request(conn, head, body)
+                if upload is not None:
+                    await upload
                 await response.wait_headers()
             except BaseException as exc:
                 conn.abort()
