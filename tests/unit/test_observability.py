@@ -150,7 +150,9 @@ def test_tracing_off_imports_nothing_of_opentelemetry(tmp_path: Path) -> None:
     assert off.stdout.strip() == "[]"
 
 
-def test_access_lines_of_one_loop_turn_go_out_in_one_write() -> None:
+def test_access_lines_wait_for_each_other_and_go_out_in_one_write() -> None:
+    """Lines going to unigate's own stream wait `InfoLines.HOLD` for the next ones (beyond their
+    loop turn) and go out together, in order; with no running loop, at once."""
     class Stream(io.StringIO):
         writes = 0
 
@@ -167,29 +169,35 @@ def test_access_lines_of_one_loop_turn_go_out_in_one_write() -> None:
     root.setLevel(logging.INFO)
     lines = InfoLines("unigate.test.access")
 
-    async def turn() -> tuple[int, int]:
-        for i in range(5):
+    async def turn() -> tuple[int, int, int]:
+        for i in range(3):
             lines(f"GET /x 200 request=r{i}")
+        await asyncio.sleep(0)  # the end of this loop turn: still held
         held = stream.writes
-        await asyncio.sleep(0)  # the end of this loop turn
-        return held, stream.writes
+        for i in range(3, 5):
+            lines(f"GET /x 200 request=r{i}")
+        await asyncio.sleep(InfoLines.HOLD / 2)
+        still = stream.writes
+        await asyncio.sleep(InfoLines.HOLD)
+        return held, still, stream.writes
 
     try:
-        held, after = asyncio.run(turn())
+        held, still, after = asyncio.run(turn())
         lines("GET /y 200 request=outside")  # no running loop: written at once
     finally:
         root.handlers[:], level = saved
         root.setLevel(level)
     written = stream.getvalue().splitlines()
-    assert (held, after) == (0, 1)
+    assert (held, still, after) == (0, 0, 1)
     assert [line.rsplit("=", 1)[1] for line in written] == ["r0", "r1", "r2", "r3", "r4", "outside"]
     assert all(" INFO unigate.test.access: GET /" in line for line in written)
 
 
-def test_access_lines_are_built_at_the_end_of_their_loop_turn_with_what_the_request_ended_with() -> None:
+def test_access_lines_are_built_together_with_what_each_request_ended_with() -> None:
     """The edge hands each finished request to `AccessLog`, which builds and writes the lines
-    of one loop turn together: in order, with the latency measured when each request ended and
-    the model the handler left in the scope; with no running loop, at once."""
+    of `InfoLines.HOLD` together: in order, with the latency measured when each request ended
+    and the model the handler left in the scope; with no running loop, at once; through another
+    handler, at the end of their loop turn."""
     from unigate.edge.access_log import MODEL, AccessLog, Finished, finished
     from unigate.edge.asgi import Request
 
@@ -210,8 +218,9 @@ def test_access_lines_are_built_at_the_end_of_their_loop_turn_with_what_the_requ
     async def turn() -> str:
         for i in range(3):
             access.add(request(i, 200, 10.0, 10.0 + (i + 1) / 1000, "key_1"))
-        held = stream.getvalue()
         await asyncio.sleep(0)
+        held = stream.getvalue()
+        await asyncio.sleep(InfoLines.HOLD * 2)
         return held
 
     records: list[str] = []
@@ -224,12 +233,18 @@ def test_access_lines_are_built_at_the_end_of_their_loop_turn_with_what_the_requ
         held = asyncio.run(turn())
         access.add(request(3, 0, 1.0, 1.5, None))  # no running loop: written at once
         handler.addFilter(keep)  # a filter in the way: each line a record it sees
-        access.add(request(4, 200, 1.0, 1.25, None))
+
+        async def filtered() -> list[str]:
+            access.add(request(4, 200, 1.0, 1.25, None))
+            await asyncio.sleep(0)  # handed over at the end of the loop turn
+            return records[:]
+
+        seen = asyncio.run(filtered())
     finally:
         root.handlers[:], level = saved
         root.setLevel(level)
     assert held == ""
-    assert records == ["GET /v1/x4 200 250.00ms model=m4 route=- key=- request=r4"]
+    assert seen == records == ["GET /v1/x4 200 250.00ms model=m4 route=- key=- request=r4"]
     lines = [line.split(": ", 1)[1] for line in stream.getvalue().splitlines()]
     assert lines == [
         "GET /v1/x0 200 1.00ms model=m0 route=- key=key_1 request=r0",

@@ -18,7 +18,6 @@ one per-request mapping every handler can reach without changing its signature).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -137,9 +136,10 @@ def access_fields(done: Finished) -> tuple[str, dict[str, Any]]:
 
 class AccessLog:
     """The access lines of finished requests, built and written with the others of the same
-    event-loop turn at the end of that turn: the checks of where lines go and the timestamp
-    (`InfoLines.write_all`) are paid once per turn rather than once per request, and the
-    lines are formatted in one loop, not between two requests' other work."""
+    event-loop turn, or of the `InfoLines.HOLD` seconds lines going to unigate's own stream
+    wait (`InfoLines.schedule`), in one batch: the checks of where lines go, the timestamp and
+    the write (`InfoLines.write_all`) are paid once per batch rather than once per request, and
+    the lines are formatted in one loop, not between two requests' other work."""
 
     __slots__ = ("_json", "_lines", "_pending", "enabled")
 
@@ -157,10 +157,7 @@ class AccessLog:
         pending = self._pending
         pending.append(done)
         if len(pending) == 1:
-            try:
-                asyncio.get_running_loop().call_soon(self.flush)
-            except RuntimeError:  # no loop (a command-line tool): write now
-                self.flush()
+            self._lines.schedule(self.flush)
         elif len(pending) >= InfoLines.MAX_PENDING:
             self.flush()
 
