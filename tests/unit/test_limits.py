@@ -62,7 +62,7 @@ def test_budget_and_periods() -> None:
 def test_long_texts_counts_are_remembered_within_their_bound() -> None:
     """An agent resends its conversation: `TextTokens` gives a long text's count as counting
     gives it, from memory the second time, keeps at most `max_chars` characters (the oldest go
-    first) and counts short texts without remembering them."""
+    first); `prompt_tokens` counts short texts without it."""
     long_texts = [f"Step {i}: read file_{i}.py, fix the bug, run the tests. " * 8 for i in range(3)]
     texts = TextTokens(max_chars=2 * len(long_texts[0]) + 10)
     body = {"messages": [{"role": "user", "content": t} for t in long_texts] + [{"content": "hi there"}]}
@@ -70,7 +70,8 @@ def test_long_texts_counts_are_remembered_within_their_bound() -> None:
     assert list(texts._counts) == long_texts[1:]  # the oldest went to make room; "hi there" never came
     assert texts._chars == 2 * len(long_texts[0])
     texts._counts[long_texts[2]] = 999  # a remembered count is what the next call gets
-    assert texts(long_texts[2]) == 999 and texts("hi there") == 2
+    assert texts(long_texts[2]) == 999
+    assert prompt_tokens({"a": "hi there", "b": ["hi there"]}, texts) == 4 and "hi there" not in texts._counts
     assert TextTokens(max_chars=10)(long_texts[0]) == count_tokens(long_texts[0])  # too long to keep
 
 

@@ -116,9 +116,8 @@ class TextTokens:
         self._max_chars = max_chars
 
     def __call__(self, text: str) -> int:
-        """`count_tokens(text)`, remembered for a text of `LONG_TEXT` characters or more."""
-        if len(text) < LONG_TEXT:
-            return count_tokens(text)
+        """`count_tokens(text)`, remembered (given texts of `LONG_TEXT` characters or more:
+        `prompt_tokens` counts shorter ones itself)."""
         found = self._counts.get(text)
         if found is None:
             found = count_tokens(text)
@@ -134,15 +133,16 @@ class TextTokens:
         return found
 
 
-def prompt_tokens(payload: Any, count: Callable[[str], int] = count_tokens) -> int:
-    """Tokens of every text value in a request body (a parsed JSON object), each text counted
-    by `count` (a `TextTokens` remembers long ones)."""
+def prompt_tokens(payload: Any, long: Callable[[str], int] = count_tokens) -> int:
+    """Tokens of every text value in a request body (a parsed JSON object): texts of
+    `LONG_TEXT` characters or more counted by `long` (a `TextTokens` remembers them), shorter
+    ones directly."""
     if isinstance(payload, str):
-        return count(payload)
-    return _tokens_in(payload, 0, count) if isinstance(payload, _CONTAINERS) else 0
+        return count_tokens(payload) if len(payload) < LONG_TEXT else long(payload)
+    return _tokens_in(payload, 0, long) if isinstance(payload, _CONTAINERS) else 0
 
 
-def _tokens_in(value: dict[str, Any] | list[Any], depth: int, count: Callable[[str], int]) -> int:
+def _tokens_in(value: dict[str, Any] | list[Any], depth: int, long: Callable[[str], int]) -> int:
     """The text tokens inside one container at `depth`; containers past `_MAX_DEPTH` count
     nothing. Recursive with strings counted in place: this runs on every limited call."""
     total = 0
@@ -155,15 +155,15 @@ def _tokens_in(value: dict[str, Any] | list[Any], depth: int, count: Callable[[s
             if key in _NOT_TEXT:
                 continue
             if isinstance(item, str):
-                total += count(item)
+                total += count_tokens(item) if len(item) < LONG_TEXT else long(item)
             elif deeper and isinstance(item, _CONTAINERS):
-                total += _tokens_in(item, depth + 1, count)
+                total += _tokens_in(item, depth + 1, long)
         return total
     for item in value:
         if isinstance(item, str):
-            total += count(item)
+            total += count_tokens(item) if len(item) < LONG_TEXT else long(item)
         elif deeper and isinstance(item, _CONTAINERS):
-            total += _tokens_in(item, depth + 1, count)
+            total += _tokens_in(item, depth + 1, long)
     return total
 
 
