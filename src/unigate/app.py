@@ -282,7 +282,7 @@ class GatewayApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self._lifecycle.stop()
-                self._access.flush()  # access lines of the last loop turn
+                self._access.flush()  # access lines still held (InfoLines.HOLD)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
