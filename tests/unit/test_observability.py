@@ -153,6 +153,7 @@ def test_tracing_off_imports_nothing_of_opentelemetry(tmp_path: Path) -> None:
 def test_access_lines_wait_for_each_other_and_go_out_in_one_write() -> None:
     """Lines going to unigate's own stream wait `InfoLines.HOLD` for the next ones (beyond their
     loop turn) and go out together, in order; with no running loop, at once."""
+
     class Stream(io.StringIO):
         writes = 0
 

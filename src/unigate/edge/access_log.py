@@ -135,11 +135,11 @@ def access_fields(done: Finished) -> tuple[str, dict[str, Any]]:
 
 
 class AccessLog:
-    """The access lines of finished requests, built and written with the others of the same
-    event-loop turn, or of the `InfoLines.HOLD` seconds lines going to unigate's own stream
-    wait (`InfoLines.schedule`), in one batch: the checks of where lines go, the timestamp and
-    the write (`InfoLines.write_all`) are paid once per batch rather than once per request, and
-    the lines are formatted in one loop, not between two requests' other work."""
+    """The access lines of finished requests, built and written in batches: those of
+    `InfoLines.HOLD` seconds when they go to unigate's own stream, those of one event-loop turn
+    otherwise (`InfoLines.schedule`). The checks of where lines go, the timestamp and the write
+    (`InfoLines.write_all`) are paid once per batch rather than once per request, and the lines
+    are formatted in one loop, not between two requests' other work."""
 
     __slots__ = ("_json", "_lines", "_pending", "enabled")
 

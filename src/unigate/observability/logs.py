@@ -58,6 +58,20 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(data, default=str).decode()
 
 
+def _later(flush: Callable[[], None], delay: float) -> None:
+    """`flush` after `delay` seconds (0: at the end of this loop turn); at once with no
+    running loop (a command-line tool)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        flush()
+        return
+    if delay:
+        loop.call_later(delay, flush)
+    else:
+        loop.call_soon(flush)
+
+
 def _utc(created: float) -> str:
     second = int(created)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)) + f".{int((created - second) * 1000):03d}Z"
@@ -159,27 +173,15 @@ class InfoLines:
         pending.append(text)
         if len(pending) == 1:
             self._handler = handler
-            try:
-                asyncio.get_running_loop().call_later(self.HOLD, self.flush)
-            except RuntimeError:  # no loop (a command-line tool): write now
-                self.flush()
+            _later(self.flush, self.HOLD)
         elif len(pending) >= self.MAX_PENDING:
             self.flush()
 
     def schedule(self, flush: Callable[[], None]) -> None:
         """Have `flush` called when lines made now are due: `HOLD` seconds on when they go to
         unigate's stream directly, at the end of this loop turn when they pass through other
-        handlers (an application's or a test's, which expect records as they happen), at once
-        with no running loop."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop (a command-line tool): write now
-            flush()
-            return
-        if self._direct() is not None:
-            loop.call_later(self.HOLD, flush)
-        else:
-            loop.call_soon(flush)
+        handlers (an application's or a test's, which expect records as they happen)."""
+        _later(flush, self.HOLD if self._direct() is not None else 0.0)
 
     def flush(self) -> None:
         """Write the pending lines in one write."""
