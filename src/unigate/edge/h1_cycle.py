@@ -127,7 +127,7 @@ class Cycle:
         if self.expect_continue:
             self.expect_continue = False
             if not self.conn.transport.is_closing():
-                self.conn.transport.write(CONTINUE)
+                self.conn.writes.now(self.conn.transport, CONTINUE)
         while True:
             if self.disconnected or self.complete:
                 return {"type": "http.disconnect"}
@@ -192,7 +192,7 @@ class Cycle:
         if self.remaining and not self.no_body:
             self.held = head
         else:
-            self.conn.transport.write(head)
+            self.conn.writes.later(self.conn.transport, head)
 
     def respond(self, message: Message) -> None:
         """A `RESPONSE` message: head and body in one write, the response complete."""
@@ -206,29 +206,31 @@ class Cycle:
         )  # fmt: skip
         self.started = self.complete = True
         self.expect_continue = False
-        transport = self.conn.transport
-        transport.write(head + body if body and sized and not self.no_body else head)
-        self.completed(transport)
+        conn = self.conn
+        conn.writes.later(conn.transport, head + body if body and sized and not self.no_body else head)
+        self.completed(conn.transport)
 
     def completed(self, transport: Any) -> None:
         """The response's last byte is written: wake a waiting `receive`, close a connection
         not kept alive, let the connection go on."""
         self.wake()
         if not self.keep_alive:
-            transport.close()
+            self.conn.writes.close(transport)
         self.conn.response_done(self)
 
     def write_body(self, body: bytes, more: bool) -> None:
         transport = self.conn.transport
+        later = self.conn.writes.later
         if self.no_body:
             self.remaining = 0
         elif self.chunked:
             if body:
-                transport.write(
-                    b"".join((b"%x\r\n" % len(body), body, b"\r\n0\r\n\r\n" if not more else b"\r\n"))
+                later(
+                    transport,
+                    b"".join((b"%x\r\n" % len(body), body, b"\r\n0\r\n\r\n" if not more else b"\r\n")),
                 )
             elif not more:
-                transport.write(LAST_CHUNK)
+                later(transport, LAST_CHUNK)
         else:
             size = len(body)
             if size > self.remaining:
@@ -238,9 +240,9 @@ class Cycle:
             if held is not None:
                 if size:
                     self.held = None
-                    transport.write(held + body)
+                    later(transport, held + body)
             elif size:
-                transport.write(body)
+                later(transport, body)
         if not more:
             if self.remaining:
                 raise RuntimeError("Response content shorter than Content-Length")
@@ -254,7 +256,7 @@ class Cycle:
         transport = self.conn.transport
         if not self.disconnected and not transport.is_closing():
             head = self.head(500, INTERNAL_ERROR, Framing())
-            transport.write(head + b"Internal Server Error")
+            self.conn.writes.now(transport, head + b"Internal Server Error")
             transport.close()
         self.wake()
         self.conn.response_done(self)
@@ -265,5 +267,5 @@ class Cycle:
         held, self.held = self.held, None
         transport = self.conn.transport
         if held is not None and not transport.is_closing():
-            transport.write(held)
-        transport.close()
+            self.conn.writes.now(transport, held)
+        self.conn.writes.close(transport)

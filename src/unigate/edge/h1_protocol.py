@@ -32,6 +32,7 @@ from uvicorn.server import ServerState
 from unigate.edge.h1_cycle import Cycle, wait_shared
 from unigate.edge.h1_head import EXTENSIONS, ServerLines
 from unigate.edge.server_guard import BODY, BUSY, HEAD, IDLE, MAX_HEAD_BYTES, Guard
+from unigate.write_batch import WriteBatch
 
 logger = logging.getLogger("uvicorn.error")
 _HEAD_END = b"\r\n\r\n"
@@ -54,6 +55,7 @@ class Shared:
         self.limit_concurrency = config.limit_concurrency
         self.guard = Guard(loop, float(config.timeout_keep_alive))
         self.server_lines = ServerLines()
+        self.writes = WriteBatch.of(loop)  # replies are written at the end of the loop's turn
 
     @staticmethod
     def of(config: Config, state: ServerState, loop: asyncio.AbstractEventLoop | None) -> Shared:
@@ -78,6 +80,7 @@ class H1Protocol(asyncio.Protocol):
         self.shared = shared
         self.loop = shared.loop
         self.guard = shared.guard
+        self.writes = shared.writes
         self.app_state = app_state
         self.connections = server_state.connections
         self.tasks = server_state.tasks
@@ -143,7 +146,7 @@ class H1Protocol(asyncio.Protocol):
         """Graceful shutdown (uvicorn's server): close when idle, else after this response."""
         cycle = self.active
         if cycle is None or cycle.complete:
-            self.transport.close()
+            self.writes.close(self.transport)
         else:
             cycle.keep_alive = False
 
@@ -317,14 +320,14 @@ class H1Protocol(asyncio.Protocol):
         self.guard.watched.pop(self, None)
         self.phase = BUSY
         if not self.transport.is_closing():
-            self.transport.close()
+            self.writes.close(self.transport)
 
     def refuse(self, status: bytes) -> None:
         self.guard.watched.pop(self, None)
         self.phase = BUSY
         if not self.transport.is_closing():
-            self.transport.write(
-                b"HTTP/1.1 " + status + b"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            self.writes.now(
+                self.transport, b"HTTP/1.1 " + status + b"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
             )
             self.transport.close()
 
@@ -333,7 +336,8 @@ class H1Protocol(asyncio.Protocol):
         self.phase = BUSY
         shared = self.shared
         shared.server_lines.refresh(shared.state.default_headers)
-        self.transport.write(
+        self.writes.now(
+            self.transport,
             b"HTTP/1.1 400 Bad Request\r\n%scontent-type: text/plain; charset=utf-8\r\n"
             b"content-length: %d\r\nconnection: close\r\n\r\n%s"
             % (shared.server_lines.lines, len(BAD_REQUEST), BAD_REQUEST)

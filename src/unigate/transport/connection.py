@@ -12,6 +12,7 @@ import httptools
 from unigate.transport.errors import ConnectionBroken
 from unigate.transport.interfaces import ConnectionOwner, StreamedBody
 from unigate.transport.response import Response
+from unigate.write_batch import WriteBatch
 
 WRITE_CHUNK = 64 * 1024  # bodies up to this size go out in the same write as the head
 # Response head limits: generous for any API, small enough that a flood costs nothing.
@@ -26,6 +27,7 @@ class Connection(asyncio.Protocol):
         self.pool = pool
         self.transport: asyncio.Transport | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # set once connected
+        self.writes: WriteBatch | None = None  # the loop's, set once connected
         self.parser = httptools.HttpResponseParser(self)
         self.response: Response | None = None
         self.closed = False
@@ -46,6 +48,7 @@ class Connection(asyncio.Protocol):
         # uvloop's TCP transports are not asyncio.Transport subclasses; same interface.
         self.transport = cast(asyncio.Transport, transport)
         self.loop = asyncio.get_running_loop()  # once here, not per request (a getpid call each on 3.11)
+        self.writes = WriteBatch.of(self.loop)  # requests are written at the end of the loop's turn
         self.pool.opened(self)
 
     def data_received(self, data: bytes) -> None:
@@ -128,8 +131,8 @@ class Connection(asyncio.Protocol):
         self.response = response
 
     def write(self, data: bytes) -> None:
-        assert self.transport is not None
-        self.transport.write(data)
+        assert self.transport is not None and self.writes is not None
+        self.writes.later(self.transport, data)
 
     async def drain(self) -> None:
         if self._write_paused and not self.closed:
@@ -152,10 +155,12 @@ class Connection(asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None and not self.closed:
             self.closed = True  # never handed out again, even before connection_lost runs
-            self.transport.close()
+            assert self.writes is not None  # set with the transport
+            self.writes.close(self.transport)
 
     def abort(self) -> None:
-        """Drop the connection now: its state is unknown (cancelled or broken request)."""
+        """Drop the connection now: its state is unknown (cancelled or broken request). A
+        request still held (`WriteBatch`) is never sent."""
         if self.transport is not None and not self.closed:
             self.closed = True
             self.transport.abort()
