@@ -340,6 +340,6 @@ class H1Protocol(asyncio.Protocol):
             self.transport,
             b"HTTP/1.1 400 Bad Request\r\n%scontent-type: text/plain; charset=utf-8\r\n"
             b"content-length: %d\r\nconnection: close\r\n\r\n%s"
-            % (shared.server_lines.lines, len(BAD_REQUEST), BAD_REQUEST)
+            % (shared.server_lines.lines, len(BAD_REQUEST), BAD_REQUEST),
         )
         self.transport.close()
