@@ -177,3 +177,27 @@ def test_a_loop_that_takes_no_attributes_still_gets_its_writes_made() -> None:
     (flush,) = loop.soon
     flush()  # type: ignore[operator]
     assert journal == [("t", b"data")]
+
+
+def test_a_write_is_made_at_once_while_fewer_than_two_requests_are_under_way() -> None:
+    async def main() -> list[list[tuple[str, bytes]]]:
+        journal: list[tuple[str, bytes]] = []
+        t = Transport("t", journal)
+        writes = WriteBatch.of(asyncio.get_running_loop())
+        in_flight: set[int] = {1}
+        writes.in_flight = in_flight  # the server's task set
+        seen = []
+        writes.later(t, b"the only request's reply")  # nothing to share the turn with
+        seen.append(list(journal))
+        in_flight.add(2)
+        writes.later(t, b"one of two")  # held
+        seen.append(list(journal))
+        in_flight.discard(2)
+        writes.later(t, b"alone again")  # at once, after what was held
+        seen.append(list(journal))
+        return seen
+
+    first, second, third = asyncio.run(main())
+    assert first == [("t", b"the only request's reply")]
+    assert second == first
+    assert third == [*first, ("t", b"one of two"), ("t", b"alone again")]

@@ -55,7 +55,9 @@ class Shared:
         self.limit_concurrency = config.limit_concurrency
         self.guard = Guard(loop, float(config.timeout_keep_alive))
         self.server_lines = ServerLines()
-        self.writes = WriteBatch.of(loop)  # replies are written at the end of the loop's turn
+        # Replies are written at the end of the loop's turn while two or more are under way.
+        self.writes = WriteBatch.of(loop)
+        self.writes.in_flight = state.tasks
 
     @staticmethod
     def of(config: Config, state: ServerState, loop: asyncio.AbstractEventLoop | None) -> Shared:
