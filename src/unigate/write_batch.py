@@ -7,12 +7,12 @@
 
 Why: a write to a local socket wakes the process reading it, and the kernel mostly hands that
 process the writer's CPU at once, so a worker that wrote each reply and each upstream request
-as it was ready was preempted more than once per request (`nonvoluntary_ctxt_switches`: 1.3-1.7
-per request at 64 connections, the same for the bare proxy), and each preemption costs the
-worker far more than the switch itself, since its Python work resumes cold. Held to the end of
+as it was ready was preempted more than once per request (`nonvoluntary_ctxt_switches`: 1.3-1.4
+per request at 64 connections; the bare proxy's 1.6-1.8), and each preemption cost the worker
+~15 µs, far more than the switch itself, since its Python work resumes cold. Held to the end of
 the turn, a worker runs the Python of every request that turn brought, then makes the turn's
-writes one after the other: on the benchmark's machine 90 -> 79 µs of CPU per request and a
-third more throughput (docs/benchmarks.md). The writes themselves are the same system calls.
+writes one after the other: on the benchmark's machine 93.8 -> 76.1 µs of CPU per request and
+15,400 -> 20,300 requests a second (docs/benchmarks.md). The writes are the same system calls.
 
 What it costs: a held write waits for the rest of the turn's callbacks (the Python of the other
 requests ready at the same moment, a fraction of a millisecond when the worker is saturated),
