@@ -1,5 +1,6 @@
 """The HTTP/1.1 server protocol (`edge/h1_protocol.py`, `h1_cycle.py`, `h1_head.py`) driven
-byte by byte through a recording transport: framing, one write per sized reply, pipelining,
+byte by byte through a recording transport: framing, one write per sized reply, replies held to
+the end of the turn while two requests are under way, pipelining,
 100-continue, HEAD, chunked bodies, refused header values, disconnects, flow control both ways,
 keep-alive and shutdown."""
 
@@ -247,6 +248,56 @@ def test_a_whole_response_to_a_server_without_the_extension_is_two_asgi_messages
         },
         {"type": "http.response.body", "body": b'{"a":1}'},
     ]
+
+
+def test_replies_are_held_to_the_end_of_the_turn_while_two_requests_are_under_way() -> None:
+    """With one request under way its reply is written at once; with two, each reply waits for
+    the loop's turn to end (`write_batch.py`), then both go out, each whole and in order."""
+    go = asyncio.Event()
+    seen_at_send: list[list[bytes]] = []
+    conns: list[Conn] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await go.wait()
+        body = scope["path"].encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-length", b"%d" % len(body))],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+        seen_at_send.append([w for c in conns for w in c.transport.writes])
+
+    async def main() -> None:
+        first = Conn(app)
+        # A second connection of the same server: its own transport, the same state and tasks.
+        second = Conn.__new__(Conn)
+        second.loop, second.state = first.loop, first.state
+        options = {**uvicorn_options(), "lifespan": "off"}
+        cfg = uvicorn.Config(app, log_config=None, **options)
+        second.protocol = options["http"](cfg, first.state, {}, _loop=first.loop)
+        second.transport = Transport(first.loop)
+        second.transport.protocol = second.protocol
+        second.protocol.connection_made(second.transport)
+        conns.extend([first, second])
+        first.feed(b"GET /one HTTP/1.1\r\nHost: h\r\n\r\n")
+        second.feed(b"GET /two HTTP/1.1\r\nHost: h\r\n\r\n")
+        await first.settle()
+        assert len(first.state.tasks) == 2
+        go.set()
+        await first.settle()
+        assert seen_at_send == [[], []]  # both replies held when their sends returned
+        assert first.transport.data.endswith(b"\r\n\r\n/one") and len(first.transport.writes) == 1
+        assert second.transport.data.endswith(b"\r\n\r\n/two") and len(second.transport.writes) == 1
+        # One request under way: written at once.
+        first.feed(b"GET /three HTTP/1.1\r\nHost: h\r\n\r\n")
+        await first.settle()
+        assert any(w.endswith(b"/three") for w in seen_at_send[-1])  # written before its send returned
+
+    run(main())
 
 
 def test_pipelined_requests_are_answered_in_order() -> None:
