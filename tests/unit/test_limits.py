@@ -210,6 +210,42 @@ def test_a_keys_plan_follows_its_budget_period_and_its_changes(
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize(("rpm", "tpm"), [(10, None), (None, 1000), (10, 1000), (None, None)])
+def test_the_header_lines_say_what_the_header_pairs_say(
+    tmp_path: Path, rpm: int | None, tpm: int | None
+) -> None:
+    """`lines` (the block a `unigate.response` carries) fills each limit's template with the
+    figures `headers` works out, for a key with either rate limit, both or none: a full
+    counter (reset 0ms), one a call moved, one past the 0.5 ms rounding."""
+    import asyncio
+
+    from unigate.auth.principal import Principal
+    from unigate.limits.service import Limits
+
+    async def nothing_spent(key_id: str, start: float) -> float:
+        return 0.0
+
+    key = Principal("key_l", "n", "h", (), (), rpm, None, None, None, 0.0, "whsec_x", tpm=tpm)
+    limits = Limits(LocalCounters(tmp_path / "limits.bin", shared=False), nothing_spent)
+    plan = limits.headers_for(key)
+
+    def joined() -> tuple[bytes, int]:
+        pairs = plan.headers()
+        return b"".join(b"%s: %s\r\n" % pair for pair in pairs), len(pairs)
+
+    async def scenario() -> None:
+        assert plan.lines() == joined()  # nothing taken yet
+        for tokens in (7, 300):
+            await limits.admit(key, None, tokens, 0.0)
+            assert plan.lines() == joined()
+
+    asyncio.run(scenario())
+    block, count = plan.lines()
+    assert count == 3 * ((rpm is not None) + (tpm is not None))
+    assert (b"x-ratelimit-remaining-requests: 8\r\n" in block) == (rpm is not None)
+    assert (b"x-ratelimit-limit-tokens: 1000\r\n" in block) == (tpm is not None)
+
+
 class _Generic:
     """The node's counters behind the plain `Counters` methods only: `Limits` then decides
     every call demand by demand, the path Redis and model limits take."""

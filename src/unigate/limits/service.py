@@ -79,8 +79,8 @@ class _KeyPlan:
 
     __slots__ = (
         "_ahead",
-        "_count",
         "_rpm",
+        "_template",
         "_tpm",
         "budget_ends",
         "budget_name",
@@ -109,7 +109,8 @@ class _KeyPlan:
         self.slots = slots
         self._rpm = _rate_header_head(_REQUESTS, principal.rpm)
         self._tpm = _rate_header_head(_TOKENS, principal.tpm)
-        self._count = 3 * ((self._rpm is not None) + (self._tpm is not None))
+        # `lines`' block with its figures left as `%d`/`%s`: one format per response.
+        self._template = b"".join(rate.template for rate in (self._rpm, self._tpm) if rate is not None)
 
     def _instants(self) -> tuple[float, float, float]:
         """The rpm and tpm counters' arrival times and the instant to read them at: once the
@@ -141,13 +142,22 @@ class _KeyPlan:
         return out
 
     def lines(self) -> tuple[bytes, int]:
+        # Every response of a limited key pays this: each limit's figures are formatted into
+        # the key's template at once.
         rpm_tat, tpm_tat, now = self._instants()
         rpm, tpm = self._rpm, self._tpm
+        if rpm is not None:
+            ahead, rpm_left = rpm.reading(rpm_tat, now)
+            rpm_reset = b"0ms" if ahead < 0.0005 else format_reset(ahead)
+            if tpm is None:
+                return self._template % (rpm_left, rpm_reset), 3
         if tpm is None:
-            return (b"" if rpm is None else rpm.lines(rpm_tat, now)), self._count
+            return b"", 0
+        ahead, tpm_left = tpm.reading(tpm_tat, now)
+        tpm_reset = b"0ms" if ahead < 0.0005 else format_reset(ahead)
         if rpm is None:
-            return tpm.lines(tpm_tat, now), self._count
-        return rpm.lines(rpm_tat, now) + tpm.lines(tpm_tat, now), self._count
+            return self._template % (tpm_left, tpm_reset), 3
+        return self._template % (rpm_left, rpm_reset, tpm_left, tpm_reset), 6
 
     def period(self, now: float) -> int:
         """The budget's period index at `now`, recomputed only when the last one has ended."""
@@ -375,18 +385,16 @@ _TOKENS = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-rat
 class _RateHeaders:
     """One rate limit's three headers: the limit's preformatted, the remaining count's kept
     while it stays the same (a busy key's mostly does), a full counter's reset preformatted;
-    as pairs (`figures`) or joined lines (`lines`, kept likewise)."""
+    as pairs (`figures`), or as lines through `template` (the plan's `lines`)."""
 
     __slots__ = (
-        "_lines",
-        "_lines_remaining",
-        "_names",
         "_remaining",
         "_remaining_header",
         "_reset_names",
         "_reset_zero",
         "limit",
         "limit_header",
+        "template",
     )
 
     def __init__(self, names: tuple[bytes, bytes, bytes], limit: int) -> None:
@@ -396,39 +404,25 @@ class _RateHeaders:
         self._remaining_header = (names[1], b"%d" % limit)
         self._reset_names = names[2]
         self._reset_zero = (names[2], b"0ms")
-        self._names = names
-        self._lines_remaining = -1
-        self._lines = b""
+        # The three lines, the remaining count and the reset left as `%d` and `%s` to fill.
+        self.template = b"%s: %d\r\n%s: %%d\r\n%s: %%s\r\n" % (names[0], limit, names[1], names[2])
 
     def reading(self, tat: float, now: float) -> tuple[float, int]:
-        """(seconds the counter runs ahead of `now`, what remains of the limit) for a counter
-        whose arrival time is `tat`."""
+        """(seconds the counter runs ahead of `now`, what remains of the limit, never below 0)
+        for a counter whose arrival time is `tat`."""
         ahead = tat - now if tat > now else 0.0
-        return ahead, int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
+        remaining = int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
+        return ahead, remaining if remaining > 0 else 0
 
     def figures(self, tat: float, now: float) -> tuple[Header, Header, Header]:
         """The headers of a counter whose arrival time is `tat`, at `now`."""
         ahead, remaining = self.reading(tat, now)
         if remaining != self._remaining:
             self._remaining = remaining
-            self._remaining_header = (self._remaining_header[0], b"%d" % remaining if remaining > 0 else b"0")
+            self._remaining_header = (self._remaining_header[0], b"%d" % remaining)
         # `format_reset`'s first case written out: a counter back to full, a quiet key's case.
         reset = self._reset_zero if ahead < 0.0005 else (self._reset_names, format_reset(ahead))
         return self.limit_header, self._remaining_header, reset
-
-    def lines(self, tat: float, now: float) -> bytes:
-        """`figures` as three header lines."""
-        ahead, remaining = self.reading(tat, now)
-        if ahead < 0.0005:
-            if remaining != self._lines_remaining:
-                self._lines_remaining = remaining
-                self._lines = self._joined(remaining, b"0ms")
-            return self._lines
-        return self._joined(remaining, format_reset(ahead))
-
-    def _joined(self, remaining: int, reset: bytes) -> bytes:
-        limit, left, resets = self._names
-        return b"%s: %d\r\n%s: %d\r\n%s: %s\r\n" % (limit, self.limit, left, max(remaining, 0), resets, reset)
 
 
 def _rate_header_head(names: tuple[bytes, bytes, bytes], limit: int | None) -> _RateHeaders | None:
