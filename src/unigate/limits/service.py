@@ -142,22 +142,15 @@ class _KeyPlan:
         return out
 
     def lines(self) -> tuple[bytes, int]:
-        # Every response of a limited key pays this: each limit's figures are formatted into
-        # the key's template at once.
+        # Every response of a limited key pays this: the figures are formatted into the key's
+        # template at once.
         rpm_tat, tpm_tat, now = self._instants()
         rpm, tpm = self._rpm, self._tpm
-        if rpm is not None:
-            ahead, rpm_left = rpm.reading(rpm_tat, now)
-            rpm_reset = b"0ms" if ahead < 0.0005 else format_reset(ahead)
-            if tpm is None:
-                return self._template % (rpm_left, rpm_reset), 3
         if tpm is None:
-            return b"", 0
-        ahead, tpm_left = tpm.reading(tpm_tat, now)
-        tpm_reset = b"0ms" if ahead < 0.0005 else format_reset(ahead)
+            return (b"", 0) if rpm is None else (self._template % rpm.fill(rpm_tat, now), 3)
         if rpm is None:
-            return self._template % (tpm_left, tpm_reset), 3
-        return self._template % (rpm_left, rpm_reset, tpm_left, tpm_reset), 6
+            return self._template % tpm.fill(tpm_tat, now), 3
+        return self._template % (rpm.fill(rpm_tat, now) + tpm.fill(tpm_tat, now)), 6
 
     def period(self, now: float) -> int:
         """The budget's period index at `now`, recomputed only when the last one has ended."""
@@ -413,6 +406,11 @@ class _RateHeaders:
         ahead = tat - now if tat > now else 0.0
         remaining = int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
         return ahead, remaining if remaining > 0 else 0
+
+    def fill(self, tat: float, now: float) -> tuple[int, bytes]:
+        """What `template` is filled with: the remaining count and the reset."""
+        ahead, remaining = self.reading(tat, now)
+        return remaining, format_reset(ahead)
 
     def figures(self, tat: float, now: float) -> tuple[Header, Header, Header]:
         """The headers of a counter whose arrival time is `tat`, at `now`."""
