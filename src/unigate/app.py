@@ -153,7 +153,7 @@ class GatewayApp:
             if endpoint.auth == "key":  # the only kind whose handler takes a principal
                 principal = await authenticate(request, self._key_cache, self._is_admin_key)
                 if principal.rpm or principal.tpm:
-                    request.more_headers = self.gateway.limits.headers_for(principal)
+                    request.more_headers = self.gateway.limits.plan(principal)
                 if (
                     endpoint.family
                     and not principal.may_use_family(endpoint.family)

@@ -194,8 +194,8 @@ def test_a_keys_plan_follows_its_budget_period_and_its_changes(
         await limits.admit(first, None, 5, 0.8)
         with pytest.raises(BudgetExceeded):
             await limits.admit(first, None, 5, 0.8)
-        plan = limits.headers_for(first)
-        assert plan is limits.headers_for(first)  # one per key
+        plan = limits.plan(first)
+        assert plan is limits.plan(first)  # one per key
         shown = dict(plan.headers())
         # The joined lines a `unigate.response` carries say the same.
         assert plan.lines() == (b"".join(b"%s: %s\r\n" % pair for pair in plan.headers()), 6)
@@ -205,18 +205,16 @@ def test_a_keys_plan_follows_its_budget_period_and_its_changes(
         now[0] += 120  # February: the January spend no longer counts
         await limits.admit(first, None, 5, 0.8)
         changed = key(100, 1.0)
-        assert dict(limits.headers_for(changed).headers())[b"x-ratelimit-limit-requests"] == b"100"
+        assert dict(limits.plan(changed).headers())[b"x-ratelimit-limit-requests"] == b"100"
 
     asyncio.run(scenario())
 
 
 @pytest.mark.parametrize(("rpm", "tpm"), [(10, None), (None, 1000), (10, 1000), (None, None)])
-def test_the_header_lines_say_what_the_header_pairs_say(
-    tmp_path: Path, rpm: int | None, tpm: int | None
-) -> None:
-    """`lines` (the block a `unigate.response` carries) fills each limit's template with the
-    figures `headers` works out, for a key with either rate limit, both or none: a full
-    counter (reset 0ms), one a call moved, one past the 0.5 ms rounding."""
+def test_the_header_lines_carry_each_limits_figures(tmp_path: Path, rpm: int | None, tpm: int | None) -> None:
+    """`lines` (the block a `unigate.response` carries) holds each rate limit the key has, with
+    its figures as they stand: full before any call, then what two calls took (the reset in
+    OpenAI's format); `headers` (the pairs other servers get) says the same."""
     import asyncio
 
     from unigate.auth.principal import Principal
@@ -227,23 +225,44 @@ def test_the_header_lines_say_what_the_header_pairs_say(
 
     key = Principal("key_l", "n", "h", (), (), rpm, None, None, None, 0.0, "whsec_x", tpm=tpm)
     limits = Limits(LocalCounters(tmp_path / "limits.bin", shared=False), nothing_spent)
-    plan = limits.headers_for(key)
+    plan = limits.plan(key)
 
-    def joined() -> tuple[bytes, int]:
-        pairs = plan.headers()
-        return b"".join(b"%s: %s\r\n" % pair for pair in pairs), len(pairs)
+    def expected(requests: tuple[int, bytes], tokens: tuple[int, bytes]) -> bytes:
+        block = b""
+        if rpm is not None:
+            block += b"x-ratelimit-limit-requests: 10\r\nx-ratelimit-remaining-requests: %d\r\n" % requests[0]
+            block += b"x-ratelimit-reset-requests: %s\r\n" % requests[1]
+        if tpm is not None:
+            block += b"x-ratelimit-limit-tokens: 1000\r\nx-ratelimit-remaining-tokens: %d\r\n" % tokens[0]
+            block += b"x-ratelimit-reset-tokens: %s\r\n" % tokens[1]
+        return block
 
     async def scenario() -> None:
-        assert plan.lines() == joined()  # nothing taken yet
+        count = 3 * ((rpm is not None) + (tpm is not None))
+        assert plan.lines() == (expected((10, b"0ms"), (1000, b"0ms")), count)  # nothing taken yet
         for tokens in (7, 300):
             await limits.admit(key, None, tokens, 0.0)
-            assert plan.lines() == joined()
+        # Two requests of ten a minute: 12 s ahead; 307 tokens of 1,000: 18.4 s ahead.
+        block, shown = plan.lines()
+        assert (block, shown) == (expected((8, b"12s"), (693, b"18s")), count)
+        assert b"".join(b"%s: %s\r\n" % pair for pair in plan.headers()) == block
 
     asyncio.run(scenario())
-    block, count = plan.lines()
-    assert count == 3 * ((rpm is not None) + (tpm is not None))
-    assert (b"x-ratelimit-remaining-requests: 8\r\n" in block) == (rpm is not None)
-    assert (b"x-ratelimit-limit-tokens: 1000\r\n" in block) == (tpm is not None)
+
+
+def test_a_rate_limits_figures_round_as_openai_shows_them() -> None:
+    """`fill`: a counter back to full (or within half a millisecond of it) resets in 0ms; one
+    ahead by more rounds to the millisecond; one a window or more ahead has nothing left."""
+    from unigate.limits.service import _RateHeaders
+
+    rate = _RateHeaders((b"l", b"r", b"s"), 600)
+    now = 1_000_000.0
+    assert rate.fill(now - 5.0, now) == (600, b"0ms")
+    assert rate.fill(now + 0.0004, now) == (599, b"0ms")
+    assert rate.fill(now + 0.0006, now) == (599, b"1ms")
+    assert rate.fill(now + 1.25, now) == (587, b"1.25s")
+    assert rate.fill(now + 61.0, now) == (0, b"1m1s")
+    assert rate.template % rate.fill(now + 30.0, now) == b"l: 600\r\nr: 300\r\ns: 30s\r\n"
 
 
 class _Generic:

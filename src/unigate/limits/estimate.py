@@ -36,6 +36,9 @@ _NOT_TEXT = frozenset(
 # Anthropic blocks whose data is opaque bytes: a base64 source, redacted thinking.
 _OPAQUE = frozenset({"base64", "redacted_thinking"})
 _OUTPUT_CAPS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+_GENERATION_CONFIGS = ("generationConfig", "generation_config")
+# Every field a cap can be in: most bodies have none, which one C-level test tells.
+_CAP_FIELDS = frozenset(_OUTPUT_CAPS + _GENERATION_CONFIGS)
 _MAX_DEPTH = 64
 _CONTAINERS = (dict, list)  # a tuple: `dict | list` would build a union at every test
 # A chat prompt's framing: per message, per attached image, per other attachment (audio, file),
@@ -169,13 +172,13 @@ def _tokens_in(value: dict[str, Any] | list[Any], depth: int, long: Callable[[st
 
 def output_cap(payload: Any) -> int | None:
     """The request's own cap on output tokens, if it gives one."""
-    if not isinstance(payload, dict):
+    if not isinstance(payload, dict) or _CAP_FIELDS.isdisjoint(payload):
         return None
     for name in _OUTPUT_CAPS:
         value = payload.get(name)
         if type(value) is int and value >= 0:
             return value
-    config = payload.get("generationConfig") or payload.get("generation_config")
+    config = payload.get(_GENERATION_CONFIGS[0]) or payload.get(_GENERATION_CONFIGS[1])
     if isinstance(config, dict):
         value = config.get("maxOutputTokens", config.get("max_output_tokens"))
         if type(value) is int and value >= 0:

@@ -112,45 +112,35 @@ class _KeyPlan:
         # `lines`' block with its figures left as `%d`/`%s`: one format per response.
         self._template = b"".join(rate.template for rate in (self._rpm, self._tpm) if rate is not None)
 
-    def _instants(self) -> tuple[float, float, float]:
-        """The rpm and tpm counters' arrival times and the instant to read them at: once the
-        key's slots are claimed, their cells, read directly at one instant; before, the
-        counters' own figures, which are already relative (instant 0)."""
+    def lines(self) -> tuple[bytes, int]:
+        """The key's `x-ratelimit-*` header lines as its counters stand, and how many: every
+        response of a limited key carries them, so its counters are read at one instant and
+        the figures formatted into the key's template at once."""
+        rpm, tpm = self._rpm, self._tpm
         slots = self.slots
         if slots is not None and slots.claimed:
-            floats = slots.floats
-            rpm_at, tpm_at = slots.rpm_at, slots.tpm_at
-            return (
-                floats[rpm_at] if rpm_at >= 0 else 0.0,
-                floats[tpm_at] if tpm_at >= 0 else 0.0,
-                time.time(),
-            )
-        ahead = self._ahead
-        return (
-            ahead(self.rpm_name) if self._rpm is not None else 0.0,
-            ahead(self.tpm_name) if self._tpm is not None else 0.0,
-            0.0,
-        )
-
-    def headers(self) -> list[Header]:
-        rpm_tat, tpm_tat, now = self._instants()
-        out: list[Header] = []
-        if self._rpm is not None:
-            out += self._rpm.figures(rpm_tat, now)
-        if self._tpm is not None:
-            out += self._tpm.figures(tpm_tat, now)
-        return out
-
-    def lines(self) -> tuple[bytes, int]:
-        # Every response of a limited key pays this: the figures are formatted into the key's
-        # template at once.
-        rpm_tat, tpm_tat, now = self._instants()
-        rpm, tpm = self._rpm, self._tpm
+            floats, rpm_at, tpm_at = slots.floats, slots.rpm_at, slots.tpm_at
+            rpm_tat = floats[rpm_at] if rpm_at >= 0 else 0.0
+            tpm_tat = floats[tpm_at] if tpm_at >= 0 else 0.0
+            now = time.time()
+        else:
+            # Before the key's slots are claimed (or on Redis): the counters' own figures,
+            # which are already relative to now.
+            ahead = self._ahead
+            rpm_tat = ahead(self.rpm_name) if rpm is not None else 0.0
+            tpm_tat = ahead(self.tpm_name) if tpm is not None else 0.0
+            now = 0.0
         if tpm is None:
             return (b"", 0) if rpm is None else (self._template % rpm.fill(rpm_tat, now), 3)
         if rpm is None:
             return self._template % tpm.fill(tpm_tat, now), 3
         return self._template % (rpm.fill(rpm_tat, now) + tpm.fill(tpm_tat, now)), 6
+
+    def headers(self) -> list[Header]:
+        """`lines` as pairs, for a response sent as ASGI messages (to another server)."""
+        block, _ = self.lines()
+        pairs = (line.partition(b": ") for line in block.split(b"\r\n")[:-1])
+        return [(name, value) for name, _, value in pairs]
 
     def period(self, now: float) -> int:
         """The budget's period index at `now`, recomputed only when the last one has ended."""
@@ -169,8 +159,10 @@ class Limits:
         self._spend_reads = SingleFlight[tuple[str, float], float]()
         self.texts = TextTokens()  # long prompts' counts, for the next call that resends them
 
-    def _plan(self, principal: Principal) -> _KeyPlan:
-        """The key's plan; a changed key (a new `Principal` for its id) gets a new one."""
+    def plan(self, principal: Principal) -> _KeyPlan:
+        """The key's plan, built once per key; a changed key (a new `Principal` for its id) gets
+        a new one. It is also the key's `x-ratelimit-*` headers (an `ExtraHeaders`), which the
+        edge reads when the key's response starts, whichever response it is."""
         plan = self._plans.get(principal.key_id)
         if plan is None or plan.principal is not principal:
             if len(self._plans) >= 100_000:
@@ -218,7 +210,7 @@ class Limits:
         """`admit` decided without awaiting, for a key's own limits on this node's counters
         (the model has none): one call takes them all. `PENDING` when it cannot decide so (a
         refusal, a budget not loaded yet, the model's limits, Redis): then await `admit`."""
-        plan = self._plan(principal)
+        plan = self.plan(principal)
         slots = plan.slots
         if slots is None or (entry is not None and (entry.rpm or entry.tpm)):
             return PENDING
@@ -234,10 +226,10 @@ class Limits:
             return PENDING if entry.rpm or entry.tpm else None
         if entry.rpm or entry.tpm:
             return PENDING
-        # `_plan`'s lookup written out: this runs on every limited call.
+        # `plan`'s lookup written out: this runs on every limited call.
         plan = self._plans.get(principal.key_id)
         if plan is None or plan.principal is not principal:
-            plan = self._plan(principal)
+            plan = self.plan(principal)
         slots = plan.slots
         if slots is None:
             return PENDING
@@ -313,13 +305,13 @@ class Limits:
         if principal.budget is None or amount <= 0:
             return
         period, _ = period_of(principal.budget_period, at)
-        name = self._plan(principal).budget_name
+        name = self.plan(principal).budget_name
         await self.counters.adjust([Demand(name, "budget", principal.budget, -amount, period)])
 
     def _demands(
         self, principal: Principal, entry: ModelEntry | None, tokens: float, cost: float
     ) -> tuple[list[Demand], bool]:
-        plan = self._plan(principal)
+        plan = self.plan(principal)
         out: list[Demand] = []
         corrects = False
         if principal.rpm:
@@ -362,12 +354,7 @@ class Limits:
 
     def headers(self, principal: Principal) -> list[Header]:
         """The key's `x-ratelimit-*` figures as they stand (after this call's admission)."""
-        return self._plan(principal).headers()
-
-    def headers_for(self, principal: Principal) -> _KeyPlan:
-        """The key's `x-ratelimit-*` headers, read when its response starts (whichever
-        response): its plan, an `ExtraHeaders` built once per key rather than per request."""
-        return self._plan(principal)
+        return self.plan(principal).headers()
 
 
 _NO_DEMANDS: list[Demand] = []  # a ticket of the key's slots names no demands (never appended to)
@@ -376,51 +363,26 @@ _TOKENS = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-rat
 
 
 class _RateHeaders:
-    """One rate limit's three headers: the limit's preformatted, the remaining count's kept
-    while it stays the same (a busy key's mostly does), a full counter's reset preformatted;
-    as pairs (`figures`), or as lines through `template` (the plan's `lines`)."""
+    """One rate limit's three header lines: `template`, with the limit preformatted and the
+    remaining count and the reset left to `fill`."""
 
-    __slots__ = (
-        "_remaining",
-        "_remaining_header",
-        "_reset_names",
-        "_reset_zero",
-        "limit",
-        "limit_header",
-        "template",
-    )
+    __slots__ = ("limit", "template")
 
     def __init__(self, names: tuple[bytes, bytes, bytes], limit: int) -> None:
         self.limit = limit
-        self.limit_header = (names[0], b"%d" % limit)
-        self._remaining = limit
-        self._remaining_header = (names[1], b"%d" % limit)
-        self._reset_names = names[2]
-        self._reset_zero = (names[2], b"0ms")
-        # The three lines, the remaining count and the reset left as `%d` and `%s` to fill.
+        # The remaining count and the reset are left as `%d` and `%s` to fill.
         self.template = b"%s: %d\r\n%s: %%d\r\n%s: %%s\r\n" % (names[0], limit, names[1], names[2])
 
-    def reading(self, tat: float, now: float) -> tuple[float, int]:
-        """(seconds the counter runs ahead of `now`, what remains of the limit, never below 0)
-        for a counter whose arrival time is `tat`."""
-        ahead = tat - now if tat > now else 0.0
-        remaining = int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
-        return ahead, remaining if remaining > 0 else 0
-
     def fill(self, tat: float, now: float) -> tuple[int, bytes]:
-        """What `template` is filled with: the remaining count and the reset."""
-        ahead, remaining = self.reading(tat, now)
-        return remaining, format_reset(ahead)
-
-    def figures(self, tat: float, now: float) -> tuple[Header, Header, Header]:
-        """The headers of a counter whose arrival time is `tat`, at `now`."""
-        ahead, remaining = self.reading(tat, now)
-        if remaining != self._remaining:
-            self._remaining = remaining
-            self._remaining_header = (self._remaining_header[0], b"%d" % remaining)
-        # `format_reset`'s first case written out: a counter back to full, a quiet key's case.
-        reset = self._reset_zero if ahead < 0.0005 else (self._reset_names, format_reset(ahead))
-        return self.limit_header, self._remaining_header, reset
+        """(what remains of the limit, never below 0; the reset) for a counter whose arrival
+        time is `tat`, at `now`: what `template` is filled with. A counter back to full (a quiet
+        or well-inside-its-limit key's common case) costs a comparison."""
+        if tat <= now:
+            return self.limit, b"0ms"
+        ahead = tat - now
+        remaining = int((WINDOW - ahead) * self.limit / WINDOW + 1e-9)
+        # `format_reset`'s first case written out: a counter nearly back to full.
+        return remaining if remaining > 0 else 0, b"0ms" if ahead < 0.0005 else format_reset(ahead)
 
 
 def _rate_header_head(names: tuple[bytes, bytes, bytes], limit: int | None) -> _RateHeaders | None:
