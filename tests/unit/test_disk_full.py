@@ -333,7 +333,7 @@ def test_usage_waits_in_memory_while_the_database_is_full(
         await full.set_full(True)
         # Distinct buckets, so each write needs new pages.
         for i in range(3000):
-            recorder.record(_usage(f"key-{i}-" + "k" * 40))
+            recorder.record(*_usage(f"key-{i}-" + "k" * 40))
         await _until(lambda: _logged(caplog, "usage-flush"))  # the loop tried
         await asyncio.sleep(0.2)  # and tries again, many times
         assert recorder.pending == 3000, "nothing is lost while the database is full"
@@ -367,7 +367,7 @@ def test_a_flush_waits_for_the_write_in_progress_and_pending_counts_it(tmp_path:
         await db.migrate(engine)
         recorder = UsageRecorder(engine, interval=60.0)
         for _ in range(10):
-            recorder.record(_usage("key-a"))
+            recorder.record(*_usage("key-a"))
         # Another writer holds SQLite's write lock: the recorder's insert waits for it.
         other = sqlite3.connect(tmp_path / "usage.db")
         other.execute("BEGIN IMMEDIATE")

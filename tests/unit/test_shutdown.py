@@ -34,7 +34,7 @@ def test_stop_under_load_flushes_everything_quickly(tmp_path: Path) -> None:
         deadline = time.monotonic() + 3.0
         while time.monotonic() < deadline:  # keep the flush loop, poller and outbox busy
             for _ in range(400):
-                gw.usage.record(UsageRecord("k", "chat", "m", "p", "u", 200, 1, 1, 0.1, 0.0, time.time()))
+                gw.usage.record(*UsageRecord("k", "chat", "m", "p", "u", 200, 1, 1, 0.1, 0.0, time.time()))
                 sent += 1
             await asyncio.sleep(0.02)
         started = time.monotonic()
@@ -77,11 +77,11 @@ def test_a_cancelled_usage_flush_still_writes_its_rows_once(tmp_path: Path) -> N
         await db.migrate(engine)
         recorder = UsageRecorder(engine, interval=60.0)
         for _ in range(10):
-            recorder.record(_usage("key-a"))
+            recorder.record(*_usage("key-a"))
 
         def meanwhile() -> None:
             assert recorder.pending == 10, "the cancelled flush's write is in progress: pending"
-            recorder.record(_usage("key-b"))  # arrives while it is
+            recorder.record(*_usage("key-b"))  # arrives while it is
 
         await _cancel_while_blocked(tmp_path / "usage.db", recorder.flush(), meanwhile)
         await recorder.stop()  # the final flush: after the cancelled one's write, then the rest

@@ -82,8 +82,8 @@ def test_usage_batches_and_summary(database_url: str) -> None:
         await db.migrate(engine)
         rec = UsageRecorder(engine)
         for _ in range(3):
-            rec.record(_record("k1", "m1", 10, 5))
-        rec.record(_record("k2", "m2", 1, 1))
+            rec.record(*_record("k1", "m1", 10, 5))
+        rec.record(*_record("k2", "m2", 1, 1))
         assert await rec.flush() == 4
         assert await rec.flush() == 0
         rows = {(r["key_id"], r["model"]): r for r in await usage_query.run(engine, UsageQuery())}

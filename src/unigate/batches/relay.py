@@ -39,7 +39,6 @@ from unigate.errors import GatewayError
 from unigate.gateway import Gateway
 from unigate.providers.base import Provider
 from unigate.routing.catalog import ModelEntry
-from unigate.usage.recorder import UsageRecord
 
 log = logging.getLogger("unigate.batches")
 
@@ -217,12 +216,10 @@ class Relay:
             cost = entry.prices.cost(prompt, completion) * (1.0 - discount)
         upstream = entry.routes[0].upstream_model if entry is not None and entry.routes else None
         self.gw.usage.record(
-            UsageRecord(
-                key_id=row.key_id, endpoint=_OPS.get(row.endpoint, row.endpoint), model=model,
-                provider=provider.name, upstream_model=upstream or model, status=int(res.status_code) or 500,
-                prompt_tokens=prompt, completion_tokens=completion, latency_ms=0.0, cost=cost,
-                created_at=time.time(), batch=row.id,
-            )
+            key_id=row.key_id, endpoint=_OPS.get(row.endpoint, row.endpoint), model=model,
+            provider=provider.name, upstream_model=upstream or model, status=int(res.status_code) or 500,
+            prompt_tokens=prompt, completion_tokens=completion, latency_ms=0.0, cost=cost,
+            created_at=time.time(), batch=row.id,
         )  # fmt: skip
 
 

@@ -136,38 +136,35 @@ class TextTokens:
         return found
 
 
-def prompt_tokens(payload: Any, long: Callable[[str], int] = count_tokens) -> int:
-    """Tokens of every text value in a request body (a parsed JSON object): texts of
-    `LONG_TEXT` characters or more counted by `long` (a `TextTokens` remembers them), shorter
-    ones directly."""
-    if isinstance(payload, str):
-        return count_tokens(payload) if len(payload) < LONG_TEXT else long(payload)
-    return _tokens_in(payload, 0, long) if isinstance(payload, _CONTAINERS) else 0
-
-
-def _tokens_in(value: dict[str, Any] | list[Any], depth: int, long: Callable[[str], int]) -> int:
-    """The text tokens inside one container at `depth`; containers past `_MAX_DEPTH` count
-    nothing. Recursive with strings counted in place: this runs on every limited call."""
+def prompt_tokens(payload: Any, long: Callable[[str], int] = count_tokens, depth: int = 0) -> int:
+    """Tokens of every text value in a request body (a parsed JSON object), `payload` being at
+    nesting `depth` (containers past `_MAX_DEPTH` count nothing): texts of `LONG_TEXT`
+    characters or more counted by `long` (a `TextTokens` remembers them), shorter ones
+    directly. Recursive with strings counted in place: this runs on every limited call."""
     total = 0
     deeper = depth + 1 < _MAX_DEPTH
-    if isinstance(value, dict):
-        kind = value.get("type")
+    if isinstance(payload, dict):
+        kind = payload.get("type")
         if isinstance(kind, str) and kind in _OPAQUE:
             return 0
-        for key, item in value.items():
+        for key, item in payload.items():
             if key in _NOT_TEXT:
                 continue
             if isinstance(item, str):
                 total += count_tokens(item) if len(item) < LONG_TEXT else long(item)
             elif deeper and isinstance(item, _CONTAINERS):
-                total += _tokens_in(item, depth + 1, long)
+                total += prompt_tokens(item, long, depth + 1)
         return total
-    for item in value:
-        if isinstance(item, str):
-            total += count_tokens(item) if len(item) < LONG_TEXT else long(item)
-        elif deeper and isinstance(item, _CONTAINERS):
-            total += _tokens_in(item, depth + 1, long)
-    return total
+    if isinstance(payload, list):
+        for item in payload:
+            if isinstance(item, str):
+                total += count_tokens(item) if len(item) < LONG_TEXT else long(item)
+            elif deeper and isinstance(item, _CONTAINERS):
+                total += prompt_tokens(item, long, depth + 1)
+        return total
+    if isinstance(payload, str):
+        return count_tokens(payload) if len(payload) < LONG_TEXT else long(payload)
+    return 0
 
 
 def output_cap(payload: Any) -> int | None:

@@ -24,7 +24,7 @@ from unigate.tasks.idempotency import Claim, IdempotencyStore, as_submitted, fin
 from unigate.tasks.model import SUBMITTED, Task
 from unigate.tasks.outbox_store import OutboxEvent
 from unigate.tasks.store import NewTask, TaskStore, row_task
-from unigate.usage.recorder import UsageRecord, UsageRecorder
+from unigate.usage.recorder import UsageRecorder
 from unigate.webhooks.signing import new_message_id
 
 if TYPE_CHECKING:
@@ -287,19 +287,17 @@ class TaskService:
         if self.usage is None:
             return
         self.usage.record(
-            UsageRecord(
-                key_id=principal.key_id,
-                endpoint=f"{job.family}.{job.action}"[:60],
-                model=job.model,
-                provider=target.provider.name if target else "",
-                upstream_model=target.upstream_model if target else "",
-                status=status,
-                prompt_tokens=0,
-                completion_tokens=0,
-                latency_ms=(time.perf_counter() - started) * 1000.0,
-                cost=cost,
-                created_at=time.time(),
-            )
+            key_id=principal.key_id,
+            endpoint=f"{job.family}.{job.action}"[:60],
+            model=job.model,
+            provider=target.provider.name if target else "",
+            upstream_model=target.upstream_model if target else "",
+            status=status,
+            prompt_tokens=0,
+            completion_tokens=0,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            cost=cost,
+            created_at=time.time(),
         )
 
     async def refunded(self, task: Task) -> None:

@@ -21,7 +21,6 @@ from unigate.limits.estimate import prompt_tokens
 from unigate.limits.service import PENDING, Limits, Ticket
 from unigate.providers.base import MediaCall, Reply, Target
 from unigate.routing.catalog import ModelEntry
-from unigate.usage.recorder import UsageRecord
 
 Attempt = Callable[[Target], Awaitable[Reply]]
 # Async last step before a reply is sent (the Responses API stores its answer there first).
@@ -254,22 +253,20 @@ class Serving:
         if batch and target is not None:
             discount = entry.batch_discount
             cost *= 1.0 - (target.provider.config.batch_discount if discount is None else discount)
-        # Positional, in UsageRecord's field order: keywords cost a NamedTuple half again.
+        # Positional, in `UsageRecord`'s field order: every call pays this.
         self.gw.usage.record(
-            UsageRecord(
-                call.principal.key_id,
-                call.endpoint,
-                call.model,
-                target.provider.name if target else "",  # provider
-                target.upstream_model if target else "",
-                status,
-                prompt,
-                completion,
-                (time.perf_counter() - run.started) * 1000.0,  # latency_ms
-                cost,
-                time.time(),  # created_at
-                batch,
-            )
+            call.principal.key_id,
+            call.endpoint,
+            call.model,
+            target.provider.name if target else "",  # provider
+            target.upstream_model if target else "",
+            status,
+            prompt,
+            completion,
+            (time.perf_counter() - run.started) * 1000.0,  # latency_ms
+            cost,
+            time.time(),  # created_at
+            batch,
         )
         if target is not None:
             self.metrics.usage(entry.name, target.provider.name, prompt, completion, cost)
