@@ -58,16 +58,11 @@ class Prices:
     output_per_million: float = 0.0
     per_call: float = 0.0
 
-    @property
-    def by_token(self) -> bool:
-        return bool(self.input_per_million or self.output_per_million)
-
-    def tokens_cost(self, prompt_tokens: float, completion_tokens: float) -> float:
-        return (prompt_tokens * self.input_per_million + completion_tokens * self.output_per_million) / 1e6
-
-    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
-        """A completed call's price: its tokens and the per-call price."""
-        return self.tokens_cost(prompt_tokens, completion_tokens) + self.per_call
+    def cost(self, prompt_tokens: float, completion_tokens: float, calls: float = 1.0) -> float:
+        """The price of the tokens and of `calls` calls (0 for a failed call, which pays only
+        for what it consumed)."""
+        tokens = prompt_tokens * self.input_per_million + completion_tokens * self.output_per_million
+        return tokens / 1e6 + calls * self.per_call
 
 
 _words = _TOKEN.findall

@@ -248,7 +248,7 @@ class Serving:
         if usage is not None and not prompt and status == 499 and call.payload is not None:
             prompt = prompt_tokens(call.payload)
         prices = entry.prices
-        cost = prices.tokens_cost(prompt, completion) + (prices.per_call if status < 400 else 0.0)
+        cost = prices.cost(prompt, completion, 1.0 if status < 400 else 0.0)
         batch = call.request.scope.get(BATCH, "")
         if batch and target is not None:
             discount = entry.batch_discount
