@@ -32,6 +32,7 @@ from unigate.limits.backend import Counters, Demand, LocalCounters, Refusal
 from unigate.limits.counters import WINDOW, format_reset
 from unigate.limits.estimate import TextTokens, output_cap, prompt_tokens
 from unigate.limits.key_slots import KeySlots
+from unigate.limits.recent_lists import RecentLists
 from unigate.routing.catalog import ModelEntry
 from unigate.single_flight import SingleFlight
 
@@ -157,7 +158,10 @@ class Limits:
         self._plans: dict[str, _KeyPlan] = {}
         # A key's first burst of budgeted calls loads its period's spend once, not once each.
         self._spend_reads = SingleFlight[tuple[str, float], float]()
-        self.texts = TextTokens()  # long prompts' counts, for the next call that resends them
+        # Long prompts' counts and long lists' (a conversation's), for the next call that
+        # resends them.
+        self.texts = TextTokens()
+        self.lists = RecentLists()
 
     def plan(self, principal: Principal) -> _KeyPlan:
         """The key's plan, built once per key; a changed key (a new `Principal` for its id) gets
@@ -249,7 +253,7 @@ class Limits:
             or entry.tpm
             or (principal.budget is not None and (prices.input_per_million or prices.output_per_million))
         ):
-            prompt, cap = prompt_tokens(payload, self.texts), output_cap(payload)
+            prompt, cap = prompt_tokens(payload, self.texts, 0, self.lists), output_cap(payload)
             return prompt + (cap or 0), prices.cost(prompt, output_estimate if cap is None else cap)
         return 0, prices.per_call
 

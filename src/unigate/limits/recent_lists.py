@@ -1,0 +1,129 @@
+"""Token counts of the long lists a client sends again with every call, kept so that only what
+is new in them is counted.
+
+A coding agent (Claude Code, Codex, an SDK's tool loop) sends its whole conversation with each
+call: the messages of the last call with one or two more at the end, and the same tool list.
+Counting the prompt of a 48 KB conversation walks ~600 containers, ~250 µs: more than all the
+rest of the gateway's work on the call. Comparing its messages with the last call's is a
+C-level deep equality, ~12 µs. So the running counts of recent long lists are kept item by
+item, and a list that begins as a kept one does is counted from where the two part. Equal JSON
+values have equal counts: this changes what a count costs, never the count.
+
+Bounded by the JSON size of the lists held (and with them their parsed items), the least
+recently used dropped first; a list is sized by serialising only its items not seen before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from unigate.limits.estimate import prompt_tokens
+
+MIN_ITEMS = 8  # shorter lists are walked: cheaper than looking them up
+MAX_BYTES = 2_000_000  # JSON bytes of the lists held, per process (their objects take ~4x)
+_CANDIDATES = 16  # kept lists of a field compared with a new one, the most recent first
+
+
+class _Kept:
+    """One list seen lately: its items, and after each item the count and the JSON size of
+    the items up to it."""
+
+    __slots__ = ("field", "items", "number", "sizes", "sums")
+
+    def __init__(self, field: str, items: list[Any], sums: list[int], sizes: list[int]) -> None:
+        self.field = field
+        self.items = items
+        self.sums = sums
+        self.sizes = sizes
+        self.number = 0  # its place in `RecentLists._kept`
+
+
+class RecentLists:
+    """A `ListTokens` (estimate.py) for one process's limited calls."""
+
+    min_items = MIN_ITEMS
+
+    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
+        self._max_bytes = max_bytes
+        self._kept: dict[int, _Kept] = {}  # by age: the least recently used first
+        self._next = 0
+        self._held = 0  # JSON bytes of the kept lists
+
+    def __call__(self, field: str, items: list[Any], long: Callable[[str], int]) -> int:
+        """`prompt_tokens` of `items`, the list in a body's top-level `field`."""
+        try:
+            kept, same = self._longest_start(field, items)
+        except RecursionError:  # nested past the interpreter's limit: walked, not kept
+            return prompt_tokens(items, long, 1)
+        if kept is not None and same == len(items) == len(kept.items):
+            self._touch(kept)  # the same list again (a tool list)
+            return kept.sums[-1]
+        sums = kept.sums[:same] if kept is not None else []
+        sizes = kept.sizes[:same] if kept is not None else []
+        total = sums[-1] if sums else 0
+        size = sizes[-1] if sizes else 0
+        keep = True
+        for item in items[same:]:
+            total += prompt_tokens([item], long, 1)  # the item as its list's walk counts it
+            if keep:
+                try:
+                    size += len(orjson.dumps(item)) + 1
+                except orjson.JSONEncodeError:  # nested too deep to serialise: not kept
+                    keep = False
+            sums.append(total)
+            sizes.append(size)
+        if kept is not None:
+            self._drop(kept)
+        if keep and size <= self._max_bytes:
+            self._add(_Kept(field, items, sums, sizes))
+        return total
+
+    def _longest_start(self, field: str, items: list[Any]) -> tuple[_Kept | None, int]:
+        """The kept list of `field` that `items` begins as for longest, and for how many items;
+        the first found that `items` wholly continues wins at once."""
+        first = items[0]
+        best, best_same = None, 0
+        looked = 0
+        for kept in reversed(self._kept.values()):
+            if kept.field != field:
+                continue
+            looked += 1
+            if looked > _CANDIDATES:
+                break
+            old = kept.items
+            if old[0] != first:
+                continue
+            end = min(len(old), len(items))
+            same = 1
+            while same < end and old[same] == items[same]:
+                same += 1
+            if same > best_same:
+                best, best_same = kept, same
+                if same == len(old):
+                    break
+        return best, best_same
+
+    def _touch(self, kept: _Kept) -> None:
+        self._drop(kept)
+        self._add(kept)
+
+    def _add(self, kept: _Kept) -> None:
+        kept.number = self._next
+        self._next += 1
+        self._kept[kept.number] = kept
+        self._held += kept.sizes[-1]
+        while self._held > self._max_bytes:
+            oldest = next(iter(self._kept))
+            self._held -= self._kept.pop(oldest).sizes[-1]
+
+    def _drop(self, kept: _Kept) -> None:
+        del self._kept[kept.number]
+        self._held -= kept.sizes[-1]
+
+    @property
+    def held(self) -> tuple[int, int]:
+        """(lists, JSON bytes) kept."""
+        return len(self._kept), self._held

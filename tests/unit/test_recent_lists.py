@@ -1,0 +1,118 @@
+"""The counts of a body's long lists kept between calls (`limits/recent_lists.py`): a list that
+begins as a kept one is counted only from where they part, and every count is the one the
+plain walk gives."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+
+from unigate.limits.estimate import LONG_TEXT, count_tokens, prompt_tokens
+from unigate.limits.recent_lists import MIN_ITEMS, RecentLists
+
+
+def _text(i: int) -> str:
+    """A text long enough to be handed to `long` (so the test sees what is counted)."""
+    return f"message {i} " + "word " * (LONG_TEXT // 5 + 1)
+
+
+def _message(i: int) -> dict[str, Any]:
+    role = "user" if i % 2 == 0 else "assistant"
+    return {
+        "role": role,
+        "content": [{"type": "text", "text": _text(i)}, {"type": "tool_use", "id": f"t{i}"}],
+    }
+
+
+def _body(messages: int, tools: int = 0) -> dict[str, Any]:
+    """A fresh parse, as each call brings: equal values, new objects."""
+    body: dict[str, Any] = {"model": "m", "messages": [_message(i) for i in range(messages)]}
+    if tools:
+        body["tools"] = [{"name": f"tool{i}", "description": _text(100 + i)} for i in range(tools)]
+    return orjson.loads(orjson.dumps(body))  # type: ignore[no-any-return]
+
+
+class _Seen:
+    """A `long` that records the texts it is asked to count."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __call__(self, text: str) -> int:
+        self.texts.append(text)
+        return count_tokens(text)
+
+
+def _count(lists: RecentLists, body: dict[str, Any]) -> tuple[int, list[str]]:
+    seen = _Seen()
+    counted = prompt_tokens(body, seen, 0, lists)
+    assert counted == prompt_tokens(copy.deepcopy(body))  # what the walk alone says
+    return counted, seen.texts
+
+
+def test_a_growing_conversation_is_counted_from_its_new_messages() -> None:
+    lists = RecentLists()
+    _, first = _count(lists, _body(10, tools=MIN_ITEMS))
+    assert len(first) == 10 + MIN_ITEMS  # all new: every text counted
+    for n in range(11, 14):
+        _, texts = _count(lists, _body(n, tools=MIN_ITEMS))
+        assert texts == [_text(n - 1)]  # the one message added, nothing of the tool list
+    assert lists.held[0] == 2  # one conversation, one tool list
+
+
+def test_an_edited_conversation_is_counted_from_the_edit() -> None:
+    lists = RecentLists()
+    _count(lists, _body(12))
+    edited = _body(12)
+    edited["messages"][5]["content"][0]["text"] = _text(55)
+    _, texts = _count(lists, edited)
+    assert texts == [_text(i) for i in (55, *range(6, 12))]
+    assert lists.held[0] == 1  # the edited conversation replaces the one it came from
+
+
+def test_interleaved_conversations_each_find_their_own() -> None:
+    lists = RecentLists()
+    other = {"role": "user", "content": "another conversation " * 60}
+    for n in range(10, 13):
+        _, texts = _count(lists, _body(n))
+        assert len(texts) == (n if n == 10 else 1)
+        second = _body(n)
+        second["messages"][0] = other
+        _, texts = _count(lists, second)
+        assert len(texts) == (n if n == 10 else 1)
+    assert lists.held[0] == 2
+
+
+def test_short_lists_are_walked_and_not_kept() -> None:
+    lists = RecentLists()
+    for _ in range(2):
+        _, texts = _count(lists, _body(MIN_ITEMS - 1))
+        assert len(texts) == MIN_ITEMS - 1
+    assert lists.held == (0, 0)
+
+
+def test_what_is_kept_stays_within_its_bytes() -> None:
+    size = len(orjson.dumps(_body(10)["messages"]))
+    lists = RecentLists(max_bytes=int(size * 2.5))
+    for first in range(4):  # four conversations, room for two
+        body = _body(10)
+        body["messages"][0] = {"role": "user", "content": f"conversation {first}"}
+        _count(lists, body)
+        kept, held = lists.held
+        assert held <= size * 2.5
+    assert kept == 2
+    lists = RecentLists(max_bytes=size // 2)  # a list larger than the whole room: not kept
+    _count(lists, _body(10))
+    assert lists.held == (0, 0)
+
+
+def test_a_list_nested_too_deep_to_serialise_is_counted_and_not_kept() -> None:
+    deep: Any = "bottom"
+    for _ in range(300):
+        deep = [deep]
+    body = {"messages": [{"role": "user", "content": "hello there"}] * MIN_ITEMS + [deep]}
+    lists = RecentLists()
+    assert prompt_tokens(body, count_tokens, 0, lists) == prompt_tokens(body) == 2 * MIN_ITEMS
+    assert lists.held == (0, 0)
