@@ -1,7 +1,7 @@
 """unigate's own per-request cost, measured in process: no sockets, no upstream, no server.
 
     .venv/bin/python bench/overhead.py [--requests 20000] [--layers] [--otel] [--responses] [--stream]
-                                       [--redis] [--rpm-only]
+                                       [--redis] [--rpm-only] [--agent]
 
 Builds the real ASGI app on a fresh SQLite data dir (a key with rpm, tpm and a budget unless
 `--rpm-only`; usage accounting, metrics, the request log and the access line on),
@@ -21,6 +21,9 @@ call that finds a slice missing or lapsed waits a loopback round trip, which thi
 one-coroutine loop times in full.
 `--layers` prices each layer (auth, checks, routing, limits, accounting, metrics, logs, reply)
 by timing the call with it and with a stub in its place, in interleaved pairs.
+`--agent` times a coding agent's calls (`agent_body.py`: a conversation of tool calls resent
+with two more messages each call, 30-50 KB, to `/v1/messages`) with the limited key and with
+one without limits: the limits' cost at the size agents send.
 `--stream` times streamed calls whose canned upstream answer is an OpenAI stream of
 `STREAM_CHUNKS` events: relayed as is (`/v1/chat/completions`), and translated event by event
 into Anthropic's (`/v1/messages`) and the Responses API's (`/v1/responses`) streams: the
@@ -154,15 +157,18 @@ async def _floor(
     await send({"type": "http.response.body", "body": REPLY})
 
 
-async def _time(app: App, scope: dict[str, Any], count: int, body: bytes = BODY) -> float:
+async def _time(app: App, scope: dict[str, Any], count: int, body: bytes | list[bytes] = BODY) -> float:
     """Median µs per request over five batches: the process's CPU time (every thread's, so the
     background writers count), which other jobs on a shared machine disturb far less than the
-    wall clock."""
+    wall clock. A list of bodies is sent in turn, the batches going on through it."""
+    bodies = [body] if isinstance(body, bytes) else body
     batches = []
+    sent = 0
     for _ in range(5):
         start = time.process_time()
         for _ in range(count // 5):
-            status, _ = await _call(app, scope, body)
+            status, _ = await _call(app, scope, bodies[sent % len(bodies)])
+            sent += 1
             if status != 200:
                 raise SystemExit(f"HTTP {status}")
         batches.append((time.process_time() - start) / (count // 5) * 1e6)
@@ -320,8 +326,35 @@ async def _layers(app: Any, stubs: _Stubs, count: int, own: float) -> None:
     print(f"  {'the rest':<11} {rest:5.1f} us (edge, request object, serving scaffolding)")
 
 
+async def _agent(
+    app: App, limited: list[tuple[bytes, bytes]], free: list[tuple[bytes, bytes]], count: int
+) -> None:
+    """A coding agent's calls (`agent_body.py`: sessions of a growing conversation, ~30-50 KB,
+    sent to `/v1/messages` and translated to the canned chat reply), with the limited key and
+    with one without limits: what the limits cost a call of that size."""
+    from agent_body import bodies
+
+    calls = bodies(count)
+    kb = sum(map(len, calls)) / len(calls) / 1024
+    took = {}
+    for name, headers in (("limited", limited), ("free", free)):
+        scope = _scope("POST", "/v1/messages", headers)
+        await _time(app, scope, min(count, 100), calls)  # warm-up
+        took[name] = await _time(app, scope, count, calls)
+    print(
+        f"POST /v1/messages, a coding agent's calls ({kb:.0f} KB on average, resent growing): "
+        f"{took['limited']:.1f} us/request with the limited key, {took['free']:.1f} without limits "
+        f"(limits {took['limited'] - took['free']:+.1f})"
+    )
+
+
 async def main(
-    count: int, responses: bool = False, all_limits: bool = False, stream: bool = False, layers: bool = False
+    count: int,
+    responses: bool = False,
+    all_limits: bool = False,
+    stream: bool = False,
+    layers: bool = False,
+    agent: bool = False,
 ) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="unigate-overhead-"))
     config = {
@@ -392,10 +425,13 @@ async def main(
     own = gateway - floor
     verdict = "PASS" if own <= TARGET_OWN_US else f"FAIL, {own - TARGET_OWN_US:.1f} us over"
     print(f"unigate's own cost: {own:.1f} us/request (target <= {TARGET_OWN_US:g} us: {verdict})")
-    if layers:
+    if layers or agent:
         _, data = await _call(app, admin_scope, orjson.dumps({"name": "bench-free"}))
         free = [(b"authorization", f"Bearer {orjson.loads(data)['key']}".encode()), headers[1]]
+    if layers:
         await _layers(app, _Stubs(app, headers, free), max(count // 4, 1000), gateway - floor)
+    if agent:
+        await _agent(app, headers, free, max(count // 20, 250))
     if responses:
         rscope = _scope("POST", "/v1/responses", headers)
         await _time(app, rscope, 1000, RESPONSES_BODY)  # warm-up
@@ -473,6 +509,7 @@ if __name__ == "__main__":
     parser.add_argument("--redis", action="store_true", help="limits in a local redis-server")
     parser.add_argument("--rpm-only", action="store_true", help="the key has an rpm limit only")
     parser.add_argument("--layers", action="store_true", help="also price each layer of the call")
+    parser.add_argument("--agent", action="store_true", help="also time a coding agent's calls (~40 KB)")
     args = parser.parse_args()
     import uvloop
 
@@ -481,7 +518,9 @@ if __name__ == "__main__":
     redis = _redis_server() if args.redis else None
     uvloop.install()
     try:
-        asyncio.run(main(args.requests, args.responses, not args.rpm_only, args.stream, args.layers))
+        asyncio.run(
+            main(args.requests, args.responses, not args.rpm_only, args.stream, args.layers, args.agent)
+        )
     finally:
         for child in (sink, redis):
             if child is not None:

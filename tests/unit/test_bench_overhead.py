@@ -1,6 +1,7 @@
 """The in-process benchmark still runs against the current code: it swaps layers for stubs by
 their signatures, and a change to one (a third argument of `authenticate`) broke it silently.
-A few hundred calls: this checks that it runs and prices every layer, not the figures."""
+Its `--agent` mode (a coding agent's growing conversation) too. A few hundred calls: this
+checks that it runs and prices every layer, not the figures."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ LAYERS = ("auth", "checks", "routing", "limits", "accounting", "metrics", "logs"
 
 def test_overhead_benchmark_prices_every_layer() -> None:
     run = subprocess.run(
-        [sys.executable, str(BENCH), "--layers", "--requests", "300"],
+        [sys.executable, str(BENCH), "--layers", "--agent", "--requests", "300"],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
@@ -23,3 +24,4 @@ def test_overhead_benchmark_prices_every_layer() -> None:
     assert re.search(r"unigate's own cost: [\d.]+ us/request", run.stdout), run.stdout
     for layer in LAYERS:
         assert re.search(rf"^  {layer} +-?[\d.]+ us$", run.stdout, re.M), (layer, run.stdout)
+    assert re.search(r"a coding agent's calls \(\d+ KB .*: [\d.]+ us/request with the limited key", run.stdout)

@@ -1,0 +1,115 @@
+"""The bodies a coding agent sends: an Anthropic Messages request with a system prompt, a tool
+list and a conversation of tool calls and their results, sent again with two more messages at
+each call (the agent's tool call and its result) until the session ends.
+
+    bodies(calls, per_session=25)   # the calls of consecutive sessions, as JSON bytes
+
+Deterministic: the same session and message number give the same text, so a session's calls
+resend equal messages, as an agent does. Sizes follow Claude Code's: a ~3 KB system prompt,
+20 tools with JSON schemas, ~450 bytes a message; a session starts at 40 messages (~30 KB)
+and ends at 88 (~50 KB).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+
+_WORDS = [
+    "the",
+    "function",
+    "returns",
+    "a",
+    "value",
+    "when",
+    "its",
+    "argument",
+    "is",
+    "missing",
+    "so",
+    "the",
+    "caller",
+    "checks",
+    "it",
+    "first",
+    "def",
+    "import",
+    "class",
+    "self",
+    "path",
+    "file",
+    "line",
+    "test",
+    "error",
+    "fix",
+    "read",
+    "write",
+    "open",
+    "close",
+    "list",
+    "dict",
+]
+FIRST = 40  # messages in a session's first call
+STEP = 2  # messages each later call adds
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(words))
+
+
+def _message(session: int, number: int) -> dict[str, Any]:
+    rng = random.Random(session * 100_003 + number)
+    if number == 0:
+        return {"role": "user", "content": f"Session {session}: " + _text(rng, 60)}
+    if number % 2:
+        return {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": _text(rng, 25)},
+                {"type": "tool_use", "id": f"toolu_{session}_{number}", "name": "Read",
+                 "input": {"file_path": f"/src/module_{number}.py", "limit": 200}},
+            ],
+        }  # fmt: skip
+    return {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{session}_{number - 1}",
+             "content": [{"type": "text", "text": _text(rng, 60)}]},
+        ],
+    }  # fmt: skip
+
+
+def _tools() -> list[dict[str, Any]]:
+    rng = random.Random(7)
+    return [
+        {
+            "name": f"tool_{i}",
+            "description": _text(rng, 50),
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": _text(rng, 8)},
+                    "limit": {"type": "integer"},
+                },
+                "required": ["path"],
+            },
+        }
+        for i in range(20)
+    ]
+
+
+def bodies(calls: int, per_session: int = 25, model: str = "bench-chat") -> list[bytes]:
+    """`calls` consecutive calls of sessions of `per_session` calls each."""
+    system = [{"type": "text", "text": _text(random.Random(3), 500)}]
+    tools = _tools()
+    out = []
+    for call in range(calls):
+        session, turn = divmod(call, per_session)
+        messages = [_message(session, n) for n in range(FIRST + STEP * turn)]
+        if messages[-1]["role"] == "assistant":
+            messages.append(_message(session, len(messages)))  # a call ends on the user's turn
+        body = {"model": model, "max_tokens": 8192, "system": system, "tools": tools, "messages": messages}
+        out.append(orjson.dumps(body))
+    return out
