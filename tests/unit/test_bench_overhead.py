@@ -24,4 +24,5 @@ def test_overhead_benchmark_prices_every_layer() -> None:
     assert re.search(r"unigate's own cost: [\d.]+ us/request", run.stdout), run.stdout
     for layer in LAYERS:
         assert re.search(rf"^  {layer} +-?[\d.]+ us$", run.stdout, re.M), (layer, run.stdout)
-    assert re.search(r"a coding agent's calls \(\d+ KB .*: [\d.]+ us/request with the limited key", run.stdout)
+    agent = r"a coding agent's calls \(\d+ KB .*: [\d.]+ us/request with the limited key"
+    assert re.search(agent, run.stdout), run.stdout
