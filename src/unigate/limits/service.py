@@ -80,6 +80,8 @@ class _KeyPlan:
 
     __slots__ = (
         "_ahead",
+        "_count",
+        "_names",
         "_rpm",
         "_template",
         "_tpm",
@@ -110,13 +112,16 @@ class _KeyPlan:
         self.slots = slots
         self._rpm = _rate_header_head(_REQUESTS, principal.rpm)
         self._tpm = _rate_header_head(_TOKENS, principal.tpm)
+        rates = [rate for rate in (self._rpm, self._tpm) if rate is not None]
         # `lines`' block with its figures left as `%d`/`%s`: one format per response.
-        self._template = b"".join(rate.template for rate in (self._rpm, self._tpm) if rate is not None)
+        self._template = b"".join(rate.template for rate in rates)
+        self._count = 3 * len(rates)
+        # `headers`' pairs: each rate's limit, and the names of its two figures.
+        self._names = tuple((rate.limit_header, rate.names[1], rate.names[2]) for rate in rates)
 
-    def lines(self) -> tuple[bytes, int]:
-        """The key's `x-ratelimit-*` header lines as its counters stand, and how many: every
-        response of a limited key carries them, so its counters are read at one instant and
-        the figures formatted into the key's template at once."""
+    def _figures(self) -> tuple[Any, ...]:
+        """What the key's rate limits' header lines are filled with (`_RateHeaders.fill`: the
+        remaining count and the reset of each, in turn), its counters read at one instant."""
         rpm, tpm = self._rpm, self._tpm
         slots = self.slots
         if slots is not None and slots.claimed:
@@ -132,16 +137,24 @@ class _KeyPlan:
             tpm_tat = ahead(self.tpm_name) if tpm is not None else 0.0
             now = 0.0
         if tpm is None:
-            return (b"", 0) if rpm is None else (self._template % rpm.fill(rpm_tat, now), 3)
+            return () if rpm is None else rpm.fill(rpm_tat, now)
         if rpm is None:
-            return self._template % tpm.fill(tpm_tat, now), 3
-        return self._template % (rpm.fill(rpm_tat, now) + tpm.fill(tpm_tat, now)), 6
+            return tpm.fill(tpm_tat, now)
+        return rpm.fill(rpm_tat, now) + tpm.fill(tpm_tat, now)
+
+    def lines(self) -> tuple[bytes, int]:
+        """The key's `x-ratelimit-*` header lines as its counters stand, and how many: every
+        whole response of a limited key carries them, formatted into its template at once."""
+        return self._template % self._figures(), self._count
 
     def headers(self) -> list[Header]:
-        """`lines` as pairs, for a response sent as ASGI messages (to another server)."""
-        block, _ = self.lines()
-        pairs = (line.partition(b": ") for line in block.split(b"\r\n")[:-1])
-        return [(name, value) for name, _, value in pairs]
+        """The same headers as pairs, for a response that starts with ASGI headers (a stream,
+        or any response through another server)."""
+        figures = self._figures()
+        out: list[Header] = []
+        for i, (limit, remaining, reset) in enumerate(self._names):
+            out += (limit, (remaining, b"%d" % figures[2 * i]), (reset, figures[2 * i + 1]))
+        return out
 
     def period(self, now: float) -> int:
         """The budget's period index at `now`, recomputed only when the last one has ended."""
@@ -367,13 +380,15 @@ _TOKENS = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-rat
 
 
 class _RateHeaders:
-    """One rate limit's three header lines: `template`, with the limit preformatted and the
-    remaining count and the reset left to `fill`."""
+    """One rate limit's three headers: its `names`, its limit preformatted (`limit_header`), and
+    `template`, its three lines with the remaining count and the reset left to `fill`."""
 
-    __slots__ = ("limit", "template")
+    __slots__ = ("limit", "limit_header", "names", "template")
 
     def __init__(self, names: tuple[bytes, bytes, bytes], limit: int) -> None:
         self.limit = limit
+        self.names = names
+        self.limit_header = (names[0], b"%d" % limit)
         # The remaining count and the reset are left as `%d` and `%s` to fill.
         self.template = b"%s: %d\r\n%s: %%d\r\n%s: %%s\r\n" % (names[0], limit, names[1], names[2])
 
