@@ -116,3 +116,14 @@ def test_a_list_nested_too_deep_to_serialise_is_counted_and_not_kept() -> None:
     lists = RecentLists()
     assert prompt_tokens(body, count_tokens, 0, lists) == prompt_tokens(body) == 2 * MIN_ITEMS
     assert lists.held == (0, 0)
+
+
+def test_a_body_changed_after_it_was_counted_changes_no_later_count() -> None:
+    lists = RecentLists()
+    body = _body(10)
+    _count(lists, body)
+    body["messages"].append(_message(99))  # whoever reads the body next appends to its list
+    again = _body(10)
+    again["messages"].append(_message(99))
+    _, texts = _count(lists, again)  # the walk's count: the kept ten and the one added
+    assert texts == [_text(99)]

@@ -78,7 +78,8 @@ class RecentLists:
         if kept is not None:
             self._drop(kept)
         if keep and size <= self._max_bytes:
-            self._add(_Kept(field, items, sums, sizes))
+            # A copy: the body's own list may still be appended to by whoever reads it next.
+            self._add(_Kept(field, list(items), sums, sizes))
         return total
 
     def _longest_start(self, field: str, items: list[Any]) -> tuple[_Kept | None, int]:
