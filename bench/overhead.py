@@ -22,7 +22,7 @@ one-coroutine loop times in full.
 `--layers` prices each layer (auth, checks, routing, limits, accounting, metrics, logs, reply)
 by timing the call with it and with a stub in its place, in interleaved pairs.
 `--agent` times a coding agent's calls (`agent_body.py`: a conversation of tool calls resent
-with two more messages each call, 30-50 KB, to `/v1/messages`) with the limited key and with
+with two more messages each call, 27-45 KB, to `/v1/messages`) with the limited key and with
 one without limits: the limits' cost at the size agents send.
 `--stream` times streamed calls whose canned upstream answer is an OpenAI stream of
 `STREAM_CHUNKS` events: relayed as is (`/v1/chat/completions`), and translated event by event
@@ -329,7 +329,7 @@ async def _layers(app: Any, stubs: _Stubs, count: int, own: float) -> None:
 async def _agent(
     app: App, limited: list[tuple[bytes, bytes]], free: list[tuple[bytes, bytes]], count: int
 ) -> None:
-    """A coding agent's calls (`agent_body.py`: sessions of a growing conversation, ~30-50 KB,
+    """A coding agent's calls (`agent_body.py`: sessions of a growing conversation, 27-45 KB,
     sent to `/v1/messages` and translated to the canned chat reply), with the limited key and
     with one without limits: what the limits cost a call of that size."""
     from agent_body import bodies
