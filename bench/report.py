@@ -287,6 +287,13 @@ def _print_own_cost(summary: dict[str, Any]) -> None:
     meta = summary["meta"]
     print(f"== unigate's own cost in process (bench/overhead.py, {meta['own_cost_requests']:,} requests) ==")
     print(f"{meta['own_cost_us']:.1f} us/request over the raw ASGI floor (no sockets, no upstream)")
+    agent = meta.get("agent_call")
+    if agent:  # not a target: what the limits cost the calls coding agents send
+        print(
+            f"a coding agent's call ({agent['body_kb']:.0f} KB, its conversation resent growing, "
+            f"/v1/messages): {agent['limited_us']:.1f} us with the limited key, "
+            f"{agent['free_us']:.1f} without limits"
+        )
 
 
 def print_report(summary: dict[str, Any], results: list[Check]) -> None:

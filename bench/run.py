@@ -231,19 +231,24 @@ def _measure(wrk: str, targets: list[Target], plan: Plan) -> Measurements:
 
 
 OWN_COST = re.compile(r"unigate's own cost: ([\d.]+) us/request")
+AGENT_CALL = re.compile(
+    r"a coding agent's calls \((\d+) KB.*?: ([\d.]+) us/request with the limited key, ([\d.]+) without limits"
+)
 
 
-def own_cost_us(requests: int) -> float:
-    """unigate's own µs per request in process, from `overhead.py` (run before the servers
-    start, so that nothing of the benchmark's competes with it)."""
-    log(f"Own cost in process (bench/overhead.py, {requests:,} requests) ...")
-    cmd = [sys.executable, str(BENCH_DIR / "overhead.py"), "--requests", str(requests)]
+def own_cost_us(requests: int) -> tuple[float, dict[str, float]]:
+    """unigate's own µs per request in process, and what a coding agent's call costs there
+    with the limited key and without limits (`overhead.py --agent`), both run before the
+    servers start, so that nothing of the benchmark's competes with them."""
+    log(f"Own cost in process (bench/overhead.py --agent, {requests:,} requests) ...")
+    cmd = [sys.executable, str(BENCH_DIR / "overhead.py"), "--agent", "--requests", str(requests)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
-    found = OWN_COST.search(run.stdout)
-    if run.returncode != 0 or found is None:
+    found, agent = OWN_COST.search(run.stdout), AGENT_CALL.search(run.stdout)
+    if run.returncode != 0 or found is None or agent is None:
         raise BenchError(f"bench/overhead.py failed (exit {run.returncode}): {run.stderr[-2000:]}")
-    log(f"  {found.group(0)}")
-    return float(found.group(1))
+    log(f"  {found.group(0)}; {agent.group(0)}")
+    kb, limited, free = (float(agent.group(i)) for i in (1, 2, 3))
+    return float(found.group(1)), {"body_kb": kb, "limited_us": limited, "free_us": free}
 
 
 def _median_run(runs: list[WrkResult]) -> WrkResult:
@@ -264,7 +269,7 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         rounds=args.rounds,
     )
     own_requests = 5_000 if args.quick else 20_000
-    own_us = own_cost_us(own_requests)
+    own_us, agent = own_cost_us(own_requests)
     upstream, targets = _start_servers(children, tmp, args.server, args.workers, args.redis)
     m = _measure(wrk, targets, plan)
     meta = {
@@ -283,6 +288,7 @@ def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
         "high_rounds": plan.rounds,
         "own_cost_us": round(own_us, 1),
         "own_cost_requests": own_requests,
+        "agent_call": agent,
         "idle_pss": m.idle_pss,
         "ratio_per_round": [round(r, 3) for r in m.ratios],
         "ratio_median": round(statistics.median(m.ratios), 3),
