@@ -5,6 +5,7 @@ plain walk gives."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -127,3 +128,26 @@ def test_a_body_changed_after_it_was_counted_changes_no_later_count() -> None:
     again["messages"].append(_message(99))
     _, texts = _count(lists, again)  # the walk's count: the kept ten and the one added
     assert texts == [_text(99)]
+
+
+def test_a_tpm_keys_estimate_counts_a_resent_conversation_from_its_new_messages(tmp_path: Path) -> None:
+    """Wired into the limits: a key counting tokens estimates each call of a growing
+    conversation at the walk's count (plus its cap), keeping one list for it."""
+    from unigate.auth.principal import Principal
+    from unigate.limits.backend import LocalCounters
+    from unigate.limits.estimate import Prices
+    from unigate.limits.service import Limits
+    from unigate.routing.catalog import ModelEntry
+
+    async def nothing_spent(key_id: str, start: float) -> float:
+        return 0.0
+
+    key = Principal("key_r", "n", "h", (), (), None, None, None, None, 0.0, "whsec_x", tpm=10**9)
+    entry = ModelEntry("m", (), 0.0, False, "text", Prices(1.0, 2.0))
+    limits = Limits(LocalCounters(tmp_path / "limits.bin", shared=False), nothing_spent)
+    for n in range(10, 14):
+        body = {**_body(n), "max_tokens": 100}
+        tokens, cost = limits.estimate(key, entry, body, 4096)
+        assert tokens == prompt_tokens(copy.deepcopy(body)) + 100
+        assert cost == Prices(1.0, 2.0).cost(tokens - 100, 100)
+    assert limits.lists.held[0] == 1
