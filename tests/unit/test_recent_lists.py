@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from unigate.limits.estimate import LONG_TEXT, count_tokens, prompt_tokens
-from unigate.limits.recent_lists import MIN_ITEMS, RecentLists
+from unigate.limits.recent_lists import MIN_BYTES, MIN_ITEMS, RecentLists
 
 
 def _text(i: int) -> str:
@@ -151,3 +151,31 @@ def test_a_tpm_keys_estimate_counts_a_resent_conversation_from_its_new_messages(
         assert tokens == prompt_tokens(copy.deepcopy(body)) + 100
         assert cost == Prices(1.0, 2.0).cost(tokens - 100, 100)
     assert limits.lists.held[0] == 1
+
+
+def test_a_small_list_is_walked_and_not_kept() -> None:
+    """Under `MIN_BYTES` of JSON a list is cheaper to walk than to keep: a client sending many
+    small lists fills nothing."""
+    lists = RecentLists()
+    body = {"messages": [{"role": "user", "content": f"hi {i}"} for i in range(MIN_ITEMS)]}
+    assert len(orjson.dumps(body["messages"])) < MIN_BYTES
+    for _ in range(3):
+        assert prompt_tokens(body, count_tokens, 0, lists) == prompt_tokens(body)
+    assert lists.held == (0, 0)
+
+
+def test_lists_of_several_fields_are_kept_and_dropped_apart() -> None:
+    """Each field's lists are found among its own; dropping the least recently used, whatever
+    its field, leaves the rest consistent."""
+    size = len(orjson.dumps(_body(10)["messages"]))
+    lists = RecentLists(max_bytes=int(size * 3.5))
+    for turn in range(6):
+        body = _body(10)
+        body["messages"][0] = {"role": "user", "content": f"conversation {turn}"}
+        body["input"] = copy.deepcopy(body["messages"])  # the same list under another field
+        _count(lists, body)
+        kept, held = lists.held
+        assert kept <= 3 and held <= size * 3.5
+    again = [*orjson.loads(orjson.dumps(body["input"])), _message(10)]
+    _, texts = _count(lists, {"input": again})
+    assert texts == [_text(10)]  # the last conversation's `input`, found under its own field

@@ -11,6 +11,9 @@ values have equal counts: this changes what a count costs, never the count.
 
 Bounded by the JSON size of the lists held (and with them their parsed items), the least
 recently used dropped first; a list is sized by serialising only its items not seen before.
+Only lists worth it are kept (`MIN_BYTES`: a short one is walked in no time), so a client
+sending many small lists cannot fill the memory with entries, and a lookup looks only at its
+own field's most recent lists.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import orjson
 from unigate.limits.estimate import prompt_tokens
 
 MIN_ITEMS = 8  # shorter lists are walked: cheaper than looking them up
+MIN_BYTES = 2_048  # JSON bytes from which a list is kept
 MAX_BYTES = 2_000_000  # JSON bytes of the lists held, per process (their objects take ~4x)
 _CANDIDATES = 16  # kept lists of a field compared with a new one, the most recent first
 
@@ -49,6 +53,7 @@ class RecentLists:
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
         self._max_bytes = max_bytes
         self._kept: dict[int, _Kept] = {}  # by age: the least recently used first
+        self._fields: dict[str, dict[int, _Kept]] = {}  # the same, by field
         self._next = 0
         self._held = 0  # JSON bytes of the kept lists
 
@@ -77,7 +82,7 @@ class RecentLists:
             sizes.append(size)
         if kept is not None:
             self._drop(kept)
-        if keep and size <= self._max_bytes:
+        if keep and MIN_BYTES <= size <= self._max_bytes:
             # A copy: the body's own list may still be appended to by whoever reads it next.
             self._add(_Kept(field, list(items), sums, sizes))
         return total
@@ -85,14 +90,13 @@ class RecentLists:
     def _longest_start(self, field: str, items: list[Any]) -> tuple[_Kept | None, int]:
         """The kept list of `field` that `items` begins as for longest, and for how many items;
         the first found that `items` wholly continues wins at once."""
+        kept_lists = self._fields.get(field)
+        if not kept_lists:
+            return None, 0
         first = items[0]
         best, best_same = None, 0
-        looked = 0
-        for kept in reversed(self._kept.values()):
-            if kept.field != field:
-                continue
-            looked += 1
-            if looked > _CANDIDATES:
+        for looked, kept in enumerate(reversed(kept_lists.values())):
+            if looked == _CANDIDATES:
                 break
             old = kept.items
             if old[0] != first:
@@ -115,13 +119,17 @@ class RecentLists:
         kept.number = self._next
         self._next += 1
         self._kept[kept.number] = kept
+        self._fields.setdefault(kept.field, {})[kept.number] = kept
         self._held += kept.sizes[-1]
         while self._held > self._max_bytes:
-            oldest = next(iter(self._kept))
-            self._held -= self._kept.pop(oldest).sizes[-1]
+            self._drop(next(iter(self._kept.values())))
 
     def _drop(self, kept: _Kept) -> None:
         del self._kept[kept.number]
+        of_field = self._fields[kept.field]
+        del of_field[kept.number]
+        if not of_field:
+            del self._fields[kept.field]
         self._held -= kept.sizes[-1]
 
     @property
