@@ -11,12 +11,15 @@ from typing import Any
 import orjson
 
 from unigate.limits.estimate import LONG_TEXT, count_tokens, prompt_tokens
-from unigate.limits.recent_lists import MIN_BYTES, MIN_ITEMS, RecentLists
+from unigate.limits.recent_lists import MIN_ITEMS, MIN_TOKENS, RecentLists
 
 
 def _text(i: int) -> str:
-    """A text long enough to be handed to `long` (so the test sees what is counted)."""
-    return f"message {i} " + "word " * (LONG_TEXT // 5 + 1)
+    """A text long enough to be handed to `long` (so the test sees what is counted), and
+    eight of them to be worth keeping (`MIN_TOKENS`)."""
+    text = f"message {i} " + "word " * 100
+    assert len(text) >= LONG_TEXT and 8 * count_tokens(text) >= MIN_TOKENS
+    return text
 
 
 def _message(i: int) -> dict[str, Any]:
@@ -154,11 +157,11 @@ def test_a_tpm_keys_estimate_counts_a_resent_conversation_from_its_new_messages(
 
 
 def test_a_small_list_is_walked_and_not_kept() -> None:
-    """Under `MIN_BYTES` of JSON a list is cheaper to walk than to keep: a client sending many
-    small lists fills nothing."""
+    """Under `MIN_TOKENS` a list is cheaper to walk than to keep: a client sending many small
+    lists fills nothing."""
     lists = RecentLists()
     body = {"messages": [{"role": "user", "content": f"hi {i}"} for i in range(MIN_ITEMS)]}
-    assert len(orjson.dumps(body["messages"])) < MIN_BYTES
+    assert prompt_tokens(body) < MIN_TOKENS
     for _ in range(3):
         assert prompt_tokens(body, count_tokens, 0, lists) == prompt_tokens(body)
     assert lists.held == (0, 0)

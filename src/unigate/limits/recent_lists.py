@@ -11,9 +11,9 @@ values have equal counts: this changes what a count costs, never the count.
 
 Bounded by the JSON size of the lists held (and with them their parsed items), the least
 recently used dropped first; a list is sized by serialising only its items not seen before.
-Only lists worth it are kept (`MIN_BYTES`: a short one is walked in no time), so a client
-sending many small lists cannot fill the memory with entries, and a lookup looks only at its
-own field's most recent lists.
+Only lists worth it are kept (`MIN_TOKENS`: a short one is walked in a few µs, and is not
+serialised either), so a client sending many small lists cannot fill the memory with entries;
+a lookup looks only at its own field's most recent lists.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import orjson
 from unigate.limits.estimate import prompt_tokens
 
 MIN_ITEMS = 8  # shorter lists are walked: cheaper than looking them up
-MIN_BYTES = 2_048  # JSON bytes from which a list is kept
+MIN_TOKENS = 500  # a list counted at fewer is walked in a few µs: not kept
 MAX_BYTES = 2_000_000  # JSON bytes of the lists held, per process (their objects take ~4x)
 _CANDIDATES = 16  # kept lists of a field compared with a new one, the most recent first
 
@@ -67,22 +67,23 @@ class RecentLists:
             self._touch(kept)  # the same list again (a tool list)
             return kept.sums[-1]
         sums = kept.sums[:same] if kept is not None else []
-        sizes = kept.sizes[:same] if kept is not None else []
         total = sums[-1] if sums else 0
-        size = sizes[-1] if sizes else 0
-        keep = True
         for item in items[same:]:
-            total += prompt_tokens([item], long, 1)  # the item as its list's walk counts it
-            if keep:
-                try:
-                    size += len(orjson.dumps(item)) + 1
-                except orjson.JSONEncodeError:  # nested too deep to serialise: not kept
-                    keep = False
+            total += prompt_tokens(item, long, 2)  # as its list's walk counts one of its items
             sums.append(total)
-            sizes.append(size)
+        if total < MIN_TOKENS:
+            return total  # walked in no time: not worth keeping
+        sizes = kept.sizes[:same] if kept is not None else []
+        size = sizes[-1] if sizes else 0
+        try:
+            for item in items[same:]:
+                size += len(orjson.dumps(item)) + 1
+                sizes.append(size)
+        except orjson.JSONEncodeError:  # nested too deep to serialise: not kept
+            return total
         if kept is not None:
             self._drop(kept)
-        if keep and MIN_BYTES <= size <= self._max_bytes:
+        if size <= self._max_bytes:
             # A copy: the body's own list may still be appended to by whoever reads it next.
             self._add(_Kept(field, list(items), sums, sizes))
         return total
