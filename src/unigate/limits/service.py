@@ -369,10 +369,6 @@ class Limits:
             headers={"retry-after": str(max(1, math.ceil(refusal.wait)))},
         )
 
-    def headers(self, principal: Principal) -> list[Header]:
-        """The key's `x-ratelimit-*` figures as they stand (after this call's admission)."""
-        return self.plan(principal).headers()
-
 
 _NO_DEMANDS: list[Demand] = []  # a ticket of the key's slots names no demands (never appended to)
 _REQUESTS = (b"x-ratelimit-limit-requests", b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-requests")
