@@ -1,7 +1,7 @@
 """unigate's own per-request cost, measured in process: no sockets, no upstream, no server.
 
     .venv/bin/python bench/overhead.py [--requests 20000] [--layers] [--otel] [--responses] [--stream]
-                                       [--redis] [--rpm-only] [--agent]
+                                       [--long-answer 80000] [--redis] [--rpm-only] [--agent]
 
 Builds the real ASGI app on a fresh SQLite data dir (a key with rpm, tpm and a budget unless
 `--rpm-only`; usage accounting, metrics, the request log and the access line on),
@@ -27,7 +27,8 @@ one without limits: the limits' cost at the size agents send.
 `--stream` times streamed calls whose canned upstream answer is an OpenAI stream of
 `STREAM_CHUNKS` events: relayed as is (`/v1/chat/completions`), and translated event by event
 into Anthropic's (`/v1/messages`) and the Responses API's (`/v1/responses`) streams: the
-per-chunk path, reported per chunk.
+per-chunk path, reported per chunk; then one answer of `--long-answer` events on each path,
+whose per-chunk figure stays near the short one's only if nothing grows with the answer.
 """
 
 from __future__ import annotations
@@ -65,8 +66,15 @@ RESPONSES_BODY = orjson.dumps({"model": "bench-chat", "input": "hello", "store":
 STORED_BODY = orjson.dumps({"model": "bench-chat", "input": "hello"})
 STREAM_CHUNKS = 50
 _CHUNK_HEAD = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1700000000}
-STREAM = (
-    b"".join(
+# A long answer (~400 KB of text in one-word deltas): translated streams must stay linear in it.
+LONG_CHUNKS = 80_000
+
+
+def _stream_events(chunks: int) -> list[bytes]:
+    """An OpenAI chat stream of `chunks` events, each its own upstream read (the relay's worst
+    case): the role, one-word deltas, the finish with usage, then `[DONE]`."""
+    deltas = [{"role": "assistant", "content": ""}] + [{"content": f"w{i} "} for i in range(chunks - 2)]
+    events = [
         b"data: "
         + orjson.dumps(
             {
@@ -76,21 +84,18 @@ STREAM = (
             }
         )
         + b"\n\n"
-        for delta in [{"role": "assistant", "content": ""}]
-        + [{"content": f"w{i} "} for i in range(STREAM_CHUNKS - 2)]
-    )
-    + b"data: "
-    + orjson.dumps(
-        {
-            **_CHUNK_HEAD,
-            "model": "gpt-4o-mini",
-            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 9, "completion_tokens": 48, "total_tokens": 57},
-        }
-    )
-    + b"\n\ndata: [DONE]\n\n"
-)
-STREAM_EVENTS = [event + b"\n\n" for event in STREAM.split(b"\n\n") if event]
+        for delta in deltas
+    ]
+    last = {
+        **_CHUNK_HEAD,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": chunks - 2, "total_tokens": chunks + 7},
+    }
+    return [*events, b"data: " + orjson.dumps(last) + b"\n\n", b"data: [DONE]\n\n"]
+
+
+STREAM_EVENTS = _stream_events(STREAM_CHUNKS)
 STREAM_BODIES = {
     "/v1/chat/completions": orjson.dumps(
         {"model": "bench-chat", "messages": [{"role": "user", "content": "hello"}], "stream": True}
@@ -348,6 +353,30 @@ async def _agent(
     )
 
 
+async def _streams(
+    app: App,
+    headers: list[tuple[bytes, bytes]],
+    gateway: float,
+    count: int,
+    answer: list[list[bytes]],
+    long_answer: int,
+) -> None:
+    """`--stream`: each streaming path's cost per chunk, for a short answer and a long one."""
+    for path, body in STREAM_BODIES.items():
+        sscope = _scope("POST", path, headers)
+        await _time(app, sscope, 500, body)  # warm-up
+        took = await _time(app, sscope, max(count // 10, 500), body)
+        per_chunk = (took - gateway) / STREAM_CHUNKS
+        shown = f"{took:.1f} us/request, {per_chunk:.2f} us/chunk"
+        print(f"POST {path}, stream of {STREAM_CHUNKS} chunks: {shown}")
+    # One long answer per path: a per-chunk cost that grows with the answer is quadratic.
+    answer[0] = _stream_events(long_answer)
+    for path, body in STREAM_BODIES.items():
+        took = await _time(app, _scope("POST", path, headers), 5, body)
+        print(f"POST {path}, one answer of {long_answer:,} chunks: {took / long_answer:.2f} us/chunk")
+    answer[0] = STREAM_EVENTS
+
+
 async def main(
     count: int,
     responses: bool = False,
@@ -355,6 +384,7 @@ async def main(
     stream: bool = False,
     layers: bool = False,
     agent: bool = False,
+    long_answer: int = LONG_CHUNKS,
 ) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="unigate-overhead-"))
     config = {
@@ -399,8 +429,10 @@ async def main(
     await done
     provider = app.gateway.providers["up"]
 
+    answer = [STREAM_EVENTS]  # what the canned upstream streams (`--stream` swaps in a long one)
+
     async def events() -> Any:
-        for event in STREAM_EVENTS:  # one upstream read per event: the relay's worst case
+        for event in answer[0]:  # one upstream read per event: the relay's worst case
             yield event
 
     async def canned(call: Any, target: Any) -> Reply:
@@ -440,13 +472,7 @@ async def main(
         print(f"POST /v1/responses, unstored: {unstored:.1f} us/request ({unstored - gateway:+.1f} vs chat)")
         print(f"POST /v1/responses, stored: {stored:.1f} us/request ({stored - gateway:+.1f} vs chat)")
     if stream:
-        for path, body in STREAM_BODIES.items():
-            sscope = _scope("POST", path, headers)
-            await _time(app, sscope, 500, body)  # warm-up
-            took = await _time(app, sscope, max(count // 10, 500), body)
-            per_chunk = (took - gateway) / STREAM_CHUNKS
-            shown = f"{took:.1f} us/request, {per_chunk:.2f} us/chunk"
-            print(f"POST {path}, stream of {STREAM_CHUNKS} chunks: {shown}")
+        await _streams(app, headers, gateway, count, answer, long_answer)
     imported = any(name.startswith("opentelemetry") for name in sys.modules)
     print(f"tracing {'on' if app.gateway.tracing else 'off'}; opentelemetry imported: {imported}")
     print(f"limits: {type(app.gateway.limits.counters).__name__}, key {limits}")
@@ -506,6 +532,7 @@ if __name__ == "__main__":
     parser.add_argument("--otel", action="store_true", help="tracing on, spans exported to a local sink")
     parser.add_argument("--responses", action="store_true", help="also time POST /v1/responses")
     parser.add_argument("--stream", action="store_true", help="also time streamed calls, per chunk")
+    parser.add_argument("--long-answer", type=int, default=LONG_CHUNKS, help="--stream's long answer, chunks")
     parser.add_argument("--redis", action="store_true", help="limits in a local redis-server")
     parser.add_argument("--rpm-only", action="store_true", help="the key has an rpm limit only")
     parser.add_argument("--layers", action="store_true", help="also price each layer of the call")
@@ -519,7 +546,15 @@ if __name__ == "__main__":
     uvloop.install()
     try:
         asyncio.run(
-            main(args.requests, args.responses, not args.rpm_only, args.stream, args.layers, args.agent)
+            main(
+                args.requests,
+                args.responses,
+                not args.rpm_only,
+                args.stream,
+                args.layers,
+                args.agent,
+                args.long_answer,
+            )
         )
     finally:
         for child in (sink, redis):

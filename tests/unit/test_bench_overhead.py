@@ -1,7 +1,8 @@
 """The in-process benchmark still runs against the current code: it swaps layers for stubs by
 their signatures, and a change to one (a third argument of `authenticate`) broke it silently.
-Its `--agent` mode (a coding agent's growing conversation) too. A few hundred calls: this
-checks that it runs and prices every layer, not the figures."""
+Its `--agent` mode (a coding agent's growing conversation) and `--stream` (short and long
+answers on each streaming path) too. A few hundred calls: this checks that it runs and prices
+every layer, not the figures."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ LAYERS = ("auth", "checks", "routing", "limits", "accounting", "metrics", "logs"
 
 def test_overhead_benchmark_prices_every_layer() -> None:
     run = subprocess.run(
-        [sys.executable, str(BENCH), "--layers", "--agent", "--requests", "300"],
+        [sys.executable, str(BENCH), "--layers", "--agent", "--stream", "--long-answer", "500", "--requests", "300"],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
@@ -26,3 +27,6 @@ def test_overhead_benchmark_prices_every_layer() -> None:
         assert re.search(rf"^  {layer} +-?[\d.]+ us$", run.stdout, re.M), (layer, run.stdout)
     agent = r"a coding agent's calls \(\d+ KB .*: [\d.]+ us/request with the limited key"
     assert re.search(agent, run.stdout), run.stdout
+    for path in ("/v1/chat/completions", "/v1/messages", "/v1/responses"):
+        assert re.search(rf"POST {path}, stream of 50 chunks: .* [\d.]+ us/chunk", run.stdout), run.stdout
+        assert re.search(rf"POST {path}, one answer of 500 chunks: [\d.]+ us/chunk", run.stdout), run.stdout

@@ -32,6 +32,7 @@ from unigate.translate.anthropic_response import (
     stop_reason,
 )
 from unigate.translate.openai_chunks import CUT_OFF, OpenAIChunkReader, OpenAIChunkWriter, openai_error_chunk
+from unigate.translate.pieces import Pieces
 from unigate.translate.sse import SSEEvent, json_event, json_object
 from unigate.usage.recorder import Usage
 
@@ -212,7 +213,7 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
         self._blocks = 0
         self._tool_block: dict[int, int] = {}  # OpenAI tool call index -> Anthropic block index
         self._finish: str | None = None
-        self._said = ""  # the answer's text so far, which citations index
+        self._said = Pieces()  # the answer's text so far, which citations index
         self._text_blocks: list[tuple[int, int]] = []  # (block index, where its text starts)
         self._searches = 0
         self._cited: list[web_search.Citation] = []
@@ -282,8 +283,8 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
         out = b""
         if self._open is None or not self._open_is_text:
             out += self._open_block({"type": "text", "text": ""}, is_text=True)
-            self._text_blocks.append((self._blocks - 1, len(self._said)))
-        self._said += text
+            self._text_blocks.append((self._blocks - 1, self._said.chars))
+        self._said.add(text)
         delta = {"type": "text_delta", "text": text}
         return out + _anthropic_event("content_block_delta", {"index": self._open, "delta": delta})
 
@@ -322,7 +323,7 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
         if not blocks:
             return b""
         self._cited.append(cite)
-        delta = {"type": "citations_delta", "citation": anthropic_search.citation(cite, self._said)}
+        delta = {"type": "citations_delta", "citation": anthropic_search.citation(cite, self._said.joined())}
         return _anthropic_event("content_block_delta", {"index": blocks[-1], "delta": delta})
 
     def _open_block(self, block: Json, *, is_text: bool) -> bytes:

@@ -15,6 +15,7 @@ whole answer streamed so far, so each translator keeps a choice's text.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from unigate.translate import web_search
@@ -35,6 +36,7 @@ from unigate.translate.gemini_response import (
 )
 from unigate.translate.gemini_search import grounding_out
 from unigate.translate.openai_chunks import CUT_OFF, OpenAIChunkReader, OpenAIChunkWriter, openai_error_chunk
+from unigate.translate.pieces import Pieces
 from unigate.translate.sse import SSEEvent, json_event, json_object
 
 _OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
@@ -65,7 +67,7 @@ class GeminiToOpenAIStream(OpenAIChunkWriter):
         self._started: set[int] = set()  # choices whose first chunk (with the role) was sent
         self._finished: set[int] = set()
         self._usage_metadata: Json = {}
-        self._said: dict[int, str] = {}  # choice index -> its text so far
+        self._said: defaultdict[int, Pieces] = defaultdict(Pieces)  # choice index -> its text so far
 
     def _completed(self) -> bool:
         return bool(self._finished)
@@ -113,8 +115,10 @@ class GeminiToOpenAIStream(OpenAIChunkWriter):
         text = "".join(str(part["text"]) for part in parts if "text" in part and not part.get("thought"))
         if text:
             delta["content"] = text
-            self._said[index] = self._said.get(index, "") + text
-        delta.update(grounding_fields(field(candidate, "groundingMetadata"), self._said.get(index, "")))
+            self._said[index].add(text)
+        grounding = field(candidate, "groundingMetadata")
+        if grounding is not None:  # its spans index the whole answer so far
+            delta.update(grounding_fields(grounding, self._said[index].joined()))
         calls = [
             self._tool_call(index, as_object(field(p, "functionCall")))
             for p in parts
@@ -170,7 +174,7 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
         self._calls: dict[int, dict[int, Json]] = {}  # choice index -> tool call index -> {name, arguments}
         self._finish: dict[int, str] = {}  # choice index -> OpenAI finish_reason
         self._usage: Json | None = None
-        self._said: dict[int, str] = {}  # choice index -> its text so far
+        self._said: defaultdict[int, Pieces] = defaultdict(Pieces)  # choice index -> its text so far
         self._cited: dict[int, list[web_search.Citation]] = {}
         self._searches: dict[int, list[web_search.Search]] = {}
 
@@ -204,13 +208,13 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
             slot_index = call.get("index")
             slots = self._calls.setdefault(index, {})
             slot = slots.setdefault(
-                slot_index if isinstance(slot_index, int) else position, {"arguments": ""}
+                slot_index if isinstance(slot_index, int) else position, {"arguments": Pieces()}
             )
             fn = as_object(call.get("function"))
             if isinstance(fn.get("name"), str) and fn["name"]:
                 slot["name"] = fn["name"]  # only on the first fragment of a call
             if isinstance(fn.get("arguments"), str):
-                slot["arguments"] += fn["arguments"]
+                slot["arguments"].add(fn["arguments"])
         if choice.get("finish_reason"):
             self._finish[index] = str(choice["finish_reason"])
         self._searches.setdefault(index, []).extend(web_search.searches(delta.get(web_search.SEARCHES)))
@@ -218,7 +222,7 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
         text = delta.get("content") or delta.get("refusal")
         if not isinstance(text, str) or not text:
             return b""
-        self._said[index] = self._said.get(index, "") + text
+        self._said[index].add(text)
         return self._event(
             {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "index": index}]}
         )
@@ -240,7 +244,7 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
         reason = gemini_finish_reason(self._finish.get(index, "stop"))
         parts: list[Json] = []
         for _position, slot in sorted(self._calls.get(index, {}).items()):
-            part = function_call_part(slot)
+            part = function_call_part({"name": slot.get("name"), "arguments": slot["arguments"].joined()})
             if part is None:
                 reason = MALFORMED_CALL
             else:
@@ -251,7 +255,7 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
         cited = self._cited.get(index, [])
         searches = self._searches.get(index) or ([web_search.implied_search(cited)] if cited else [])
         if searches:
-            out["groundingMetadata"] = grounding_out(self._said.get(index, ""), cited, searches)
+            out["groundingMetadata"] = grounding_out(self._said[index].joined(), cited, searches)
         return out
 
     def _on_error(self, error: Any) -> bytes:

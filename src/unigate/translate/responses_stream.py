@@ -26,6 +26,7 @@ from typing import Any
 from unigate.translate import web_search
 from unigate.translate.anthropic_response import as_object
 from unigate.translate.openai_chunks import CUT_OFF, OpenAIChunkReader
+from unigate.translate.pieces import Pieces
 from unigate.translate.responses_items import item_id
 from unigate.translate.responses_response import (
     INCOMPLETE,
@@ -46,13 +47,13 @@ QUEUED_EVENTS = 2  # `response.created` and `response.queued` of a background re
 class _Part:
     kind: str  # output_text | refusal
     offset: int = 0  # characters of the chat answer's text before this part
-    text: str = ""
+    text: Pieces = field(default_factory=Pieces)
     annotations: list[Json] = field(default_factory=list)
 
     def json(self) -> Json:
         if self.kind == "output_text":
-            return text_part(self.text, list(self.annotations))
-        return {"type": "refusal", "refusal": self.text}
+            return text_part(self.text.joined(), list(self.annotations))
+        return {"type": "refusal", "refusal": self.text.joined()}
 
 
 @dataclass(slots=True)
@@ -63,7 +64,7 @@ class _Item:
     parts: list[_Part] = field(default_factory=list)
     call_id: str = ""
     name: str = ""  # the upstream function's name
-    arguments: str = ""
+    arguments: Pieces = field(default_factory=Pieces)
     search: web_search.Search | None = None  # what a web search call searched
     done: bool = False
 
@@ -195,7 +196,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
         if item.kind == "message":
             return message_item(item.id, [p.json() for p in item.parts], status)
         if item.kind == "call":
-            return self.frame.call(item.id, item.call_id, item.name, item.arguments, status)
+            return self.frame.call(item.id, item.call_id, item.name, item.arguments.joined(), status)
         assert item.search is not None
         return self.frame.search_call(item.id, item.search, status)
 
@@ -259,7 +260,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
             }
             out += self._event("response.content_part.added", fields)
         part = item.parts[-1]
-        part.text += text
+        part.text.add(text)
         if kind == "output_text":
             self._chars += len(text)
         fields = {**self._where(item), "content_index": len(item.parts) - 1, "delta": text}
@@ -282,7 +283,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
             item.name = fn["name"]
         arguments = fn.get("arguments")
         if isinstance(arguments, str) and arguments:
-            item.arguments += arguments
+            item.arguments.add(arguments)
             if not self.frame.names.ref(item.name).custom:  # a custom input is sent whole at the end
                 out += self._event(
                     "response.function_call_arguments.delta", {**self._where(item), "delta": arguments}
@@ -298,11 +299,11 @@ class ChatToResponsesStream(OpenAIChunkReader):
         if item.kind == "message":
             for i, part in enumerate(item.parts):
                 if part.kind == "output_text":
-                    fields = {**where, "content_index": i, "text": part.text, "logprobs": []}
+                    fields = {**where, "content_index": i, "text": part.text.joined(), "logprobs": []}
                     out += self._event("response.output_text.done", fields)
                 else:
                     out += self._event(
-                        "response.refusal.done", {**where, "content_index": i, "refusal": part.text}
+                        "response.refusal.done", {**where, "content_index": i, "refusal": part.text.joined()}
                     )
                 out += self._event(
                     "response.content_part.done", {**where, "content_index": i, "part": part.json()}
@@ -310,11 +311,11 @@ class ChatToResponsesStream(OpenAIChunkReader):
         elif item.kind == "call":
             ref = self.frame.names.ref(item.name)
             if ref.custom:
-                text = custom_input(item.arguments)
+                text = custom_input(item.arguments.joined())
                 out += self._event("response.custom_tool_call_input.delta", {**where, "delta": text})
                 out += self._event("response.custom_tool_call_input.done", {**where, "input": text})
             else:
-                fields = {**where, "name": ref.name, "arguments": item.arguments}
+                fields = {**where, "name": ref.name, "arguments": item.arguments.joined()}
                 out += self._event("response.function_call_arguments.done", fields)
         return out + self._event(
             "response.output_item.done", {"output_index": item.index, "item": self._json(item, status)}
