@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
+
 from unigate.providers.http import sse_events
 from unigate.providers.openai.compatible import _take_usage
+from unigate.translate import sse
 from unigate.translate.sse import SSEParser, event, event_data, event_fields, json_event, split_events
 from unigate.usage.recorder import Usage
 
@@ -48,6 +51,26 @@ def test_byte_at_a_time_and_crlf() -> None:
     crlf = STREAM.replace(b"\n\n", b"\r\n\r\n")
     runs = _collect([crlf[i : i + 1] for i in range(len(crlf))])
     assert b"".join(runs) == crlf and len(runs) == 3
+
+
+@pytest.mark.parametrize("long", [0, 3, 4, 50])
+def test_long_held_bytes_are_cut_the_same(monkeypatch: pytest.MonkeyPatch, long: int) -> None:
+    """Past `_LONG` held bytes the runs are searched piece by piece: the same runs at every
+    split point and a byte at a time, LF and CRLF."""
+    monkeypatch.setattr(sse, "_LONG", long)
+    test_every_split_point_yields_whole_events()
+    test_byte_at_a_time_and_crlf()
+
+
+def test_an_event_larger_than_its_reads() -> None:
+    """A streamed image's event (base64, ~1 MB) in 1 KB reads, then small events, and one left
+    unterminated at the end: each comes out whole, once."""
+    image = b"event: image\r\ndata: " + b"QUJD" * 250_000 + b"\r\n\r\n"
+    stream = image + STREAM + b"data: last"
+    runs = _collect([stream[i : i + 1024] for i in range(0, len(stream), 1024)])
+    assert b"".join(runs) == stream + b"\n\n"
+    events = [e for r in runs for e in split_events(r)]
+    assert events[0] == image and len(events) == 5 and events[-1] == b"data: last\n\n"
 
 
 def test_usage_chunk_taken_and_stripped() -> None:
