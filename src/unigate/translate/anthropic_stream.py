@@ -232,22 +232,25 @@ class OpenAIToAnthropicStream(OpenAIChunkReader):
             self.cached_tokens = counts["cache_read_input_tokens"]
             self.prompt_tokens = counts["input_tokens"] + self.cached_tokens
             self.completion_tokens = counts["output_tokens"]
-        out = self._start(chunk.get("id"))
+        out = b"" if self._started else self._start(chunk.get("id"))
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return out  # The usage-only chunk.
-        choice = as_object(choices[0])
+        choice = choices[0]
         delta = as_object(choice.get("delta"))
-        for found in web_search.searches(delta.get(web_search.SEARCHES)):
-            out += self._search(found)
+        # Searches and citations are rare: most chunks carry neither key (a test, not a call).
+        if web_search.SEARCHES in delta:
+            for found in web_search.searches(delta[web_search.SEARCHES]):
+                out += self._search(found)
         text = delta.get("content") or delta.get("refusal")
         if isinstance(text, str) and text:
             out += self._text(text)
         for call in delta.get("tool_calls") or []:
             if isinstance(call, dict):
                 out += self._tool_call(call)
-        for cite in web_search.citations(delta.get(web_search.ANNOTATIONS)):
-            out += self._citation(cite)
+        if web_search.ANNOTATIONS in delta:
+            for cite in web_search.citations(delta[web_search.ANNOTATIONS]):
+                out += self._citation(cite)
         if choice.get("finish_reason"):
             self._finish = str(choice["finish_reason"])
             out += self._close()

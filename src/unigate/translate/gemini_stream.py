@@ -217,8 +217,11 @@ class OpenAIToGeminiStream(OpenAIChunkReader):
                 slot["arguments"].add(fn["arguments"])
         if choice.get("finish_reason"):
             self._finish[index] = str(choice["finish_reason"])
-        self._searches.setdefault(index, []).extend(web_search.searches(delta.get(web_search.SEARCHES)))
-        self._cited.setdefault(index, []).extend(web_search.citations(delta.get(web_search.ANNOTATIONS)))
+        # Searches and citations are rare: most chunks carry neither key (a test, not a call).
+        if web_search.SEARCHES in delta:
+            self._searches.setdefault(index, []).extend(web_search.searches(delta[web_search.SEARCHES]))
+        if web_search.ANNOTATIONS in delta:
+            self._cited.setdefault(index, []).extend(web_search.citations(delta[web_search.ANNOTATIONS]))
         text = delta.get("content") or delta.get("refusal")
         if not isinstance(text, str) or not text:
             return b""

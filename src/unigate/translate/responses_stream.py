@@ -146,7 +146,7 @@ class ChatToResponsesStream(OpenAIChunkReader):
     # -- chat chunks in -----------------------------------------------------------------
 
     def _on_chunk(self, chunk: Json) -> bytes:
-        out = self.start()
+        out = b"" if self._started else self.start()
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage = usage
@@ -157,8 +157,10 @@ class ChatToResponsesStream(OpenAIChunkReader):
             return out
         choice = choices[0]
         delta = as_object(choice.get("delta"))
-        for found in web_search.searches(delta.get(web_search.SEARCHES)):
-            out += self._search(found)
+        # Searches and citations are rare: most chunks carry neither key (a test, not a call).
+        if web_search.SEARCHES in delta:
+            for found in web_search.searches(delta[web_search.SEARCHES]):
+                out += self._search(found)
         for kind, key in (("output_text", "content"), ("refusal", "refusal")):
             text = delta.get(key)
             if isinstance(text, str) and text:
@@ -166,8 +168,9 @@ class ChatToResponsesStream(OpenAIChunkReader):
         for call in delta.get("tool_calls") or []:
             if isinstance(call, dict):
                 out += self._tool_call(call)
-        for cite in web_search.citations(delta.get(web_search.ANNOTATIONS)):
-            out += self._annotation(cite)
+        if web_search.ANNOTATIONS in delta:
+            for cite in web_search.citations(delta[web_search.ANNOTATIONS]):
+                out += self._annotation(cite)
         if choice.get("finish_reason"):
             self._finish = str(choice["finish_reason"])
         return out
@@ -263,9 +266,12 @@ class ChatToResponsesStream(OpenAIChunkReader):
         part.text.add(text)
         if kind == "output_text":
             self._chars += len(text)
-        fields = {**self._where(item), "content_index": len(item.parts) - 1, "delta": text}
+        fields = self._where(item)  # a fresh dict, filled in place: this runs once a chunk
+        fields["content_index"] = len(item.parts) - 1
+        fields["delta"] = text
         if kind == "output_text":
-            return out + self._event("response.output_text.delta", {**fields, "logprobs": []})
+            fields["logprobs"] = []
+            return out + self._event("response.output_text.delta", fields)
         return out + self._event("response.refusal.delta", fields)
 
     def _tool_call(self, call: Json) -> bytes:

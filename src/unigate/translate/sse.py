@@ -165,45 +165,53 @@ class SSEParser:
         self._data: list[bytes] = []
 
     def feed(self, data: bytes) -> list[SSEEvent]:
-        self._buf += data
+        buf = self._buf + data if self._buf else data
         events: list[SSEEvent] = []
         start = 0
+        # The line rules written out in the loop (one event is two lines, each a call otherwise:
+        # this runs for every chunk of every translated stream).
         while True:
-            end = self._buf.find(b"\n", start)
+            end = buf.find(b"\n", start)
             if end < 0:
                 break
-            line = self._buf[start:end]
+            line = buf[start:end]
             start = end + 1
             # A CR left at the end of the buffer is held with its line until the LF arrives.
-            self._line(line[:-1] if line.endswith(b"\r") else line, events)
-        self._buf = self._buf[start:]
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line:  # a blank line dispatches the event
+                if self._data:
+                    events.append((self._name, b"\n".join(self._data)))
+                    self._data = []
+                self._name = None
+            elif line.startswith(b"data:"):
+                self._data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+            else:
+                self._field(line)
+        self._buf = buf[start:]
         return events
 
     def flush(self) -> list[SSEEvent]:
         """End of input: an unterminated last line or event still counts (some upstreams
         close the connection right after the final `data:` line)."""
-        events: list[SSEEvent] = []
-        if self._buf:
-            line, self._buf = self._buf, b""
-            self._line(line.rstrip(b"\r"), events)
-        self._line(b"", events)
-        return events
+        line, self._buf = self._buf.rstrip(b"\r"), b""
+        # The last line, ended, and the blank line that dispatches its event.
+        return self.feed(line + b"\n\n" if line else b"\n")
 
-    def _line(self, line: bytes, events: list[SSEEvent]) -> None:
-        if not line:
-            if self._data:
-                events.append((self._name, b"\n".join(self._data)))
-            self._name, self._data = None, []
-            return
+    def _field(self, line: bytes) -> None:
+        """A line other than a blank one or a `data:` one: a comment, `event:`, or a field
+        the gateway has no use for (`id:`, `retry:`)."""
         if line.startswith(b":"):
             return
         field, _, value = line.partition(b":")
-        if value.startswith(b" "):
-            value = value[1:]
-        if field == b"data":
+        if field == b"event":
+            self._name = (
+                value[1:].decode("utf-8", "replace")
+                if value.startswith(b" ")
+                else value.decode("utf-8", "replace")
+            )
+        elif field == b"data":  # `data` alone: an empty data line
             self._data.append(value)
-        elif field == b"event":
-            self._name = value.decode("utf-8", "replace")
 
 
 def json_object(data: bytes) -> dict[str, Any] | None:
