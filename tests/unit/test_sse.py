@@ -101,6 +101,22 @@ def test_what_is_written_reads_back_the_same() -> None:
     assert json_event(obj, "ping") == event(json_event(obj)[6:-2], "ping")
 
 
+def test_every_line_form_decodes_the_same_however_cut() -> None:
+    """Each line form the parser reads (`data:` with and without its space, a bare `data`, a
+    name with and without its space, a comment, an id, a retry, CR LF and LF, an event without
+    data) decodes the same at every split point and at the end of input."""
+    stream = (
+        b"data: a\r\ndata:b\r\ndata\r\n\r\n: note\nevent:x\ndata:  two spaces\n\n"
+        b"event: y\nid: 7\nretry: 5\n\nevent: z\ndata: {}\n\ndata: unterminated\r"
+    )
+    whole = SSEParser()
+    expected = whole.feed(stream) + whole.flush()
+    assert expected == [(None, b"a\nb\n"), ("x", b" two spaces"), ("z", b"{}"), (None, b"unterminated")]
+    for cut in range(1, len(stream)):
+        parser = SSEParser()
+        assert parser.feed(stream[:cut]) + parser.feed(stream[cut:]) + parser.flush() == expected, cut
+
+
 def test_relay_runs_and_decoded_events_agree() -> None:
     """The two readers cut the same stream the same way, whatever the pieces."""
     stream = b"event: a\r\ndata: 1\r\n\r\n: a comment\n\nevent: b\ndata: 2\ndata: 3\n\ndata:4\n\n"
