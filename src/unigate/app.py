@@ -29,6 +29,7 @@ from unigate.api.unigate import docs, health, home, video_generations
 from unigate.api.vendors import fish, kling, picwish, stability, suno, vidu
 from unigate.auth.authenticate import authenticate
 from unigate.batches.service import Batches
+from unigate.config_source import LoadedConfig
 from unigate.data_dir.disk import disk_failed
 from unigate.edge.access_log import (
     ACCESS_LOGGER,
@@ -310,13 +311,16 @@ def create_app(settings: Settings | None = None) -> GatewayApp:
     return GatewayApp(Gateway.build(settings or Settings.from_env()))
 
 
-def app_factory() -> GatewayApp:
-    """Entry point for uvicorn workers (`--factory`): settings come from the environment."""
+def app_factory(loaded: LoadedConfig | None = None) -> GatewayApp:
+    """Entry point for the server's workers (`--factory`): settings come from the environment,
+    the configuration from `loaded` (the server process's, cli/launch.py) while its file is
+    unchanged, else from the file."""
     from unigate.observability.logs import configure_logging
 
     settings = Settings.from_env()
     configure_logging(settings.log_level, settings.log_format)
-    return create_app(settings)
+    config = loaded.current(settings.config_path, settings.environ) if loaded is not None else None
+    return GatewayApp(Gateway.build(settings, config))
 
 
 async def _nothing() -> None:

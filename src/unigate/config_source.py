@@ -190,6 +190,50 @@ def load_config(
         raise ConfigError(_describe(exc, path)) from None
 
 
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A configuration as one process loaded it, with what it was loaded from. The server
+    process loads it before forking its workers (cli/launch.py), and a worker whose file and
+    environment still hold exactly that takes it (`current`) instead of parsing and validating
+    the file again: the worker then does not run the validator's compiled code at start, whose
+    pages it would otherwise map as its own (0.6-2.5 MB of resident memory a worker, the more
+    the more of the library the page cache holds, as right after an install). A worker started
+    later (one replacing a worker that died) after the file changed loads the file itself."""
+
+    path: Path | None
+    text: bytes | None  # the file's bytes, read before it was parsed
+    environ: dict[str, str]
+    config: GatewayConfig
+
+    @classmethod
+    def load(cls, path: Path | None, env: Mapping[str, str] | None = None) -> LoadedConfig:
+        """`load_config(path, env)`, or its ConfigError."""
+        environ = dict(os.environ if env is None else env)
+        # Read first: a file changed while it is parsed then reads as changed to `current`,
+        # never the other way round (newer bytes taken for an older parse).
+        text = _current_text(path)
+        return cls(path, text, environ, load_config(path, environ))
+
+    def current(self, path: Path | None, env: Mapping[str, str] | None = None) -> GatewayConfig | None:
+        """The configuration, when `load_config(path, env)` would load it again now; else None."""
+        if path != self.path or dict(os.environ if env is None else env) != self.environ:
+            return None
+        if path is None:
+            return self.config
+        text = _current_text(path)
+        return self.config if text is not None and text == self.text else None
+
+
+def _current_text(path: Path | None) -> bytes | None:
+    """The config file's bytes (None without a file, or when it cannot be read)."""
+    if path is None:
+        return None
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 def _with_sandbox(data: dict[str, Any], path: Path) -> dict[str, Any]:
     """`sandbox: {enabled: true}`: the `sandbox` provider and the sandbox's models added beside
     the file's own (a model the file defines keeps its definition). Malformed sections are

@@ -10,12 +10,16 @@ than forks, as `cli/supervisor.py` has uvicorn do) re-imports this module as its
 
 from __future__ import annotations
 
+import functools
 import inspect
 import signal
 import socket
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from unigate.config_source import LoadedConfig
 
 APP = "unigate.app:app_factory"
 STARTUP_FAILED = 2
@@ -80,35 +84,40 @@ def uvicorn_options() -> dict[str, Any]:
     }
 
 
-def preload_app() -> None:
+def preload_app() -> LoadedConfig | None:
     """Import the app, and everything it imports, in this process before the server forks its
     workers, and freeze it out of the cycle collector (whose passes write to every object they
     visit, copying its page): the workers then share those pages copy-on-write instead of each
-    loading its own copy. Nothing is built here; each worker creates its app itself."""
+    loading its own copy. The configuration is loaded here too, for the workers to take while
+    its file is unchanged (`LoadedConfig`); each worker creates its app itself."""
     import gc
     import importlib
 
     importlib.import_module(APP.split(":")[0])
-    _import_configured_adapters()
+    loaded = _load_config()
     gc.collect()
     gc.freeze()
+    return loaded
 
 
-def _import_configured_adapters() -> None:
-    """The adapters of the protocols the configuration uses: imported at a worker's first use
-    otherwise (`providers/registry.py`), each worker would hold its own copy of their pages."""
-    from unigate.config_source import load_config
+def _load_config() -> LoadedConfig | None:
+    """The configuration, and the adapters of the protocols it uses: imported at a worker's
+    first use otherwise (`providers/registry.py`), each worker would hold its own copy of their
+    pages. None when it does not load: `serve` checked the file; a change since is each worker's
+    to report."""
+    from unigate.config_source import LoadedConfig
     from unigate.providers.registry import PROTOCOLS, protocol_class
     from unigate.settings import Settings
 
     settings = Settings.from_env()
     try:
-        config = load_config(settings.config_path, settings.environ, {})
-    except Exception:  # `serve` checked the file; a change since is each worker's to report
-        return
-    for protocol in {provider.protocol for provider in config.providers}:
+        loaded = LoadedConfig.load(settings.config_path, settings.environ)
+    except Exception:
+        return None
+    for protocol in {provider.protocol for provider in loaded.config.providers}:
         if protocol in PROTOCOLS:
             protocol_class(protocol)
+    return loaded
 
 
 def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None]) -> None:
@@ -139,7 +148,11 @@ def _run_uvicorn(host: str, port: int, workers: int, announce: Callable[[], None
     kwargs: dict[str, Any] = {"sockets": [sock]}
     if "target" in inspect.signature(Multiprocess).parameters:
         kwargs["target"] = server.run
-    preload_app()
+    loaded = preload_app()
+    if loaded is not None:  # the workers (forked: the object is theirs too) take it while current
+        from unigate.app import app_factory
+
+        config.app = functools.partial(app_factory, loaded)
     fork_workers()  # uvicorn would spawn fresh interpreters
     ReloadingMultiprocess(config, **kwargs).run()  # passes SIGHUP on to the workers
 

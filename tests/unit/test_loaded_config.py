@@ -1,0 +1,72 @@
+"""The configuration `unigate serve` loads before forking its workers (`LoadedConfig`): a worker
+takes it only while the file and the environment still hold what it was loaded from, so a
+worker started after the file changed (one replacing a worker that died) serves the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from unigate.app import app_factory
+from unigate.config_source import LoadedConfig
+
+CONFIG = """
+providers:
+  - {name: up, protocol: openai, base_url: "http://127.0.0.1:9/v1", api_key: "${UP_KEY}"}
+models:
+  - {name: first, routes: [{provider: up}]}
+"""
+
+
+def _file(tmp_path: Path, text: str = CONFIG) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_current_while_the_file_and_environment_are_unchanged(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    env = {"UP_KEY": "sk-1"}
+    loaded = LoadedConfig.load(path, env)
+    assert loaded.config.providers[0].api_key == "sk-1"
+    assert loaded.current(path, dict(env)) is loaded.config
+    path.write_text(CONFIG)  # rewritten with the same bytes: still current
+    assert loaded.current(path, env) is loaded.config
+
+
+def test_not_current_once_anything_it_came_from_changed(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    env = {"UP_KEY": "sk-1"}
+    loaded = LoadedConfig.load(path, env)
+    assert loaded.current(path, {"UP_KEY": "sk-2"}) is None  # another interpolated value
+    assert loaded.current(path, {**env, "OTHER": "x"}) is None
+    assert loaded.current(tmp_path / "other.yaml", env) is None
+    assert loaded.current(None, env) is None
+    path.write_text(CONFIG.replace("first", "second"))
+    assert loaded.current(path, env) is None
+    path.unlink()
+    assert loaded.current(path, env) is None  # unreadable: the worker reports it itself
+
+
+def test_without_a_file_current_for_the_same_environment(tmp_path: Path) -> None:
+    env = {"UNIGATE_DATA_DIR": str(tmp_path)}
+    loaded = LoadedConfig.load(None, env)
+    assert loaded.text is None
+    assert loaded.current(None, env) is loaded.config
+    assert loaded.current(None, {**env, "OPENAI_API_KEY": "sk-env"}) is None
+
+
+def test_a_worker_takes_it_while_current_and_reads_the_file_once_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _file(tmp_path)
+    monkeypatch.setenv("UNIGATE_CONFIG", str(path))
+    monkeypatch.setenv("UNIGATE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("UP_KEY", "sk-1")
+    loaded = LoadedConfig.load(path)
+    assert app_factory(loaded).gateway.config is loaded.config
+    path.write_text(CONFIG.replace("first", "second"))
+    config = app_factory(loaded).gateway.config
+    assert [model.name for model in config.models] == ["second"]
+    assert [model.name for model in app_factory().gateway.config.models] == ["second"]
