@@ -10,13 +10,13 @@ from typing import Any
 
 import orjson
 
+from tests.support.sse_events import feed_in_pieces, json_events
 from unigate.translate.anthropic import OpenAIToAnthropicStream
 from unigate.translate.gemini import GeminiToOpenAIStream, OpenAIToGeminiStream
 from unigate.translate.pieces import Pieces
 from unigate.translate.responses_request import parse_request
 from unigate.translate.responses_response import ResponseFrame
 from unigate.translate.responses_stream import ChatToResponsesStream
-from unigate.translate.sse import SSEParser
 
 Json = dict[str, Any]
 WORDS = [f"w{i} " for i in range(3000)] + ["héllo 世界 🎵"]
@@ -57,19 +57,8 @@ def _chat_stream() -> bytes:
     return b"".join(out) + b"data: [DONE]\n\n"
 
 
-def _feed(translator: Any, data: bytes, step: int = 4096) -> bytes:
-    out = b"".join(translator.feed(data[i : i + step]) for i in range(0, len(data), step))
-    tail: bytes = translator.finish()
-    return out + tail
-
-
-def _events(data: bytes) -> list[Json]:
-    parser = SSEParser()
-    return [orjson.loads(body) for _, body in parser.feed(data) + parser.flush() if body != b"[DONE]"]
-
-
 def test_a_long_answer_to_an_anthropic_client() -> None:
-    events = _events(_feed(OpenAIToAnthropicStream("m"), _chat_stream()))
+    events = json_events(feed_in_pieces(OpenAIToAnthropicStream("m"), _chat_stream(), 4096))
     deltas = [e["delta"] for e in events if e["type"] == "content_block_delta"]
     assert "".join(d["text"] for d in deltas if d["type"] == "text_delta") == ANSWER
     assert "".join(d["partial_json"] for d in deltas if d["type"] == "input_json_delta") == ARGUMENTS
@@ -79,7 +68,7 @@ def test_a_long_answer_to_an_anthropic_client() -> None:
 def test_a_long_answer_to_a_responses_client() -> None:
     frame = ResponseFrame.for_request(parse_request({"model": "m", "input": "x"}))
     translator = ChatToResponsesStream(frame)
-    events = _events(_feed(translator, _chat_stream()))
+    events = json_events(feed_in_pieces(translator, _chat_stream(), 4096))
     deltas = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
     assert "".join(deltas) == ANSWER
     [text_done] = [e for e in events if e["type"] == "response.output_text.done"]
@@ -91,7 +80,7 @@ def test_a_long_answer_to_a_responses_client() -> None:
 
 
 def test_a_long_answer_to_a_gemini_client() -> None:
-    events = _events(_feed(OpenAIToGeminiStream("m"), _chat_stream()))
+    events = json_events(feed_in_pieces(OpenAIToGeminiStream("m"), _chat_stream(), 4096))
     parts = [part for e in events for part in e["candidates"][0]["content"]["parts"]]
     assert "".join(part.get("text", "") for part in parts) == ANSWER
     [call] = [part["functionCall"] for part in parts if "functionCall" in part]
@@ -102,5 +91,5 @@ def test_a_long_answer_from_a_gemini_upstream() -> None:
     events = [{"candidates": [{"content": {"parts": [{"text": word}]}, "index": 0}]} for word in WORDS]
     events[-1]["candidates"][0]["finishReason"] = "STOP"
     data = b"".join(b"data: " + orjson.dumps(e) + b"\r\n\r\n" for e in events)
-    chunks = _events(_feed(GeminiToOpenAIStream("m", True), data))
+    chunks = json_events(feed_in_pieces(GeminiToOpenAIStream("m", True), data, 4096))
     assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == ANSWER

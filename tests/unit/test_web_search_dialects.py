@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.support.sse_events import feed_in_pieces, json_events
 from unigate.errors import InvalidRequest
 from unigate.providers.base import TextCall
 from unigate.translate.anthropic import (
@@ -27,7 +28,6 @@ from unigate.translate.gemini import (
     openai_to_gemini_request,
     openai_to_gemini_response,
 )
-from unigate.translate.sse import SSEParser
 from unigate.translate.translation import Dropped
 from unigate.translate.web_search import citations, searches
 from unigate_sandbox.chat import plan_chat
@@ -37,17 +37,6 @@ ASK = {"model": "m", "messages": [{"role": "user", "content": "Tides in Brest?"}
 PAGE = "https://tides.test/brest"
 ANSWER = "Données: high tide at 06:12. More later."
 SPAN = (0, 29)  # "Données: high tide at 06:12."
-
-
-def _feed(translator: Any, data: bytes, step: int = 5) -> bytes:
-    out = b"".join(translator.feed(data[i : i + step]) for i in range(0, len(data), step))
-    tail: bytes = translator.finish()
-    return out + tail
-
-
-def _events(data: bytes) -> list[Json]:
-    parser = SSEParser()
-    return [orjson.loads(body) for _, body in parser.feed(data) + parser.flush() if body != b"[DONE]"]
 
 
 def _merged(chunks: list[Json]) -> Json:
@@ -121,8 +110,8 @@ def _anthropic_stream() -> bytes:
 
 
 def test_anthropic_upstream_search_stream() -> None:
-    out = _feed(AnthropicToOpenAIStream("m", True), _anthropic_stream())
-    _check_canonical(_merged(_events(out)))
+    out = feed_in_pieces(AnthropicToOpenAIStream("m", True), _anthropic_stream(), 5)
+    _check_canonical(_merged(json_events(out)))
 
 
 # ---------------------------------------------------------------- Anthropic clients
@@ -195,7 +184,7 @@ def _sandbox_chunks() -> bytes:
 
 
 def test_sandbox_stream_carries_the_search_and_its_citations() -> None:
-    merged = _merged(_events(_sandbox_chunks()))
+    merged = _merged(json_events(_sandbox_chunks()))
     found = citations(merged["annotations"])
     assert len(found) == 3 and all(
         merged["content"][c.start : c.end].startswith("Tides Brest") for c in found
@@ -204,7 +193,7 @@ def test_sandbox_stream_carries_the_search_and_its_citations() -> None:
 
 
 def test_anthropic_client_stream_gets_citations_deltas() -> None:
-    events = _events(_feed(OpenAIToAnthropicStream("m"), _sandbox_chunks()))
+    events = json_events(feed_in_pieces(OpenAIToAnthropicStream("m"), _sandbox_chunks(), 5))
     starts = [e["content_block"] for e in events if e["type"] == "content_block_start"]
     assert [b["type"] for b in starts] == ["server_tool_use", "web_search_tool_result", "text"]
     query = next(e["delta"] for e in events if e.get("delta", {}).get("type") == "input_json_delta")
@@ -245,7 +234,7 @@ def test_gemini_upstream_grounding_in_a_stream() -> None:
                          "groundingMetadata": _grounded(ANSWER)}]},
     ]  # fmt: skip
     data = b"".join(b"data: " + orjson.dumps(e) + b"\r\n\r\n" for e in events)
-    _check_canonical(_merged(_events(_feed(GeminiToOpenAIStream("m", True), data))))
+    _check_canonical(_merged(json_events(feed_in_pieces(GeminiToOpenAIStream("m", True), data, 5))))
 
 
 def test_gemini_client_search_tool_and_grounding_back() -> None:
@@ -269,7 +258,7 @@ def test_gemini_client_search_tool_and_grounding_back() -> None:
         raw[support["segment"]["startIndex"] : support["segment"]["endIndex"]].decode()
         == support["segment"]["text"]
     )
-    streamed = _events(_feed(OpenAIToGeminiStream("m"), _sandbox_chunks()))
+    streamed = json_events(feed_in_pieces(OpenAIToGeminiStream("m"), _sandbox_chunks(), 5))
     assert streamed[-1]["candidates"][0]["groundingMetadata"]["groundingSupports"][0][
         "groundingChunkIndices"
     ] == [0]
