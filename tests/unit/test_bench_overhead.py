@@ -17,7 +17,8 @@ LAYERS = ("auth", "checks", "routing", "limits", "accounting", "metrics", "logs"
 
 def test_overhead_benchmark_prices_every_layer() -> None:
     run = subprocess.run(
-        [sys.executable, str(BENCH), "--layers", "--agent", "--stream", "--long-answer", "500", "--requests", "300"],
+        [sys.executable, str(BENCH), "--layers", "--agent", "--stream", "--long-answer", "500",
+         "--requests", "300"],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
