@@ -13,7 +13,7 @@ from unigate.config_source import LoadedConfig
 
 CONFIG = """
 providers:
-  - {name: up, protocol: openai, base_url: "http://127.0.0.1:9/v1", api_key: "${UP_KEY}"}
+  - {name: up, protocol: openai, base_url: "http://${UP_HOST}/v1"}
 models:
   - {name: first, routes: [{provider: up}]}
 """
@@ -27,9 +27,9 @@ def _file(tmp_path: Path, text: str = CONFIG) -> Path:
 
 def test_current_while_the_file_and_environment_are_unchanged(tmp_path: Path) -> None:
     path = _file(tmp_path)
-    env = {"UP_KEY": "sk-1"}
+    env = {"UP_HOST": "127.0.0.1:9"}
     loaded = LoadedConfig.load(path, env)
-    assert loaded.config.providers[0].api_key == "sk-1"
+    assert loaded.config.providers[0].base_url == "http://127.0.0.1:9/v1"
     assert loaded.current(path, dict(env)) is loaded.config
     path.write_text(CONFIG)  # rewritten with the same bytes: still current
     assert loaded.current(path, env) is loaded.config
@@ -37,9 +37,9 @@ def test_current_while_the_file_and_environment_are_unchanged(tmp_path: Path) ->
 
 def test_not_current_once_anything_it_came_from_changed(tmp_path: Path) -> None:
     path = _file(tmp_path)
-    env = {"UP_KEY": "sk-1"}
+    env = {"UP_HOST": "127.0.0.1:9"}
     loaded = LoadedConfig.load(path, env)
-    assert loaded.current(path, {"UP_KEY": "sk-2"}) is None  # another interpolated value
+    assert loaded.current(path, {"UP_HOST": "127.0.0.1:10"}) is None  # another interpolated value
     assert loaded.current(path, {**env, "OTHER": "x"}) is None
     assert loaded.current(tmp_path / "other.yaml", env) is None
     assert loaded.current(None, env) is None
@@ -54,7 +54,7 @@ def test_without_a_file_current_for_the_same_environment(tmp_path: Path) -> None
     loaded = LoadedConfig.load(None, env)
     assert loaded.text is None
     assert loaded.current(None, env) is loaded.config
-    assert loaded.current(None, {**env, "OPENAI_API_KEY": "sk-env"}) is None
+    assert loaded.current(None, {**env, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}) is None
 
 
 def test_a_worker_takes_it_while_current_and_reads_the_file_once_changed(
@@ -63,7 +63,7 @@ def test_a_worker_takes_it_while_current_and_reads_the_file_once_changed(
     path = _file(tmp_path)
     monkeypatch.setenv("UNIGATE_CONFIG", str(path))
     monkeypatch.setenv("UNIGATE_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("UP_KEY", "sk-1")
+    monkeypatch.setenv("UP_HOST", "127.0.0.1:9")
     loaded = LoadedConfig.load(path)
     assert app_factory(loaded).gateway.config is loaded.config
     path.write_text(CONFIG.replace("first", "second"))
