@@ -12,21 +12,19 @@ class Pieces:
 
     __slots__ = ("_pieces", "chars")
 
-    def __init__(self, text: str = "") -> None:
-        self._pieces = [text] if text else []
-        self.chars = len(text)  # the text's length, known without joining it
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+        self.chars = 0  # the text's length, known without joining it
 
     def add(self, piece: str) -> None:
         self._pieces.append(piece)
         self.chars += len(piece)
 
     def joined(self) -> str:
-        """The whole text so far. Joined pieces are kept joined: reading again, or after a few
-        more pieces, does not join everything again."""
+        """The whole text so far, kept joined: reading it again costs nothing. (Reading it after
+        every piece would copy it every time: the translators read it for a citation, a
+        grounding or the final object, not per chunk.)"""
         pieces = self._pieces
         if len(pieces) > 1:
             pieces[:] = ["".join(pieces)]
         return pieces[0] if pieces else ""
-
-    def __bool__(self) -> bool:
-        return self.chars > 0
