@@ -4,6 +4,9 @@ worker started after the file changed (one replacing a worker that died) serves 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +73,19 @@ def test_a_worker_takes_it_while_current_and_reads_the_file_once_changed(
     config = app_factory(loaded).gateway.config
     assert [model.name for model in config.models] == ["second"]
     assert [model.name for model in app_factory().gateway.config.models] == ["second"]
+
+
+def test_the_server_process_loads_it_with_every_configured_adapter(tmp_path: Path) -> None:
+    """Before forking, the server process loads the config and imports the adapters it names,
+    a plugin's (the sandbox's, on the defaults) as well as the built-in ones, so the workers
+    share their pages instead of each importing its own copy."""
+    code = (
+        "import sys\n"
+        "from unigate.cli.launch import _load_config\n"
+        "loaded = _load_config()\n"
+        "print(loaded is not None, 'unigate_sandbox.provider' in sys.modules)\n"
+    )
+    env = {**os.environ, "UNIGATE_DATA_DIR": str(tmp_path)}
+    env.pop("UNIGATE_CONFIG", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["True", "True"], out.stderr

@@ -10,6 +10,7 @@ than forks, as `cli/supervisor.py` has uvicorn do) re-imports this module as its
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import signal
@@ -101,12 +102,12 @@ def preload_app() -> LoadedConfig | None:
 
 
 def _load_config() -> LoadedConfig | None:
-    """The configuration, and the adapters of the protocols it uses: imported at a worker's
-    first use otherwise (`providers/registry.py`), each worker would hold its own copy of their
-    pages. None when it does not load: `serve` checked the file; a change since is each worker's
-    to report."""
+    """The configuration, and the adapters of the protocols it uses, built in or a plugin's
+    (the sandbox): imported at a worker's start otherwise (`providers/registry.py`), each worker
+    would hold its own copy of their pages. None when it does not load: `serve` checked the
+    file; a change since is each worker's to report, as is an adapter that does not import."""
     from unigate.config_source import LoadedConfig
-    from unigate.providers.registry import PROTOCOLS, protocol_class
+    from unigate.providers.registry import provider_class
     from unigate.settings import Settings
 
     settings = Settings.from_env()
@@ -114,9 +115,9 @@ def _load_config() -> LoadedConfig | None:
         loaded = LoadedConfig.load(settings.config_path, settings.environ)
     except Exception:
         return None
-    for protocol in {provider.protocol for provider in loaded.config.providers}:
-        if protocol in PROTOCOLS:
-            protocol_class(protocol)
+    for provider in loaded.config.providers:
+        with contextlib.suppress(Exception):
+            provider_class(provider)
     return loaded
 
 
