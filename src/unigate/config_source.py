@@ -10,7 +10,7 @@ import fnmatch
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -201,9 +201,11 @@ class LoadedConfig:
     later (one replacing a worker that died) after the file changed loads the file itself."""
 
     path: Path | None
-    text: bytes | None  # the file's bytes, read before it was parsed
-    environ: dict[str, str]
-    config: GatewayConfig
+    # The file's bytes (read before it was parsed) and the environment hold credentials: never
+    # in a repr.
+    text: bytes | None = field(repr=False)
+    environ: dict[str, str] = field(repr=False)
+    config: GatewayConfig = field(repr=False)
 
     @classmethod
     def load(cls, path: Path | None, env: Mapping[str, str] | None = None) -> LoadedConfig:

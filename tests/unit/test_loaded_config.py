@@ -89,3 +89,10 @@ def test_the_server_process_loads_it_with_every_configured_adapter(tmp_path: Pat
     env.pop("UNIGATE_CONFIG", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.split() == ["True", "True"], out.stderr
+
+
+def test_its_repr_shows_no_credential(tmp_path: Path) -> None:
+    path = _file(tmp_path, CONFIG.replace('/v1"}', '/v1", api_key: "${UP_CREDENTIAL}"}'))
+    loaded = LoadedConfig.load(path, {"UP_HOST": "127.0.0.1:9", "UP_CREDENTIAL": "never-shown"})
+    assert loaded.config.providers[0].api_key is not None
+    assert "never-shown" not in repr(loaded) and "UP_CREDENTIAL" not in repr(loaded)
