@@ -67,11 +67,14 @@ def test_long_texts_counts_are_remembered_within_their_bound() -> None:
     texts = TextTokens(max_chars=2 * len(long_texts[0]) + 10)
     body = {"messages": [{"role": "user", "content": t} for t in long_texts] + [{"content": "hi there"}]}
     assert prompt_tokens(body, texts) == prompt_tokens(body) == sum(map(count_tokens, long_texts)) + 2
-    assert list(texts._counts) == long_texts[1:]  # the oldest went to make room; "hi there" never came
-    assert texts._chars == 2 * len(long_texts[0])
-    texts._counts[long_texts[2]] = 999  # a remembered count is what the next call gets
-    assert texts(long_texts[2]) == 999
-    assert prompt_tokens({"a": "hi there", "b": ["hi there"]}, texts) == 4 and "hi there" not in texts._counts
+    kept = texts._counts
+    # The oldest went to make room; "hi there" never came.
+    assert [t for t in long_texts if kept.get(t) is not None] == long_texts[1:]
+    assert kept.held == (2, 2 * len(long_texts[0]))
+    remembered = TextTokens()
+    remembered._counts.put(long_texts[2], 999, long_texts[2])  # a remembered count is what the next call gets
+    assert remembered(long_texts[2]) == 999
+    assert prompt_tokens({"a": "hi there", "b": ["hi there"]}, texts) == 4 and kept.get("hi there") is None
     assert TextTokens(max_chars=10)(long_texts[0]) == count_tokens(long_texts[0])  # too long to keep
 
 

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from unigate.recent_values import RecentValues
+
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 # Keys whose string values are identifiers or options, not text the model reads.
 _NOT_TEXT = frozenset(
@@ -106,12 +108,10 @@ class TextTokens:
     """The token counts of long texts seen lately. A coding agent sends its whole conversation
     again with every call, and counting it is dear (~3.5 µs a KB: a 124 KB body took 0.6 ms to
     count, five times its JSON parse), while looking a text up costs its hash and one compare
-    (~0.3 µs a KB). Bounded by the characters held; the oldest texts go first."""
+    (~0.3 µs a KB). Bounded by the characters held (`RecentValues`)."""
 
     def __init__(self, max_chars: int = 4_000_000) -> None:
-        self._counts: dict[str, int] = {}
-        self._chars = 0
-        self._max_chars = max_chars
+        self._counts = RecentValues[str, int](max_chars)
 
     def __call__(self, text: str) -> int:
         """`count_tokens(text)`, remembered (given texts of `LONG_TEXT` characters or more:
@@ -119,15 +119,7 @@ class TextTokens:
         found = self._counts.get(text)
         if found is None:
             found = count_tokens(text)
-            size = len(text)
-            if size <= self._max_chars:
-                counts = self._counts
-                while counts and self._chars + size > self._max_chars:
-                    oldest = next(iter(counts))  # insertion order: the oldest first
-                    del counts[oldest]
-                    self._chars -= len(oldest)
-                counts[text] = found
-                self._chars += size
+            self._counts.put(text, found, text)
         return found
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from unigate.errors import InvalidRequest
+from unigate.recent_values import RecentValues
 from unigate.translate import anthropic_search, web_search
 from unigate.translate.checks import (
     base64_text,
@@ -34,6 +35,14 @@ from unigate.translate.checks import (
 from unigate.translate.translation import Translation
 
 Json = dict[str, Any]
+# The translations of turns seen lately, by the calling key and each turn's JSON: a coding agent
+# resends its whole conversation with each call, two turns longer. A hit's chat messages are
+# shared with the requests that made them: canonical requests are read, never changed, after
+# translation. Conversations shorter than `MIN_TURNS` are translated at once (cheaper than
+# serialising them to look them up).
+Turns = RecentValues[tuple[str, bytes], tuple[list[Json], tuple[str, ...]]]
+MIN_TURNS = 8
+TURNS_BYTES = 2_000_000  # JSON bytes of the turns kept, per process (their translations ~2x)
 
 _TOOL_CHOICE = {"auto": "auto", "none": "none", "any": "required"}
 # Read into the canonical request (or checked) below.
@@ -55,19 +64,26 @@ def anthropic_to_openai_request(payload: Json) -> Json:
     return translate_messages(payload).canonical
 
 
-def translate_messages(payload: Json) -> Translation:
+def translate_messages(payload: Json, turns: Turns | None = None, scope: str = "") -> Translation:
+    """The canonical request and what it drops. With `turns`, the turns of a long conversation
+    are looked up there by their JSON (under `scope`, the calling key's id: one key's
+    translations are never another's) and only the turns not seen lately are translated."""
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest("`messages` must be a non-empty array.", param="messages")
-    out: Json = {"model": payload.get("model"), "messages": []}
+    chat: list[Json] = []
+    out: Json = {"model": payload.get("model"), "messages": chat}
     result = Translation(out)
     reader = _Reader(result)
     system = reader.system_text(payload.get("system"), "system")
     if system:
-        out["messages"].append({"role": "system", "content": system})
-    for i, msg in enumerate(messages):
-        out["messages"].extend(reader.turn(msg, i))
-    if not out["messages"]:
+        chat.append({"role": "system", "content": system})
+    if turns is None or len(messages) < MIN_TURNS:
+        for i, msg in enumerate(messages):
+            chat.extend(reader.turn(msg, i))
+    else:
+        reader.known_turns(messages, turns, scope, chat)
+    if not chat:
         raise InvalidRequest("The request has no content a chat model can read.", param="messages")
     _copy_settings(payload, result)
     _copy_tools(payload, result)
@@ -130,9 +146,32 @@ class _Reader:
 
     def __init__(self, result: Translation) -> None:
         self.result = result
+        self.dropped: list[str] = []  # every drop in turn, a turn's own kept with its translation
 
     def drop(self, name: str) -> None:
         self.result.drop(name)
+        self.dropped.append(name)
+
+    def known_turns(self, messages: list[Any], turns: Turns, scope: str, chat: list[Json]) -> None:
+        """Every turn onto `chat` as `turn` translates it: from `turns` when it was translated
+        lately (the same JSON: values equal in Python, `1`, `1.0` and `true`, translate apart),
+        else translated and kept there."""
+        get, dumps, result = turns.get, orjson.dumps, self.result
+        for i, msg in enumerate(messages):
+            try:
+                key = (scope, dumps(msg))
+            except orjson.JSONEncodeError:  # nested past orjson's depth: translated (and refused)
+                chat.extend(self.turn(msg, i))
+                continue
+            known = get(key)
+            if known is None:
+                mark = len(self.dropped)
+                known = (self.turn(msg, i), tuple(self.dropped[mark:]))
+                turns.put(key, known, key[1])
+            elif known[1]:
+                for name in known[1]:
+                    result.drop(name)
+            chat.extend(known[0])
 
     # -- system text --
 
@@ -378,12 +417,13 @@ def _copy_tools(payload: Json, result: Translation) -> None:
     out = result.canonical
     tools: list[Json] = []
     names: set[str] = set()
+    # An agent sends tens of tools with every call: the path is spelled out only when used.
     for j, tool in enumerate(optional_array(payload.get("tools"), "tools")):
-        where = f"tools[{j}]"
         if not isinstance(tool, dict):
-            raise wrong_type(where, "an object")
+            raise wrong_type(f"tools[{j}]", "an object")
         kind = tool.get("type")
-        if kind not in (None, "custom"):
+        if kind is not None and kind != "custom":
+            where = f"tools[{j}]"
             if not isinstance(kind, str):
                 raise wrong_type(f"{where}.type", "a string")
             if anthropic_search.is_search_tool(tool):  # the canonical form's hosted web search
@@ -394,14 +434,18 @@ def _copy_tools(payload: Json, result: Translation) -> None:
                 # here: dropped and named, or refused with `hosted_tools: reject`.
                 result.tool(kind, where)
             continue
-        if not isinstance(tool.get("name"), str):
-            raise InvalidRequest("Every tool needs a `name`.", param=f"{where}.name")
-        schema = optional_object(tool.get("input_schema"), f"{where}.input_schema")
-        fn: Json = {"name": tool["name"], "parameters": schema or {"type": "object", "properties": {}}}
-        if isinstance(tool.get("description"), str):
-            fn["description"] = tool["description"]
+        name = tool.get("name")
+        if not isinstance(name, str):
+            raise InvalidRequest("Every tool needs a `name`.", param=f"tools[{j}].name")
+        schema = tool.get("input_schema")
+        if schema is not None and not isinstance(schema, dict):
+            raise wrong_type(f"tools[{j}].input_schema", "an object")
+        fn: Json = {"name": name, "parameters": schema or {"type": "object", "properties": {}}}
+        description = tool.get("description")
+        if isinstance(description, str):
+            fn["description"] = description
         tools.append({"type": "function", "function": fn})
-        names.add(tool["name"])
+        names.add(name)
     if tools:
         out["tools"] = tools
     _copy_tool_choice(payload.get("tool_choice"), names, result)

@@ -29,7 +29,9 @@ from unigate.gateway import Gateway
 from unigate.providers.same_format import ClientRequest, relayed_query
 from unigate.shapes.anthropic import COUNT_TOKENS, MESSAGES
 from unigate.translate.anthropic import (
+    TURNS_BYTES,
     OpenAIToAnthropicStream,
+    Turns,
     anthropic_to_openai_request,
     openai_to_anthropic_response,
     translate_messages,
@@ -68,6 +70,7 @@ class MessagesAPI:
         self.counter = TokenCounter(self.text.serving)
         self.limit = gw.config.limits.max_json_body
         self.hosted = HostedTools(gw)
+        self.turns = Turns(TURNS_BYTES)  # this process's recent translated turns
 
     async def messages(self, request: Request, principal: Principal) -> None:
         raw, payload = await request.json_object(self.limit)
@@ -80,7 +83,7 @@ class MessagesAPI:
             model,
             bool(stream),
             client,
-            lambda: translate_messages(payload),
+            lambda: translate_messages(payload, self.turns, principal.key_id),
             hosted=self.hosted,
             key_id=principal.key_id,
         )
