@@ -3,6 +3,7 @@ list and a conversation of tool calls and their results, sent again with two mor
 each call (the agent's tool call and its result) until the session ends.
 
     bodies(calls, per_session=25)   # the calls of consecutive sessions, as JSON bytes
+    responses_bodies(calls)         # the same conversations as Codex sends them (Responses API)
 
 Deterministic: the same session and message number give the same text, so a session's calls
 resend equal messages, as an agent does. Sizes follow Claude Code's: a ~3 KB system prompt,
@@ -82,5 +83,56 @@ def bodies(calls: int, per_session: int = 25, model: str = "bench-chat") -> list
         if messages[-1]["role"] == "assistant":
             messages.append(_message(session, len(messages)))  # a call ends on the user's turn
         body = {"model": model, "max_tokens": 8192, "system": system, "tools": tools, "messages": messages}
+        out.append(orjson.dumps(body))
+    return out
+
+
+def responses_bodies(calls: int, per_session: int = 25, model: str = "bench-chat") -> list[bytes]:
+    """The calls of `bodies` as a Responses API client (Codex) sends them, unstored: the
+    instructions, function tools, and the conversation as input items (a message per text, a
+    `function_call` per tool use, a `function_call_output` per result)."""
+    out = []
+    for raw in bodies(calls, per_session, model):
+        call = orjson.loads(raw)
+        items: list[dict[str, Any]] = []
+        for message in call["messages"]:
+            role, content = message["role"], message["content"]
+            blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            for block in blocks:
+                if block["type"] == "text":
+                    part = "input_text" if role == "user" else "output_text"
+                    items.append({"role": role, "content": [{"type": part, "text": block["text"]}]})
+                elif block["type"] == "tool_use":
+                    arguments = orjson.dumps(block["input"]).decode()
+                    items.append(
+                        {
+                            "type": "function_call",
+                            "call_id": block["id"],
+                            "name": block["name"],
+                            "arguments": arguments,
+                        }
+                    )
+                else:
+                    output = block["content"][0]["text"]
+                    items.append(
+                        {"type": "function_call_output", "call_id": block["tool_use_id"], "output": output}
+                    )
+        tools = [
+            {
+                "type": "function",
+                "name": t["name"],
+                "description": t["description"],
+                "parameters": t["input_schema"],
+            }
+            for t in call["tools"]
+        ]
+        body = {
+            "model": model,
+            "instructions": call["system"][0]["text"],
+            "input": items,
+            "tools": tools,
+            "store": False,
+            "max_output_tokens": 8192,
+        }
         out.append(orjson.dumps(body))
     return out

@@ -62,6 +62,12 @@ REPLY = (
     b'"usage":{"prompt_tokens":9,"completion_tokens":9,"total_tokens":18}}'
 )
 BODY = orjson.dumps({"model": "bench-chat", "messages": [{"role": "user", "content": "hello"}]})
+RESPONSES_REPLY = (
+    b'{"id":"resp_bench","object":"response","created_at":1700000000,"status":"completed",'
+    b'"model":"gpt-bench","output":[{"id":"msg_bench","type":"message","role":"assistant","status":"completed",'
+    b'"content":[{"type":"output_text","text":"Hello!","annotations":[]}]}],'
+    b'"usage":{"input_tokens":9,"output_tokens":9,"total_tokens":18}}'
+)
 RESPONSES_BODY = orjson.dumps({"model": "bench-chat", "input": "hello", "store": False})
 STORED_BODY = orjson.dumps({"model": "bench-chat", "input": "hello"})
 STREAM_CHUNKS = 50
@@ -336,8 +342,10 @@ async def _agent(
 ) -> None:
     """A coding agent's calls (`agent_body.py`: sessions of a growing conversation, 27-45 KB,
     sent to `/v1/messages` and translated to the canned chat reply), with the limited key and
-    with one without limits: what the limits cost a call of that size."""
-    from agent_body import bodies
+    with one without limits: what the limits cost a call of that size. Then the same
+    conversations as Codex sends them to `/v1/responses`, translated to the chat reply and
+    relayed to an upstream with its own Responses API, with the limited key."""
+    from agent_body import bodies, responses_bodies
 
     calls = bodies(count)
     kb = sum(map(len, calls)) / len(calls) / 1024
@@ -351,6 +359,17 @@ async def _agent(
         f"{took['limited']:.1f} us/request with the limited key, {took['free']:.1f} without limits "
         f"(limits {took['limited'] - took['free']:+.1f})"
     )
+    scope = _scope("POST", "/v1/responses", limited)
+    for route, model in (
+        ("translated to chat", "bench-chat"),
+        ("relayed to a Responses API", "bench-responses"),
+    ):
+        codex = responses_bodies(count, model=model)
+        await _time(app, scope, min(count, 100), codex)  # warm-up
+        took[route] = await _time(app, scope, count, codex)
+        print(
+            f"POST /v1/responses, the same calls as Codex sends them, {route}: {took[route]:.1f} us/request"
+        )
 
 
 async def _streams(
@@ -389,9 +408,20 @@ async def main(
     tmp = Path(tempfile.mkdtemp(prefix="unigate-overhead-"))
     config = {
         "providers": [
-            {"name": "up", "protocol": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk"}
+            {"name": "up", "protocol": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk"},
+            # An upstream with its own Responses API (OpenAI's): Codex's calls are relayed to it.
+            {
+                "name": "up-responses",
+                "protocol": "openai",
+                "base_url": "http://127.0.0.1:9/v1",
+                "api_key": "sk",
+                "responses": "native",
+            },
         ],
-        "models": [{"name": "bench-chat", "routes": [{"provider": "up"}]}],
+        "models": [
+            {"name": "bench-chat", "routes": [{"provider": "up"}]},
+            {"name": "bench-responses", "routes": [{"provider": "up-responses", "model": "gpt-bench"}]},
+        ],
     }
     (tmp / "config.yaml").write_text(yaml.safe_dump(config))
     admin = "adm-" + secrets.token_urlsafe(16)
@@ -441,6 +471,12 @@ async def main(
         return Reply(body=REPLY, usage=Usage(9, 9))
 
     provider.chat = canned  # type: ignore[method-assign]
+
+    async def canned_response(body: bytes, timeouts: Any, stream: bool) -> Reply:
+        return Reply(body=RESPONSES_REPLY, usage=Usage(9, 9), wire="responses")
+
+    relay: Any = app.gateway.providers["up-responses"]
+    relay.responses.create = canned_response
     admin_scope = _scope("POST", "/admin/keys", [(b"authorization", f"Bearer {admin}".encode())])
     limits: dict[str, Any] = {"rpm": 1_000_000}
     if all_limits:

@@ -1,8 +1,8 @@
 """The in-process benchmark still runs against the current code: it swaps layers for stubs by
 their signatures, and a change to one (a third argument of `authenticate`) broke it silently.
-Its `--agent` mode (a coding agent's growing conversation) and `--stream` (short and long
-answers on each streaming path) too. A few hundred calls: this checks that it runs and prices
-every layer, not the figures."""
+Its `--agent` mode (a coding agent's growing conversation, as Claude Code and Codex send it)
+and `--stream` (short and long answers on each streaming path) too. A few hundred calls: this
+checks that it runs and prices every layer, not the figures."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ def test_overhead_benchmark_prices_every_layer() -> None:
         assert re.search(rf"^  {layer} +-?[\d.]+ us$", run.stdout, re.M), (layer, run.stdout)
     agent = r"a coding agent's calls \(\d+ KB .*: [\d.]+ us/request with the limited key"
     assert re.search(agent, run.stdout), run.stdout
+    for route in ("translated to chat", "relayed to a Responses API"):
+        codex = rf"POST /v1/responses, the same calls as Codex sends them, {route}: [\d.]+ us/request"
+        assert re.search(codex, run.stdout), run.stdout
     for path in ("/v1/chat/completions", "/v1/messages", "/v1/responses"):
         assert re.search(rf"POST {path}, stream of 50 chunks: .* [\d.]+ us/chunk", run.stdout), run.stdout
         assert re.search(rf"POST {path}, one answer of 500 chunks: [\d.]+ us/chunk", run.stdout), run.stdout

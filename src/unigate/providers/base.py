@@ -44,7 +44,9 @@ class TextCall:
     """A text-family call in OpenAI format: `op` is chat | completions | embeddings | moderations."""
 
     op: str
-    body: bytes  # the client's raw JSON, forwarded untouched where the formats match
+    # The client's raw JSON, forwarded untouched where the formats match; empty for a request
+    # the gateway made (a translation), which an adapter serialises only if it sends it as JSON.
+    body: bytes
     payload: dict[str, Any]  # the same body, parsed
     model: str  # the id the client sent
     stream: bool = False

@@ -15,6 +15,7 @@ namespaced and custom tools are sent under their upstream function names (`ToolN
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from unigate.errors import InvalidRequest
@@ -45,18 +46,36 @@ def item_id(prefix: str) -> str:
     return prefix + secrets.token_hex(24)
 
 
+class _Ids:
+    """`item_id`s for one request's input items, drawn in one read of the system's randomness:
+    a coding agent resends a conversation of a hundred items or more with each call, and a read
+    per item (a system call each) cost more than the rest of the request's checks."""
+
+    __slots__ = ("_hex", "_next")
+
+    def __init__(self, count: int) -> None:
+        self._hex = secrets.token_hex(24 * count)
+        self._next = 0
+
+    def __call__(self, prefix: str) -> str:
+        start = self._next
+        self._next = start + 48
+        return prefix + self._hex[start : start + 48]
+
+
 def normalize_input(value: Any) -> list[Json]:
     """The request's `input` as typed items, each with an id."""
     if isinstance(value, str):
-        return [_message("user", [{"type": "input_text", "text": value}])]
+        return [_message("user", [{"type": "input_text", "text": value}], item_id)]
     if not isinstance(value, list):
         raise wrong_type("input", "a string or an array of input items")
-    return [_normalized(item, f"input[{i}]") for i, item in enumerate(value)]
+    ids = _Ids(len(value))
+    return [_normalized(item, f"input[{i}]", ids) for i, item in enumerate(value)]
 
 
-def _message(role: str, content: list[Json], given_id: Any = None) -> Json:
+def _message(role: str, content: list[Json], ids: Callable[[str], str], given_id: Any = None) -> Json:
     return {
-        "id": given_id if isinstance(given_id, str) and given_id else item_id("msg_"),
+        "id": given_id if isinstance(given_id, str) and given_id else ids("msg_"),
         "type": "message",
         "role": role,
         "content": content,
@@ -64,7 +83,7 @@ def _message(role: str, content: list[Json], given_id: Any = None) -> Json:
     }
 
 
-def _normalized(item: Any, where: str) -> Json:
+def _normalized(item: Any, where: str, ids: _Ids) -> Json:
     if not isinstance(item, dict):
         raise wrong_type(where, "an object")
     kind = item.get("type")
@@ -79,7 +98,7 @@ def _normalized(item: Any, where: str) -> Json:
                 code="invalid_value",
             )
         content = _content(item.get("content"), role, f"{where}.content")
-        return _message(role, content, item.get("id"))
+        return _message(role, content, ids, item.get("id"))
     if not isinstance(kind, str):
         raise wrong_type(f"{where}.type", "a string")
     if kind in _CALLS:
@@ -87,14 +106,14 @@ def _normalized(item: Any, where: str) -> Json:
             if not isinstance(item.get(name), str):
                 raise wrong_type(f"{where}.{name}", "a string")
         optional_string(item.get("namespace"), f"{where}.namespace")
-        return {"id": item_id("fc_" if kind == "function_call" else "ctc_"), "status": "completed", **item}
+        return {"id": ids("fc_" if kind == "function_call" else "ctc_"), "status": "completed", **item}
     if kind in _OUTPUTS:
         if not isinstance(item.get("call_id"), str):
             raise wrong_type(f"{where}.call_id", "a string")
         output = item.get("output")
         if not isinstance(output, str | list):
             raise wrong_type(f"{where}.output", "a string or an array of content parts")
-        return {"id": item_id(_OUTPUTS[kind]), "status": "completed", **item}
+        return {"id": ids(_OUTPUTS[kind]), "status": "completed", **item}
     if kind == "item_reference":
         if not isinstance(item.get("id"), str) or not item["id"]:
             raise wrong_type(f"{where}.id", "a string")

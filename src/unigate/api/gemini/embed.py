@@ -41,7 +41,7 @@ class GeminiEmbedAPI:
         _, payload = await request.json_object(self.limit)
         model = request.params["model"]
         canonical = (batch_embed_request if batch else embed_request)(payload, model)
-        call = TextCall("embeddings", orjson.dumps(canonical), canonical, model)
+        call = TextCall("embeddings", b"", canonical, model)
         await self.text.serve(request, principal, call, present=_presenter(batch))
 
 

@@ -133,12 +133,10 @@ class ResponseCall:
         self.frame = ResponseFrame.for_request(request)
         if background is not None:
             self.frame.id, self.frame.created_at = background[1]["id"], background[1]["created_at"]
-        self.canonical: Json | None = None
-        self.blocked: Untranslatable | None = None
-        try:
-            self.canonical = request.canonical(self.history)
-        except Untranslatable as exc:
-            self.blocked = exc  # only a native route can take it
+        # The chat request, translated when a translated route is first tried (`route`): a
+        # native route (a coding agent's conversation to OpenAI) needs none.
+        self.chat: TextCall | None = None
+        self.blocked: Untranslatable | None = None  # why only a native route can take it
         self.provider = ""
         self.translator: ChatToResponsesStream | None = None
         self.last_sequence = -1  # of a native stream's events
@@ -146,18 +144,19 @@ class ResponseCall:
         self.framing = Framing(self._error_event, KEEPALIVE)
 
     def text_call(self) -> TextCall:
+        """What the call is admitted and accounted by: the Responses request after the stored
+        conversation it continues, which every route sends upstream."""
         req = self.request
-        if self.canonical is None:
-            # Only a native route can answer; the Responses request still counts for limits.
-            return TextCall("chat", b"", req.payload, req.model, req.stream, req.stream)
-        body = orjson.dumps(self.canonical)
-        return TextCall("chat", body, self.canonical, req.model, req.stream, req.stream)
+        payload = req.payload
+        if self.history:
+            payload = {**payload, "input": [*self.history, *req.input_items]}
+        return TextCall("chat", b"", payload, req.model, req.stream, req.stream)
 
     # -- routing ------------------------------------------------------------------------
 
-    def route(self, target: Target) -> Awaitable[Reply] | None:
-        """A native route gets the Responses request itself; a translated one (None: the
-        provider's `chat`) is skipped when the request has what chat completions cannot take."""
+    def route(self, target: Target) -> Awaitable[Reply]:
+        """A native route gets the Responses request itself; a translated one its chat request,
+        or is skipped when the request has what chat completions cannot take."""
         provider = target.provider
         if NATIVE_FORMAT in provider.native_formats:
             payload = self._native_payload(target)
@@ -165,12 +164,27 @@ class ResponseCall:
                 raw = self.raw if payload is self.request.payload else None
                 return provider.responses_create(payload, target, self.request.stream, raw)
             return provider.native(payload, target, self.request.stream)
-        if self.blocked is not None:
-            blocked = self.blocked
-            raise Unsupported(blocked.message, code=blocked.code, param=blocked.param)
+        chat = self._chat_call()
         if self.hosted is not None:
             self.hosted.check(self.request.dropped)
-        return None
+        return provider.chat(chat, target)
+
+    def _chat_call(self) -> TextCall:
+        """The canonical chat request, translated once; `Unsupported` (the route is skipped)
+        when only a native route can take the request."""
+        if self.chat is None and self.blocked is None:
+            req = self.request
+            try:
+                canonical = req.canonical(self.history)
+            except Untranslatable as exc:
+                self.blocked = exc
+            else:
+                self.chat = TextCall("chat", b"", canonical, req.model, req.stream, req.stream)
+        if self.chat is None:
+            assert self.blocked is not None  # one of the two, once translated
+            blocked = self.blocked
+            raise Unsupported(blocked.message, code=blocked.code, param=blocked.param)
+        return self.chat
 
     def _native_payload(self, target: Target) -> Json:
         """The client's request, unless it continues a conversation that upstream does not hold

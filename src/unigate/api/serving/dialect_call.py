@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import orjson
-
 from unigate.api.serving.hosted_tools import HostedTools
 from unigate.errors import InvalidRequest
 from unigate.providers.base import Reply, Target, TextCall, Unsupported
@@ -79,9 +77,9 @@ class DialectCall:
         if self.hosted is not None:
             self.hosted.check(translation)
         if self._call is None:
+            # Serialised by the adapter that sends it as JSON (one with the upstream's model).
             canonical = translation.canonical
-            body = orjson.dumps(canonical)
-            self._call = TextCall("chat", body, canonical, self.model, self.stream, self.stream)
+            self._call = TextCall("chat", b"", canonical, self.model, self.stream, self.stream)
         return provider.chat(self._call, target)
 
     async def finish(self, reply: Reply, target: Target) -> Reply:

@@ -235,8 +235,9 @@ class OpenAIProvider(Provider):
 def _upstream_body(
     call: TextCall, upstream_model: str, inject_usage: bool, unsearched: bool = False
 ) -> bytes:
-    """The client's bytes when nothing must change; otherwise one re-serialisation."""
-    if upstream_model == call.model and not inject_usage and not unsearched:
+    """The client's bytes when nothing must change; otherwise (or for a request the gateway
+    made) one serialisation."""
+    if call.body and upstream_model == call.model and not inject_usage and not unsearched:
         return call.body
     payload = dict(call.payload)
     payload["model"] = upstream_model
