@@ -70,7 +70,7 @@ def normalize_input(value: Any) -> list[Json]:
     if not isinstance(value, list):
         raise wrong_type("input", "a string or an array of input items")
     ids = _Ids(len(value))
-    return [_normalized(item, f"input[{i}]", ids) for i, item in enumerate(value)]
+    return [_normalized(item, i, ids) for i, item in enumerate(value)]
 
 
 def _message(role: str, content: list[Json], ids: Callable[[str], str], given_id: Any = None) -> Json:
@@ -83,9 +83,11 @@ def _message(role: str, content: list[Json], ids: Callable[[str], str], given_id
     }
 
 
-def _normalized(item: Any, where: str, ids: _Ids) -> Json:
+def _normalized(item: Any, i: int, ids: _Ids) -> Json:
+    """Item `i` of `input`, typed, with an id. Its place is spelled out in a refusal only: an
+    agent's conversation has hundreds of items."""
     if not isinstance(item, dict):
-        raise wrong_type(where, "an object")
+        raise wrong_type(f"input[{i}]", "an object")
     kind = item.get("type")
     if kind is None and "role" not in item and "id" in item:
         kind = "item_reference"  # the one item whose `type` is optional besides a message
@@ -93,50 +95,50 @@ def _normalized(item: Any, where: str, ids: _Ids) -> Json:
         role = item.get("role")
         if not isinstance(role, str) or role not in _ROLES:
             raise InvalidRequest(
-                f"Invalid value for '{where}.role': expected user, assistant, system or developer.",
-                param=f"{where}.role",
+                f"Invalid value for 'input[{i}].role': expected user, assistant, system or developer.",
+                param=f"input[{i}].role",
                 code="invalid_value",
             )
-        content = _content(item.get("content"), role, f"{where}.content")
+        content = _content(item.get("content"), role, i)
         return _message(role, content, ids, item.get("id"))
     if not isinstance(kind, str):
-        raise wrong_type(f"{where}.type", "a string")
-    if kind in _CALLS:
-        for name in ("call_id", "name", _CALLS[kind]):
+        raise wrong_type(f"input[{i}].type", "a string")
+    written = _CALLS.get(kind)
+    if written is not None:
+        for name in ("call_id", "name", written):
             if not isinstance(item.get(name), str):
-                raise wrong_type(f"{where}.{name}", "a string")
-        optional_string(item.get("namespace"), f"{where}.namespace")
+                raise wrong_type(f"input[{i}].{name}", "a string")
+        namespace = item.get("namespace")
+        if namespace is not None and not isinstance(namespace, str):
+            raise wrong_type(f"input[{i}].namespace", "a string")
         return {"id": ids("fc_" if kind == "function_call" else "ctc_"), "status": "completed", **item}
-    if kind in _OUTPUTS:
+    prefix = _OUTPUTS.get(kind)
+    if prefix is not None:
         if not isinstance(item.get("call_id"), str):
-            raise wrong_type(f"{where}.call_id", "a string")
+            raise wrong_type(f"input[{i}].call_id", "a string")
         output = item.get("output")
         if not isinstance(output, str | list):
-            raise wrong_type(f"{where}.output", "a string or an array of content parts")
-        return {"id": ids(_OUTPUTS[kind]), "status": "completed", **item}
+            raise wrong_type(f"input[{i}].output", "a string or an array of content parts")
+        return {"id": ids(prefix), "status": "completed", **item}
     if kind == "item_reference":
         if not isinstance(item.get("id"), str) or not item["id"]:
-            raise wrong_type(f"{where}.id", "a string")
+            raise wrong_type(f"input[{i}].id", "a string")
         return {"type": kind, "id": item["id"]}
     return dict(item)  # reasoning, hosted tools' items: kept as sent
 
 
-def _content(value: Any, role: str, where: str) -> list[Json]:
-    """Message content as typed parts (a plain string becomes one text part)."""
-    text_type = "output_text" if role == "assistant" else "input_text"
+def _content(value: Any, role: str, i: int) -> list[Json]:
+    """Message content (of item `i`) as typed parts (a plain string becomes one text part)."""
     if isinstance(value, str):
-        part: Json = {"type": text_type, "text": value}
         if role == "assistant":
-            part["annotations"] = []
-        return [part]
+            return [{"type": "output_text", "text": value, "annotations": []}]
+        return [{"type": "input_text", "text": value}]
     if not isinstance(value, list):
-        raise wrong_type(where, "a string or an array of content parts")
-    parts: list[Json] = []
+        raise wrong_type(f"input[{i}].content", "a string or an array of content parts")
     for j, part in enumerate(value):
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            raise wrong_type(f"{where}[{j}]", "a content part object with a `type`")
-        parts.append(part)
-    return parts
+            raise wrong_type(f"input[{i}].content[{j}]", "a content part object with a `type`")
+    return list(value)
 
 
 def for_upstream(items: list[Json]) -> list[Json]:
