@@ -68,6 +68,11 @@ RESPONSES_REPLY = (
     b'"content":[{"type":"output_text","text":"Hello!","annotations":[]}]}],'
     b'"usage":{"input_tokens":9,"output_tokens":9,"total_tokens":18}}'
 )
+MESSAGE_REPLY = (
+    b'{"id":"msg_bench","type":"message","role":"assistant","model":"claude-bench",'
+    b'"content":[{"type":"text","text":"Hello!"}],"stop_reason":"end_turn","stop_sequence":null,'
+    b'"usage":{"input_tokens":9,"output_tokens":9}}'
+)
 RESPONSES_BODY = orjson.dumps({"model": "bench-chat", "input": "hello", "store": False})
 STORED_BODY = orjson.dumps({"model": "bench-chat", "input": "hello"})
 STREAM_CHUNKS = 50
@@ -359,6 +364,11 @@ async def _agent(
         f"{took['limited']:.1f} us/request with the limited key, {took['free']:.1f} without limits "
         f"(limits {took['limited'] - took['free']:+.1f})"
     )
+    scope = _scope("POST", "/v1/messages", limited)
+    relayed = bodies(count, model="bench-anthropic")
+    await _time(app, scope, min(count, 100), relayed)  # warm-up
+    took["relayed"] = await _time(app, scope, count, relayed)
+    print(f"POST /v1/messages, the same calls relayed to Anthropic's API: {took['relayed']:.1f} us/request")
     scope = _scope("POST", "/v1/responses", limited)
     for route, model in (
         ("translated to chat", "bench-chat"),
@@ -396,6 +406,39 @@ async def _streams(
     answer[0] = STREAM_EVENTS
 
 
+def _canned_upstreams(app: Any) -> list[list[bytes]]:
+    """Every configured upstream's call replaced by a canned answer: the chat one, the
+    Responses API one and Anthropic's (whose bodies are still made as for the wire). Returns
+    what the chat upstream streams, in a list `--stream` swaps a long answer into."""
+    from unigate.providers.base import Reply
+    from unigate.usage.recorder import Usage
+
+    answer = [STREAM_EVENTS]
+    providers: Any = app.gateway.providers
+
+    async def events() -> Any:
+        for event in answer[0]:  # one upstream read per event: the relay's worst case
+            yield event
+
+    async def canned(call: Any, target: Any) -> Reply:
+        if call.stream:
+            return Reply(content_type=b"text/event-stream", stream=events(), usage=Usage(9, 48))
+        return Reply(body=REPLY, usage=Usage(9, 9))
+
+    async def canned_response(body: bytes, timeouts: Any, stream: bool) -> Reply:
+        return Reply(body=RESPONSES_REPLY, usage=Usage(9, 9), wire="responses")
+
+    async def canned_message(
+        path: str, body: bytes, target: Any, stream: bool, wire: str, *rest: Any
+    ) -> Reply:
+        return Reply(body=MESSAGE_REPLY, usage=Usage(9, 9), wire=wire)
+
+    providers["up"].chat = canned
+    providers["up-responses"].responses.create = canned_response
+    providers["up-anthropic"].relay_same_format = canned_message
+    return answer
+
+
 async def main(
     count: int,
     responses: bool = False,
@@ -417,10 +460,18 @@ async def main(
                 "api_key": "sk",
                 "responses": "native",
             },
+            # Anthropic's own API: Claude Code's calls are relayed to it.
+            {
+                "name": "up-anthropic",
+                "protocol": "anthropic",
+                "base_url": "http://127.0.0.1:9",
+                "api_key": "sk",
+            },
         ],
         "models": [
             {"name": "bench-chat", "routes": [{"provider": "up"}]},
             {"name": "bench-responses", "routes": [{"provider": "up-responses", "model": "gpt-bench"}]},
+            {"name": "bench-anthropic", "routes": [{"provider": "up-anthropic", "model": "claude-bench"}]},
         ],
     }
     (tmp / "config.yaml").write_text(yaml.safe_dump(config))
@@ -441,8 +492,6 @@ async def main(
     # Logging as `unigate serve` sets it up, so the per-request access line is in the figure
     # (run with 2>/dev/null to keep it off the terminal).
     configure_logging(os.environ.get("UNIGATE_LOG_LEVEL", "info"))
-    from unigate.providers.base import Reply
-    from unigate.usage.recorder import Usage
 
     app = create_app()
     startup: asyncio.Queue[Message] = asyncio.Queue()
@@ -457,26 +506,7 @@ async def main(
 
     lifespan = asyncio.ensure_future(app({"type": "lifespan"}, startup.get, lifespan_send))
     await done
-    provider = app.gateway.providers["up"]
-
-    answer = [STREAM_EVENTS]  # what the canned upstream streams (`--stream` swaps in a long one)
-
-    async def events() -> Any:
-        for event in answer[0]:  # one upstream read per event: the relay's worst case
-            yield event
-
-    async def canned(call: Any, target: Any) -> Reply:
-        if call.stream:
-            return Reply(content_type=b"text/event-stream", stream=events(), usage=Usage(9, 48))
-        return Reply(body=REPLY, usage=Usage(9, 9))
-
-    provider.chat = canned  # type: ignore[method-assign]
-
-    async def canned_response(body: bytes, timeouts: Any, stream: bool) -> Reply:
-        return Reply(body=RESPONSES_REPLY, usage=Usage(9, 9), wire="responses")
-
-    relay: Any = app.gateway.providers["up-responses"]
-    relay.responses.create = canned_response
+    answer = _canned_upstreams(app)
     admin_scope = _scope("POST", "/admin/keys", [(b"authorization", f"Bearer {admin}".encode())])
     limits: dict[str, Any] = {"rpm": 1_000_000}
     if all_limits:

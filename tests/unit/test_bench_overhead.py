@@ -28,6 +28,7 @@ def test_overhead_benchmark_prices_every_layer() -> None:
         assert re.search(rf"^  {layer} +-?[\d.]+ us$", run.stdout, re.M), (layer, run.stdout)
     agent = r"a coding agent's calls \(\d+ KB .*: [\d.]+ us/request with the limited key"
     assert re.search(agent, run.stdout), run.stdout
+    assert re.search(r"POST /v1/messages, the same calls relayed to Anthropic's API: [\d.]+ us", run.stdout)
     for route in ("translated to chat", "relayed to a Responses API"):
         codex = rf"POST /v1/responses, the same calls as Codex sends them, {route}: [\d.]+ us/request"
         assert re.search(codex, run.stdout), run.stdout
