@@ -60,6 +60,9 @@ def test_long_held_bytes_are_cut_the_same(monkeypatch: pytest.MonkeyPatch, long:
     monkeypatch.setattr(sse, "_LONG", long)
     test_every_split_point_yields_whole_events()
     test_byte_at_a_time_and_crlf()
+    test_every_line_form_decodes_the_same_however_cut()
+    test_relay_runs_and_decoded_events_agree()
+    test_a_line_larger_than_its_reads()
 
 
 def test_an_event_larger_than_its_reads() -> None:
@@ -71,6 +74,21 @@ def test_an_event_larger_than_its_reads() -> None:
     assert b"".join(runs) == stream + b"\n\n"
     events = [e for r in runs for e in split_events(r)]
     assert events[0] == image and len(events) == 5 and events[-1] == b"data: last\n\n"
+
+
+def test_a_line_larger_than_its_reads() -> None:
+    """The decoder reads the same image event in 1 KB reads (and a byte at a time around it):
+    its data whole, once, then the small events, and the unterminated last one at the end."""
+    image = b"event: image\r\ndata: " + b"QUJD" * 250_000 + b"\r\n\r\n"
+    stream = image + STREAM + b"data: last"
+    parser = SSEParser()
+    events = [e for i in range(0, len(stream), 1024) for e in parser.feed(stream[i : i + 1024])]
+    events += parser.flush()
+    assert events[0] == ("image", b"QUJD" * 250_000)
+    assert len(events) == 5 and events[-1] == (None, b"last")
+    small = SSEParser()
+    tail = STREAM + b"data: last"
+    assert [e for i in range(len(tail)) for e in small.feed(tail[i : i + 1])] + small.flush() == events[1:]
 
 
 def test_usage_chunk_taken_and_stripped() -> None:

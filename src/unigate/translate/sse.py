@@ -121,7 +121,7 @@ class EventRuns:
         return rest + b"\n\n" if rest.strip() else b""
 
 
-_LONG = 65536  # bytes held from which `EventRuns` holds pieces
+_LONG = 65536  # bytes held from which `EventRuns` and `SSEParser` hold pieces
 
 
 def split_events(run: bytes) -> list[bytes]:
@@ -157,15 +157,28 @@ def data_lines(run: bytes) -> int:
 
 class SSEParser:
     """Feed raw bytes, get back complete `(event name or None, data)` pairs. Events without
-    any `data:` line are dropped."""
+    any `data:` line are dropped.
+
+    A line longer than a read is held after each read, as one `bytes` joined to the next
+    while short, and past `_LONG` bytes (a `data:` line carrying an image) as pieces, only
+    each new read searched for its end, as `EventRuns` holds an event."""
 
     def __init__(self) -> None:
-        self._buf = b""
+        self._buf = b""  # a partial line, while short
+        self._pieces: list[bytes] = []  # or, once long, the pieces it came in
         self._name: str | None = None
         self._data: list[bytes] = []
 
     def feed(self, data: bytes) -> list[SSEEvent]:
-        buf = self._buf + data if self._buf else data
+        if self._pieces:
+            if b"\n" not in data:
+                self._pieces.append(data)
+                return []
+            self._pieces.append(data)
+            buf = b"".join(self._pieces)
+            self._pieces = []
+        else:
+            buf = self._buf + data if self._buf else data
         events: list[SSEEvent] = []
         start = 0
         # The line rules written out in the loop (one event is two lines, each a call otherwise:
@@ -188,13 +201,19 @@ class SSEParser:
                 self._data.append(line[6:] if line.startswith(b"data: ") else line[5:])
             else:
                 self._field(line)
-        self._buf = buf[start:]
+        rest = buf[start:]
+        if len(rest) > _LONG:
+            self._pieces.append(rest)
+            self._buf = b""
+        else:
+            self._buf = rest
         return events
 
     def flush(self) -> list[SSEEvent]:
         """End of input: an unterminated last line or event still counts (some upstreams
         close the connection right after the final `data:` line)."""
-        line, self._buf = self._buf.rstrip(b"\r"), b""
+        held = b"".join(self._pieces) if self._pieces else self._buf
+        line, self._buf, self._pieces = held.rstrip(b"\r"), b"", []
         # The last line, ended, and the blank line that dispatches its event.
         return self.feed(line + b"\n\n" if line else b"\n")
 
