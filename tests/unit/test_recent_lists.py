@@ -66,6 +66,22 @@ def test_a_growing_conversation_is_counted_from_its_new_messages() -> None:
     assert lists.held[0] == 2  # one conversation, one tool list
 
 
+def test_only_the_new_items_of_each_call_are_kept() -> None:
+    """The kept list goes on with the items it already held (equal to the new body's) and the
+    new ones: a call's body is not kept whole, only what it added."""
+    lists = RecentLists()
+    first = _body(10)
+    _count(lists, first)
+    second = _body(12)
+    _count(lists, second)
+    (kept,) = lists._kept.values()
+    assert kept.items == second["messages"]
+    assert all(a is b for a, b in zip(kept.items[:10], first["messages"], strict=True))
+    assert all(a is b for a, b in zip(kept.items[10:], second["messages"][10:], strict=True))
+    second["messages"].append(_message(99))  # the body's own list is not the kept one
+    assert len(kept.items) == 12
+
+
 def test_an_edited_conversation_is_counted_from_the_edit() -> None:
     lists = RecentLists()
     _count(lists, _body(12))

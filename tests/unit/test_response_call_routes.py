@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from unigate.api.openai.responses_call import NATIVE_FORMAT, ResponseCall
+from unigate.errors import InvalidRequest
 from unigate.providers.base import Reply, Target, TextCall, Timeouts, Unsupported
 from unigate.providers.openai.compatible import _upstream_body
 from unigate.responses.store import ResponseStore, StoredResponse
@@ -148,3 +149,19 @@ def test_a_gateway_made_request_is_serialised_by_the_adapter() -> None:
     assert orjson.loads(_upstream_body(made, "up", False)) == {"model": "up", "messages": []}
     client = TextCall("chat", b'{"model": "m",  "messages": []}', {"model": "m", "messages": []}, "m")
     assert _upstream_body(client, "m", False) is client.body
+
+
+def test_an_unstored_requests_items_are_typed_only_for_a_chat_route() -> None:
+    """A native route takes the client's input as it is (its upstream judges it); a chat route
+    needs it typed, and refuses a malformed item as a stored request is refused at once."""
+    given = [{"role": "user", "content": "hi"}, {"type": "function_call", "name": "f", "arguments": "{}"}]
+    call = _call({"model": "m", "input": given, "store": False})
+    native = _Native()
+    asyncio.run(cast(Any, _route(call, native)))
+    assert native.payloads[0]["input"] == given and call.request.items is None
+    with pytest.raises(InvalidRequest) as translated:
+        _route(call, _Chat())
+    assert translated.value.param == "input[1].call_id"
+    with pytest.raises(InvalidRequest) as stored:
+        parse_request({"model": "m", "input": given})
+    assert stored.value.param == "input[1].call_id"

@@ -84,8 +84,12 @@ class RecentLists:
         if kept is not None:
             self._drop(kept)
         if size <= self._max_bytes:
-            # A copy: the body's own list may still be appended to by whoever reads it next.
-            self._add(_Kept(field, list(items), sums, sizes))
+            # The kept items it begins with (equal to this body's), then its new ones: the rest
+            # of this body dies with its request instead of being kept, and the cycle
+            # collector's young generations are not filled with it at every call. A new list:
+            # the body's own may still be appended to by whoever reads it next.
+            start = kept.items[:same] if kept is not None else []
+            self._add(_Kept(field, start + items[same:], sums, sizes))
         return total
 
     def _longest_start(self, field: str, items: list[Any]) -> tuple[_Kept | None, int]:

@@ -49,7 +49,7 @@ class ResponsesRequest:
 
     payload: Json  # as the client sent it (relayed to a native route)
     model: str
-    input_items: list[Json]  # normalized, with ids: stored and listed
+    input: Any  # `input` as sent (None: absent); typed with ids in `input_items`
     instructions: str | None
     stream: bool
     store: bool
@@ -61,6 +61,16 @@ class ResponsesRequest:
     sources: bool = False  # `include` asks for a web search call's sources
     blocked: Untranslatable | None = None  # why a translated route cannot serve it
     dropped: Dropped = field(default_factory=Dropped)  # left out on translated routes
+    items: list[Json] | None = None  # `input_items`, once made
+
+    @property
+    def input_items(self) -> list[Json]:
+        """`input` as typed items with ids (`normalize_input`): what is stored and listed, and
+        what a translated route is sent. Made on first use: a coding agent's unstored call
+        relayed to a native route (hundreds of items) never needs them."""
+        if self.items is None:
+            self.items = normalize_input(self.input) if self.input is not None else []
+        return self.items
 
     def canonical(self, history: list[Json]) -> Json:
         """The chat request for this input after a stored conversation (oldest item first).
@@ -82,7 +92,6 @@ class ResponsesRequest:
 def parse_request(payload: Json) -> ResponsesRequest:
     checked = RESPONSE.check(payload)  # the declared fields' types and bounds (shapes/responses.py)
     previous = checked.previous_response_id or None
-    items = normalize_input(payload["input"]) if checked.input is not None else []
     chat: Json = {}
     stream = bool(checked.stream)
     if stream:
@@ -95,13 +104,18 @@ def parse_request(payload: Json) -> ResponsesRequest:
     for value in included:
         if value not in _INCLUDED:
             dropped.drop(f"include.{value}")
+    given = payload["input"] if checked.input is not None else None
+    stored = checked.store is not False
     request = ResponsesRequest(
         payload=payload,
         model=checked.model,
-        input_items=items,
+        input=given,
+        # A stored request's items are made now: a malformed one is refused before the call,
+        # not when its answer is stored.
+        items=normalize_input(given) if stored and given is not None else None,
         instructions=checked.instructions or None,
         stream=stream,
-        store=checked.store is not False,
+        store=stored,
         background=bool(checked.background),
         previous_response_id=previous,
         metadata=dict(checked.metadata or {}),
