@@ -939,3 +939,22 @@ def test_a_function_declaration_needs_a_name(declaration: Any) -> None:
     with pytest.raises(InvalidRequest) as caught:
         gemini_to_openai_request(body, "m")
     assert caught.value.param in ("tools[0].functionDeclarations[0].name", "tools[0].functionDeclarations[0]")
+
+
+@pytest.mark.parametrize(
+    ("contents", "param"),
+    [
+        ([{"role": "user", "parts": [{"text": "hi"}]}, "not an object"], "contents[1]"),
+        ([{"role": 7, "parts": [{"text": "hi"}]}], "contents[0].role"),
+        ([{"role": "user", "parts": {"text": "hi"}}], "contents[0].parts"),
+        (
+            [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [{"text": "a"}, 3]}],
+            "contents[1].parts[1]",
+        ),
+    ],
+)
+def test_a_malformed_content_names_its_place(contents: list[Any], param: str) -> None:
+    """A place is spelled out only for a refusal (`checks.place`), and spelled right."""
+    with pytest.raises(InvalidRequest) as refused:
+        gemini_to_openai_request({"contents": contents}, "m")
+    assert refused.value.param == param

@@ -285,3 +285,42 @@ def test_cut_off_stream_fails_with_an_error_the_sdk_raises_on() -> None:
     failed, error = _events(event + translator.error_event("gone"))
     assert failed["type"] == "response.failed" and error["type"] == "error"
     assert error["error"]["message"] == "gone" and error["sequence_number"] == failed["sequence_number"] + 1
+
+
+@pytest.mark.parametrize(
+    ("items", "param"),
+    [
+        ([{"role": "user", "content": [{"type": "input_text", "text": 3}]}], "input[0].content[0].text"),
+        (
+            [
+                {"role": "user", "content": "a"},
+                {"role": "assistant", "content": [{"type": "output_text", "text": 1}]},
+            ],
+            "input[1].content[0].text",
+        ),
+        (
+            [{"role": "user", "content": "a"}, {"role": "assistant", "content": [{"type": "input_image"}]}],
+            "input[1].content[0].type",
+        ),
+        (
+            [{"role": "user", "content": [{"type": "input_text", "text": "a"}, {"type": "input_image"}]}],
+            "input[0].content[1]",
+        ),
+        (
+            [
+                {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+                {
+                    "type": "function_call_output",
+                    "call_id": "c",
+                    "output": [{"type": "input_text", "text": "a"}, 7],
+                },
+            ],
+            "input[1].output[1]",
+        ),
+    ],
+)
+def test_a_part_without_a_chat_form_names_its_place(items: list[Any], param: str) -> None:
+    """Places are spelled out only for a refusal (`checks.place`), and spelled right."""
+    with pytest.raises(InvalidRequest) as refused:
+        parse_request({"model": "m", "input": items, "store": False}).canonical([])
+    assert refused.value.param == param

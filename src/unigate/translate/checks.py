@@ -1,7 +1,11 @@
 """Type checks for the fields the inbound translators read (Anthropic Messages and Gemini
 bodies), raising a 400 that names the field. The translators read every one of these fields
 to build the canonical request, so a wrong type is refused here instead of being dropped or
-coerced on the way (a real upstream of the client's own format refuses it too)."""
+coerced on the way (a real upstream of the client's own format refuses it too).
+
+A field's place is given as `where`, or as a template and its positions (`"contents[{}].role",
+i`), filled in only for a refusal: a coding agent's conversation has thousands of fields to
+check, and spelling each place out cost more than checking it."""
 
 from __future__ import annotations
 
@@ -24,8 +28,14 @@ def is_base64(text: str) -> bool:
     return len(raw) - len(body) <= 2 and not body.translate(None, _BASE64_CHARS)
 
 
-def base64_text(value: Any, where: str) -> str:
+def place(where: str, at: tuple[object, ...]) -> str:
+    """`where`, its template filled with the positions `at` when given."""
+    return where.format(*at) if at else where
+
+
+def base64_text(value: Any, where: str, *at: object) -> str:
     if not isinstance(value, str) or not is_base64(value):
+        where = place(where, at)
         raise InvalidRequest(f"`{where}` must be base64-encoded data.", param=where)
     return value
 
@@ -35,27 +45,27 @@ def wrong_type(where: str, expected: str) -> InvalidRequest:
     return InvalidRequest(message, param=where, code="invalid_type")
 
 
-def optional_object(value: Any, where: str) -> dict[str, Any]:
+def optional_object(value: Any, where: str, *at: object) -> dict[str, Any]:
     """An optional JSON object: {} when absent."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise wrong_type(where, "an object")
+        raise wrong_type(place(where, at), "an object")
     return value
 
 
-def optional_array(value: Any, where: str) -> list[Any]:
+def optional_array(value: Any, where: str, *at: object) -> list[Any]:
     """An optional JSON array: [] when absent."""
     if value is None:
         return []
     if not isinstance(value, list):
-        raise wrong_type(where, "an array")
+        raise wrong_type(place(where, at), "an array")
     return value
 
 
-def optional_string(value: Any, where: str) -> str | None:
+def optional_string(value: Any, where: str, *at: object) -> str | None:
     if value is not None and not isinstance(value, str):
-        raise wrong_type(where, "a string")
+        raise wrong_type(place(where, at), "a string")
     return value
 
 

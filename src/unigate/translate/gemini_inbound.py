@@ -17,6 +17,7 @@ from unigate.translate.checks import (
     optional_number,
     optional_object,
     optional_string,
+    place,
     string_list,
     wrong_type,
 )
@@ -71,7 +72,7 @@ def gemini_to_openai_request(payload: Json, model: str, dropped: Dropped | None 
         messages.append({"role": "system", "content": system})
     ids = _CallIds()
     for i, content in enumerate(contents):
-        messages.extend(_messages(_object(content, f"contents[{i}]"), i, ids))
+        messages.extend(_messages(_object(content, "contents[{}]", i), i, ids))
     body: Json = {"model": model, "messages": messages}
     tools = _openai_tools(field(payload, "tools"), body, dropped)
     if tools:
@@ -85,9 +86,9 @@ def gemini_to_openai_request(payload: Json, model: str, dropped: Dropped | None 
     return body
 
 
-def _object(value: Any, where: str) -> Json:
+def _object(value: Any, where: str, *at: object) -> Json:
     if not isinstance(value, dict):
-        raise wrong_type(where, "an object")
+        raise wrong_type(place(where, at), "an object")
     return value
 
 
@@ -107,9 +108,9 @@ def _system_text(instruction: Any) -> str:
 
 
 def _messages(content: Json, i: int, ids: _CallIds) -> list[Json]:
-    role = optional_string(content.get("role"), f"contents[{i}].role") or "user"
-    listed = optional_array(content.get("parts"), f"contents[{i}].parts")
-    parts = [_object(part, f"contents[{i}].parts[{j}]") for j, part in enumerate(listed)]
+    role = optional_string(content.get("role"), "contents[{}].role", i) or "user"
+    listed = optional_array(content.get("parts"), "contents[{}].parts", i)
+    parts = [_object(part, "contents[{}].parts[{}]", i, j) for j, part in enumerate(listed)]
     if role == "model":
         return [_assistant_message(parts, i, ids)]
     if role not in ("user", "function", "tool"):

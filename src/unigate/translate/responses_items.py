@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from unigate.errors import InvalidRequest
-from unigate.translate.checks import optional_string, wrong_type
+from unigate.translate.checks import optional_string, place, wrong_type
 from unigate.translate.responses_tools import ToolNames, custom_arguments
 from unigate.translate.translation import Dropped
 
@@ -161,10 +161,9 @@ def chat_messages(history: list[Json], items: list[Json], dropped: Dropped, name
             if kind != "reasoning":
                 dropped.drop(f"history.{kind}")
             continue
-        _append(messages, item, f"previous_response_id[{i}]", names, shown)
+        _append(messages, item, "previous_response_id[{}]", i, names, shown)
     known = {item["id"]: item for item in history if isinstance(item.get("id"), str)}
     for i, item in enumerate(items):
-        where = f"input[{i}]"
         if item.get("type") == "item_reference":
             found = known.get(item["id"])
             if found is None:  # an item of a conversation the gateway does not hold
@@ -173,12 +172,12 @@ def chat_messages(history: list[Json], items: list[Json], dropped: Dropped, name
             item = found
         kind = item.get("type", "message")
         if kind in _CHAT_KINDS:
-            _append(messages, item, where, names, shown)
+            _append(messages, item, "input[{}]", i, names, shown)
         elif kind in ("reasoning", "web_search_call"):
             # Another model's reasoning, a search already reflected in the answer after it.
             dropped.drop(f"input.{kind}")
         else:  # a hosted tool's call or output: no chat form, nothing here can run it
-            dropped.tool(str(kind), where, f"input.{kind}")
+            dropped.tool(str(kind), f"input[{i}]", f"input.{kind}")
     _show(messages, shown)
     return messages
 
@@ -191,12 +190,15 @@ def _show(messages: list[Json], shown: list[Json]) -> None:
         shown.clear()
 
 
-def _append(messages: list[Json], item: Json, where: str, names: ToolNames, shown: list[Json]) -> None:
+def _append(
+    messages: list[Json], item: Json, where: str, i: int, names: ToolNames, shown: list[Json]
+) -> None:
+    """Item `i` (its place: the template `where`) onto the chat messages."""
     kind = item.get("type", "message")
     if kind not in _OUTPUTS:
         _show(messages, shown)  # the results of one turn's calls stay together
     if kind == "message":
-        _append_message(messages, item, where)
+        _append_message(messages, item, where, i)
     elif kind in _CALLS:
         custom = kind == "custom_tool_call"
         upstream = names.upstream(item["name"], item.get("namespace"), custom)
@@ -210,11 +212,11 @@ def _append(messages: list[Json], item: Json, where: str, names: ToolNames, show
         else:
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
     else:  # an output
-        content = _tool_output(item["output"], f"{where}.output", shown)
+        content = _tool_output(item["output"], where + ".output", i, shown)
         messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": content})
 
 
-def _append_message(messages: list[Json], item: Json, where: str) -> None:
+def _append_message(messages: list[Json], item: Json, where: str, i: int) -> None:
     role = item["role"]
     parts = item["content"]
     if role == "assistant":
@@ -223,16 +225,17 @@ def _append_message(messages: list[Json], item: Json, where: str) -> None:
             if part.get("type") in ("output_text", "input_text", "refusal"):
                 text = part.get("text", part.get("refusal"))
                 if not isinstance(text, str):
-                    raise wrong_type(f"{where}.content[{j}].text", "a string")
+                    raise wrong_type(place(where + ".content[{}].text", (i, j)), "a string")
                 texts.append(text)
             else:
                 raise Untranslatable(
                     f"Assistant content of type '{part.get('type')}' has no chat form.",
-                    param=f"{where}.content[{j}].type",
+                    param=place(where + ".content[{}].type", (i, j)),
                 )
         messages.append({"role": "assistant", "content": "".join(texts)})
         return
-    chat_parts = [_chat_part(part, f"{where}.content[{j}]", role) for j, part in enumerate(parts)]
+    inner = where + ".content[{}]"
+    chat_parts = [_chat_part(part, role, inner, i, j) for j, part in enumerate(parts)]
     if all(p["type"] == "text" for p in chat_parts):
         # Plain text is sent as a string: every translator (and upstream) takes that form.
         messages.append({"role": role, "content": "\n".join(p["text"] for p in chat_parts)})
@@ -240,13 +243,16 @@ def _append_message(messages: list[Json], item: Json, where: str) -> None:
         messages.append({"role": role, "content": chat_parts})
 
 
-def _chat_part(part: Json, where: str, role: str) -> Json:
+def _chat_part(part: Json, role: str, template: str, *at: object) -> Json:
+    """A content part as a chat one; its place is the template filled with `at` (spelled out
+    only past the text parts an agent sends hundreds of)."""
     kind = part.get("type")
     if kind in ("input_text", "output_text", "text"):
         text = part.get("text")
         if not isinstance(text, str):
-            raise wrong_type(f"{where}.text", "a string")
+            raise wrong_type(place(template + ".text", at), "a string")
         return {"type": "text", "text": text}
+    where = place(template, at)
     if role != "user":
         raise InvalidRequest(f"Only text parts are allowed in {role} messages.", param=where)
     if kind == "input_image":
@@ -276,15 +282,17 @@ def _chat_part(part: Json, where: str, role: str) -> Json:
     raise Untranslatable(f"Content parts of type '{kind}' have no chat form.", param=f"{where}.type")
 
 
-def _tool_output(output: str | list[Any], where: str, shown: list[Json]) -> str:
-    """The text of a tool's output; its images and files go to `shown`."""
+def _tool_output(output: str | list[Any], where: str, i: int, shown: list[Json]) -> str:
+    """The text of a tool's output (item `i`'s, at the template `where`); its images and files
+    go to `shown`."""
     if isinstance(output, str):
         return output
     texts: list[str] = []
+    inner = where + "[{}]"
     for j, part in enumerate(output):
         if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            raise wrong_type(f"{where}[{j}]", "a content part object with a `type`")
-        chat = _chat_part(part, f"{where}[{j}]", "user")
+            raise wrong_type(place(inner, (i, j)), "a content part object with a `type`")
+        chat = _chat_part(part, "user", inner, i, j)
         if chat["type"] == "text":
             texts.append(chat["text"])
         else:
