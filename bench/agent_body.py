@@ -4,6 +4,7 @@ each call (the agent's tool call and its result) until the session ends.
 
     bodies(calls, per_session=25)   # the calls of consecutive sessions, as JSON bytes
     responses_bodies(calls)         # the same conversations as Codex sends them (Responses API)
+    gemini_bodies(calls)            # and as Gemini CLI sends them (generateContent)
 
 Deterministic: the same session and message number give the same text, so a session's calls
 resend equal messages, as an agent does. Sizes follow Claude Code's: a ~3 KB system prompt,
@@ -133,6 +134,45 @@ def responses_bodies(calls: int, per_session: int = 25, model: str = "bench-chat
             "tools": tools,
             "store": False,
             "max_output_tokens": 8192,
+        }
+        out.append(orjson.dumps(body))
+    return out
+
+
+def gemini_bodies(calls: int, per_session: int = 25) -> list[bytes]:
+    """The calls of `bodies` as a generateContent client (Gemini CLI) sends them: the system
+    instruction, function declarations, and the conversation as contents (a `functionCall`
+    part per tool use, a `functionResponse` part per result; the model id is in the path)."""
+    out = []
+    for raw in bodies(calls, per_session):
+        call = orjson.loads(raw)
+        contents = []
+        for message in call["messages"]:
+            content = message["content"]
+            blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            parts: list[dict[str, Any]] = []
+            for block in blocks:
+                if block["type"] == "text":
+                    parts.append({"text": block["text"]})
+                elif block["type"] == "tool_use":
+                    parts.append(
+                        {"functionCall": {"id": block["id"], "name": block["name"], "args": block["input"]}}
+                    )
+                else:
+                    output = {"output": block["content"][0]["text"]}
+                    parts.append(
+                        {"functionResponse": {"id": block["tool_use_id"], "name": "Read", "response": output}}
+                    )
+            contents.append({"role": "model" if message["role"] == "assistant" else "user", "parts": parts})
+        declarations = [
+            {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}
+            for t in call["tools"]
+        ]
+        body = {
+            "systemInstruction": {"parts": [{"text": call["system"][0]["text"]}]},
+            "contents": contents,
+            "tools": [{"functionDeclarations": declarations}],
+            "generationConfig": {"maxOutputTokens": 8192},
         }
         out.append(orjson.dumps(body))
     return out

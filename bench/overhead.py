@@ -349,8 +349,9 @@ async def _agent(
     sent to `/v1/messages` and translated to the canned chat reply), with the limited key and
     with one without limits: what the limits cost a call of that size. Then the same
     conversations as Codex sends them to `/v1/responses`, translated to the chat reply and
-    relayed to an upstream with its own Responses API, with the limited key."""
-    from agent_body import bodies, responses_bodies
+    relayed to an upstream with its own Responses API, and as Gemini CLI sends them to
+    `:generateContent`, translated, with the limited key."""
+    from agent_body import bodies, gemini_bodies, responses_bodies
 
     calls = bodies(count)
     kb = sum(map(len, calls)) / len(calls) / 1024
@@ -380,6 +381,14 @@ async def _agent(
         print(
             f"POST /v1/responses, the same calls as Codex sends them, {route}: {took[route]:.1f} us/request"
         )
+    gemini = gemini_bodies(count)
+    scope = _scope("POST", "/v1beta/models/bench-chat:generateContent", limited)
+    await _time(app, scope, min(count, 100), gemini)  # warm-up
+    took["gemini"] = await _time(app, scope, count, gemini)
+    print(
+        "POST :generateContent, the same calls as Gemini CLI sends them, translated to chat: "
+        f"{took['gemini']:.1f} us/request"
+    )
 
 
 async def _streams(

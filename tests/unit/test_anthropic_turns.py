@@ -14,8 +14,8 @@ import pytest
 from unigate.errors import InvalidRequest
 from unigate.recent_values import RecentValues
 from unigate.translate.anthropic import TURNS_BYTES, Turns, openai_to_anthropic_request, translate_messages
-from unigate.translate.anthropic_inbound import MIN_TURNS
 from unigate.translate.gemini_request import openai_to_gemini_request
+from unigate.translate.known_turns import MIN_TURNS
 
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 PROTOCOLS = ("openai", "anthropic", "gemini", "sandbox")

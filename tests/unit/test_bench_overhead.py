@@ -1,8 +1,8 @@
 """The in-process benchmark still runs against the current code: it swaps layers for stubs by
 their signatures, and a change to one (a third argument of `authenticate`) broke it silently.
-Its `--agent` mode (a coding agent's growing conversation, as Claude Code and Codex send it)
-and `--stream` (short and long answers on each streaming path) too. A few hundred calls: this
-checks that it runs and prices every layer, not the figures."""
+Its `--agent` mode (a coding agent's growing conversation, as Claude Code, Codex and Gemini
+CLI send it) and `--stream` (short and long answers on each streaming path) too. A few
+hundred calls: this checks that it runs and prices every layer, not the figures."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ def test_overhead_benchmark_prices_every_layer() -> None:
     agent = r"a coding agent's calls \(\d+ KB .*: [\d.]+ us/request with the limited key"
     assert re.search(agent, run.stdout), run.stdout
     assert re.search(r"POST /v1/messages, the same calls relayed to Anthropic's API: [\d.]+ us", run.stdout)
+    assert re.search(
+        r"POST :generateContent, the same calls as Gemini CLI sends them, .*: [\d.]+ us", run.stdout
+    )
     for route in ("translated to chat", "relayed to a Responses API"):
         codex = rf"POST /v1/responses, the same calls as Codex sends them, {route}: [\d.]+ us/request"
         assert re.search(codex, run.stdout), run.stdout

@@ -198,3 +198,25 @@ def test_lists_of_several_fields_are_kept_and_dropped_apart() -> None:
     again = [*orjson.loads(orjson.dumps(body["input"])), _message(10)]
     _, texts = _count(lists, {"input": again})
     assert texts == [_text(10)]  # the last conversation's `input`, found under its own field
+
+
+def test_a_long_list_one_level_down_is_kept_too() -> None:
+    """Gemini's function declarations sit in `tools[0]`: they are counted once, then found
+    again, and a field of the same name at another depth is kept apart."""
+
+    def body() -> dict[str, Any]:
+        declarations = [{"name": f"tool{i}", "description": _text(200 + i)} for i in range(MIN_ITEMS)]
+        parsed = {
+            "contents": [{"parts": [{"text": "hi"}]}],
+            "tools": [{"functionDeclarations": declarations}],
+        }
+        return orjson.loads(orjson.dumps(parsed))  # type: ignore[no-any-return]
+
+    lists = RecentLists()
+    _, first = _count(lists, body())
+    assert len(first) == MIN_ITEMS
+    _, again = _count(lists, body())
+    assert again == []  # the declarations were not walked again
+    top = {"functionDeclarations": body()["tools"][0]["functionDeclarations"]}
+    _, apart = _count(lists, top)
+    assert len(apart) == MIN_ITEMS and lists.held[0] == 2

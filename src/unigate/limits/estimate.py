@@ -124,12 +124,13 @@ class TextTokens:
 
 
 class ListTokens(Protocol):
-    """Counts a long list of a body's top level as `prompt_tokens` would (at depth 1), faster
-    (recent_lists.py): `prompt_tokens` hands it the lists of `min_items` items or more."""
+    """Counts a long list in a body (a field's value, at nesting `depth`) as `prompt_tokens`
+    would, faster (recent_lists.py): `prompt_tokens` hands it the lists of `min_items` items or
+    more."""
 
     min_items: int
 
-    def __call__(self, field: str, items: list[Any], long: Callable[[str], int]) -> int: ...
+    def __call__(self, field: str, items: list[Any], long: Callable[[str], int], depth: int = 1) -> int: ...
 
 
 def prompt_tokens(
@@ -138,8 +139,9 @@ def prompt_tokens(
     """Tokens of every text value in a request body (a parsed JSON object), `payload` being at
     nesting `depth` (containers past `_MAX_DEPTH` count nothing): texts of `LONG_TEXT`
     characters or more counted by `long` (a `TextTokens` remembers them), shorter ones
-    directly; the long lists of its top level by `lists` when given. Recursive with strings
-    counted in place: this runs on every limited call."""
+    directly; the long lists in its fields by `lists` when given (a conversation, a tool list,
+    Gemini's function declarations one level down). Recursive with strings counted in place:
+    this runs on every limited call."""
     total = 0
     deeper = depth + 1 < _MAX_DEPTH
     if isinstance(payload, dict):
@@ -153,16 +155,16 @@ def prompt_tokens(
                 total += count_tokens(item) if len(item) < LONG_TEXT else long(item)
             elif deeper and isinstance(item, _CONTAINERS):
                 if lists is not None and type(item) is list and len(item) >= lists.min_items:
-                    total += lists(key, item, long)
+                    total += lists(key, item, long, depth + 1)
                 else:
-                    total += prompt_tokens(item, long, depth + 1)
+                    total += prompt_tokens(item, long, depth + 1, lists)
         return total
     if isinstance(payload, list):
         for item in payload:
             if isinstance(item, str):
                 total += count_tokens(item) if len(item) < LONG_TEXT else long(item)
             elif deeper and isinstance(item, _CONTAINERS):
-                total += prompt_tokens(item, long, depth + 1)
+                total += prompt_tokens(item, long, depth + 1, lists)
         return total
     if isinstance(payload, str):
         return count_tokens(payload) if len(payload) < LONG_TEXT else long(payload)

@@ -57,19 +57,23 @@ class RecentLists:
         self._next = 0
         self._held = 0  # JSON bytes of the kept lists
 
-    def __call__(self, field: str, items: list[Any], long: Callable[[str], int]) -> int:
-        """`prompt_tokens` of `items`, the list in a body's top-level `field`."""
+    def __call__(self, field: str, items: list[Any], long: Callable[[str], int], depth: int = 1) -> int:
+        """`prompt_tokens` of `items`, the list in a body's `field` at nesting `depth` (1: the
+        body's top level). Lists of one field at other depths are kept apart: their items'
+        counts depend on the depth (nothing past the walk's limit counts)."""
+        if depth != 1:
+            field = f"{field}@{depth}"
         try:
             kept, same = self._longest_start(field, items)
         except RecursionError:  # nested past the interpreter's limit: walked, not kept
-            return prompt_tokens(items, long, 1)
+            return prompt_tokens(items, long, depth)
         if kept is not None and same == len(items) == len(kept.items):
             self._touch(kept)  # the same list again (a tool list)
             return kept.sums[-1]
         sums = kept.sums[:same] if kept is not None else []
         total = sums[-1] if sums else 0
         for item in items[same:]:
-            total += prompt_tokens(item, long, 2)  # as its list's walk counts one of its items
+            total += prompt_tokens(item, long, depth + 1)  # as its list's walk counts one of its items
             sums.append(total)
         if total < MIN_TOKENS:
             return total  # walked in no time: not worth keeping

@@ -7,15 +7,11 @@ incremental SSE translators in `anthropic_stream`.
 
 from __future__ import annotations
 
-from unigate.translate.anthropic_inbound import (
-    TURNS_BYTES,
-    Turns,
-    anthropic_to_openai_request,
-    translate_messages,
-)
+from unigate.translate.anthropic_inbound import Turns, anthropic_to_openai_request, translate_messages
 from unigate.translate.anthropic_request import DEFAULT_MAX_TOKENS, openai_to_anthropic_request
 from unigate.translate.anthropic_response import anthropic_to_openai_response, openai_to_anthropic_response
 from unigate.translate.anthropic_stream import AnthropicToOpenAIStream, OpenAIToAnthropicStream
+from unigate.translate.known_turns import TURNS_BYTES
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",

@@ -32,17 +32,13 @@ from unigate.translate.checks import (
     string_list,
     wrong_type,
 )
+from unigate.translate.known_turns import MIN_TURNS
 from unigate.translate.translation import Translation
 
 Json = dict[str, Any]
-# The translations of turns seen lately, by the calling key and each turn's JSON: a coding agent
-# resends its whole conversation with each call, two turns longer. A hit's chat messages are
-# shared with the requests that made them: canonical requests are read, never changed, after
-# translation. Conversations shorter than `MIN_TURNS` are translated at once (cheaper than
-# serialising them to look them up).
+# Turns translated lately (known_turns.py), by the calling key and each turn's JSON: its chat
+# messages and what it dropped.
 Turns = RecentValues[tuple[str, bytes], tuple[list[Json], tuple[str, ...]]]
-MIN_TURNS = 8
-TURNS_BYTES = 2_000_000  # JSON bytes of the turns kept, per process (their translations ~2x)
 
 _TOOL_CHOICE = {"auto": "auto", "none": "none", "any": "required"}
 # Read into the canonical request (or checked) below.

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from unigate.errors import InvalidRequest
+from unigate.recent_values import RecentValues
 from unigate.translate import web_search
 from unigate.translate.checks import (
     base64_text,
@@ -24,6 +25,7 @@ from unigate.translate.checks import (
 from unigate.translate.gemini_fields import Json, as_list, as_object, field
 from unigate.translate.gemini_request import _AUDIO_FORMAT, _SAMPLING_TO_OPENAI, guess_mime
 from unigate.translate.gemini_search import is_search_tool
+from unigate.translate.known_turns import MIN_TURNS
 from unigate.translate.translation import Dropped
 
 _INTEGER_SAMPLING = frozenset({"candidateCount", "seed", "maxOutputTokens", "logprobs"})
@@ -36,6 +38,13 @@ _GOOGLE_TOOLS = _CANONICAL_TOOLS | {
 }  # fmt: skip
 
 
+# What `_CallIds` holds between two turns: calls issued, and the open calls' ids by name.
+_IdsState = tuple[int, tuple[tuple[str, tuple[str, ...]], ...]]
+# Contents translated lately (known_turns.py), by the calling key, the call ids open before
+# the content and its JSON: its chat messages, and the call ids open after it.
+Contents = RecentValues[tuple[str, _IdsState, bytes], tuple[list[Json], _IdsState]]
+
+
 class _CallIds:
     """Ids for Gemini function calls: the call's own `id` when the model gave one, else `call_<n>`
     in order; a functionResponse without an id answers the oldest open call of its name."""
@@ -43,6 +52,16 @@ class _CallIds:
     def __init__(self) -> None:
         self._count = 0
         self._open: dict[str, list[str]] = {}
+
+    def state(self) -> _IdsState:
+        open_ids = self._open
+        if not any(open_ids.values()):  # between turns, every call answered: the usual case
+            return self._count, ()
+        return self._count, tuple((name, tuple(ids)) for name, ids in open_ids.items() if ids)
+
+    def restore(self, state: _IdsState) -> None:
+        self._count = state[0]
+        self._open = {name: list(ids) for name, ids in state[1]}
 
     def issue(self, name: str, given: Any) -> str:
         call_id = given if isinstance(given, str) and given else f"call_{self._count}"
@@ -59,10 +78,14 @@ class _CallIds:
         return open_ids.pop(0) if open_ids else None
 
 
-def gemini_to_openai_request(payload: Json, model: str, dropped: Dropped | None = None) -> Json:
+def gemini_to_openai_request(
+    payload: Json, model: str, dropped: Dropped | None = None, known: Contents | None = None, scope: str = ""
+) -> Json:
     """The OpenAI chat completions body for a generateContent request addressed to `model`.
     Google Search becomes `web_search_options`; Google's other tools have no equivalent and
-    are left out, named in `dropped`."""
+    are left out, named in `dropped`. With `known`, the contents of a long conversation are
+    looked up there (under `scope`, the calling key's id) and only those not seen lately with
+    the same call ids open are translated."""
     contents = field(payload, "contents")
     if not isinstance(contents, list) or not contents:
         raise InvalidRequest("`contents` must be a non-empty array.", param="contents")
@@ -71,8 +94,11 @@ def gemini_to_openai_request(payload: Json, model: str, dropped: Dropped | None 
     if system:
         messages.append({"role": "system", "content": system})
     ids = _CallIds()
-    for i, content in enumerate(contents):
-        messages.extend(_messages(_object(content, "contents[{}]", i), i, ids))
+    if known is None or len(contents) < MIN_TURNS:
+        for i, content in enumerate(contents):
+            messages.extend(_messages(_object(content, "contents[{}]", i), i, ids))
+    else:
+        _known_messages(contents, ids, known, scope, messages)
     body: Json = {"model": model, "messages": messages}
     tools = _openai_tools(field(payload, "tools"), body, dropped)
     if tools:
@@ -84,6 +110,27 @@ def gemini_to_openai_request(payload: Json, model: str, dropped: Dropped | None 
         body["tool_choice"] = choice
     body.update(_sampling(optional_object(field(payload, "generationConfig"), "generationConfig")))
     return body
+
+
+def _known_messages(contents: list[Any], ids: _CallIds, known: Contents, scope: str, out: list[Json]) -> None:
+    """Every content's chat messages onto `out`, as `_messages` makes them: from `known` when the
+    same JSON came lately with the same call ids open (the ids it issues and answers depend on
+    them), else translated and kept there with the ids it leaves open."""
+    get, dumps = known.get, orjson.dumps
+    for i, content in enumerate(contents):
+        before = ids.state()
+        try:
+            key = (scope, before, dumps(content))
+        except orjson.JSONEncodeError:  # nested past orjson's depth: translated (and refused)
+            out.extend(_messages(_object(content, "contents[{}]", i), i, ids))
+            continue
+        found = get(key)
+        if found is None:
+            found = (_messages(_object(content, "contents[{}]", i), i, ids), ids.state())
+            known.put(key, found, key[2])
+        else:
+            ids.restore(found[1])
+        out.extend(found[0])
 
 
 def _object(value: Any, where: str, *at: object) -> Json:

@@ -24,6 +24,8 @@ from unigate.gateway import Gateway
 from unigate.providers.same_format import ClientRequest, relayed_query
 from unigate.providers.translated import StreamTranslator
 from unigate.translate.gemini import OpenAIToGeminiStream, gemini_to_openai_request, openai_to_gemini_response
+from unigate.translate.gemini_inbound import Contents
+from unigate.translate.known_turns import TURNS_BYTES
 from unigate.translate.sse import BLANK_LINE, json_event
 from unigate.translate.translation import Translation
 from unigate.usage.recorder import Usage
@@ -47,6 +49,7 @@ class GeminiAPI:
         self.counter = TokenCounter(self.text.serving)
         self.limit = gw.config.limits.max_json_body
         self.hosted = HostedTools(gw)
+        self.contents = Contents(TURNS_BYTES)  # this process's recent translated contents
 
     async def generate(self, request: Request, principal: Principal) -> None:
         await self._serve(request, principal, stream=False)
@@ -60,10 +63,13 @@ class GeminiAPI:
         outputs = gemini_outputs(payload)
         require(principal, outputs)  # image output needs `image`, audio `audio`
 
+        key_id = principal.key_id if principal else ""
+
         def translate() -> Translation:
             result = Translation({})
             # Google's tools a translated route cannot run are named in `result`.
-            canonical = result.canonical = gemini_to_openai_request(payload, model, result)
+            canonical = gemini_to_openai_request(payload, model, result, self.contents, key_id)
+            result.canonical = canonical
             canonical["stream"] = stream
             if stream:
                 canonical["stream_options"] = {"include_usage": True}  # Gemini's last chunk has usage
@@ -75,7 +81,6 @@ class GeminiAPI:
         # Image output: only upstreams that produce images natively can answer it; the
         # canonical chat form cannot.
         also = frozenset({"gemini-image"}) if "image" in outputs else frozenset()
-        key_id = principal.key_id if principal else ""
         client = ClientRequest(raw, query)
         call = DialectCall(FORMAT, payload, model, stream, client, translate, also, self.hosted, key_id)
         show = presenter(FORMAT, model, openai_to_gemini_response, _stream_translator)
