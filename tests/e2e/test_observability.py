@@ -361,8 +361,12 @@ def test_json_log_lines_and_request_ids(gw: GatewayProcess) -> None:
 
     def access() -> dict[str, Any] | None:
         for line in gw.log().splitlines():
+            # Parsed, not matched as text: the refused call's id (rid + "-e") contains rid,
+            # and the buffered access lines of two workers come in either order.
             if rid in line and '"unigate.access"' in line:
-                return dict(json.loads(line))
+                parsed = dict(json.loads(line))
+                if parsed.get("request_id") == rid:
+                    return parsed
         return None
 
     _wait(lambda: access() is not None, 10, "the access line")
