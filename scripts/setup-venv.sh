@@ -36,6 +36,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "error: $lock does not satisfy pyproject.toml; run scripts/lock.sh to refresh it" >&2
         exit 1
     fi
+    # `unigate serve` runs its server under `python -OO`, whose bytecode files pip does not
+    # write: written here once, instead of each start compiling the libraries again (or, with
+    # PYTHONDONTWRITEBYTECODE set, every start) and leaving the compiler's garbage in memory.
+    .venv/bin/python -OO -m compileall -q -j0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null || true
     echo "$want" > "$stamp"
     say "installed in $((SECONDS - started)) s"
 fi

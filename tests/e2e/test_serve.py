@@ -100,7 +100,7 @@ def test_workers_are_forked_from_the_supervisor_with_the_app_loaded(tmp_path: Pa
     """The supervisor imports the app once and forks its workers (cli/supervisor.py), so the
     modules' pages are shared between them: a worker runs the supervisor's own command line,
     not multiprocessing's spawn entry point, and still serves. glibc's malloc arenas are capped
-    at two (`MALLOC_ARENA_MAX`)."""
+    at two (`MALLOC_ARENA_MAX`), and the interpreter runs with -OO (no docstrings in memory)."""
     with GatewayProcess(tmp_path, workers=2) as gw:
         assert gw.proc is not None
         supervisor = gw.proc.pid
@@ -109,7 +109,7 @@ def test_workers_are_forked_from_the_supervisor_with_the_app_loaded(tmp_path: Pa
             for pid in (task / "children").read_text().split()
         ]  # fmt: skip
         command = Path(f"/proc/{supervisor}/cmdline").read_bytes()
-        assert b"unigate.cli.launch" in command
+        assert command.split(b"\0")[1:4] == [b"-OO", b"-m", b"unigate.cli.launch"]
         assert len(workers) == 2
         assert [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in workers] == [command, command]
         for pid in workers:  # two malloc arenas unless the operator said otherwise
@@ -119,6 +119,24 @@ def test_workers_are_forked_from_the_supervisor_with_the_app_loaded(tmp_path: Pa
         semaphore = Path("/dev/shm") / ("sem." + semaphore_name(tmp_path / "data" / "limits.bin")[1:])
         assert semaphore.exists()
     assert not semaphore.exists()
+
+
+def test_without_docstrings_the_api_description_is_whole(tmp_path: Path) -> None:
+    """Under -OO the request shapes' docstrings, their schemas' descriptions, are read from
+    their source: the served /openapi.json is the one the declarations give with them. An
+    operator's PYTHONOPTIMIZE decides instead of -OO."""
+    from unigate.openapi.builder import declared_components
+
+    with GatewayProcess(tmp_path, workers=2) as gw:
+        served = http("GET", gw.base_url + "/openapi.json").json()["components"]["schemas"]
+    declared = declared_components()
+    assert declared["ChatCompletionRequest"]["description"].startswith("OpenAI's chat completion request")
+    assert {name: served[name] for name in declared} == declared
+    (tmp_path / "kept").mkdir()
+    with GatewayProcess(tmp_path / "kept", env={"PYTHONOPTIMIZE": "0"}) as gw:
+        assert gw.proc is not None
+        command = Path(f"/proc/{gw.proc.pid}/cmdline").read_bytes().split(b"\0")
+        assert command[1:3] == [b"-m", b"unigate.cli.launch"]
 
 
 def test_two_workers_say_the_start_up_lines_once(tmp_path: Path) -> None:

@@ -340,6 +340,8 @@ NOT_LOADED_FOR_CHAT = (
     "urllib.request",  # proxy variables are read by transport/dial.py itself
     "http.client",
     "python_multipart",  # the first form a worker is sent imports it
+    "difflib",  # the unknown-model refusal's "did you mean"
+    "mimetypes",  # a finished media task's content type
     # Provider adapters of protocols the configuration does not name (providers/registry.py),
     # and the batch protocols of providers not configured `batches: native`.
     "unigate.providers.anthropic",

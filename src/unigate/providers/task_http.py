@@ -20,7 +20,6 @@ import base64
 import io
 import logging
 import math
-import mimetypes
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -196,6 +195,8 @@ def is_url(value: Any) -> bool:
 
 def content_type_of(url: str, default: str = "") -> str:
     """A file's content type from its URL's extension (vendors' CDN links carry one)."""
+    import mimetypes  # a finished media task's, not every worker's at start
+
     guessed, _ = mimetypes.guess_type(urlsplit(url).path)
     return guessed or default
 

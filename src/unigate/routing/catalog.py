@@ -3,7 +3,6 @@ OpenAI-compatible vendor is a config row; only its protocol needs an adapter mod
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import re
 from dataclasses import dataclass, field
@@ -79,6 +78,8 @@ class Catalog:
     def unknown_model(self, model: str, principal: Principal) -> str:
         """The 404 message for a model no row matches: the nearest ids this key may use, and
         where to list them all (a refusal, so the listing's cost is paid only here)."""
+        import difflib  # a refusal's: its module costs every worker 0.1 MB otherwise
+
         names = self.listed_for(principal)
         close = difflib.get_close_matches(model, names, 3, 0.6)
         hint = f" Did you mean {' or '.join(repr(n) for n in close)}?" if close else ""

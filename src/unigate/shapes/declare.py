@@ -17,6 +17,7 @@ declaration cannot express (a file's content, a rule across fields) is checked i
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -136,6 +137,8 @@ def components(shapes: Iterable[Shape[Any]], forms: Iterable[Shape[Any]] = ()) -
     `/openapi.json` lists them under `components/schemas`. The ones in `forms` describe a
     multipart form, whose fields cannot be null (an absent field is the default)."""
     listed = {shape.kind: shape for shape in shapes}
+    if sys.flags.optimize >= 2:
+        _docstrings_back(Body)
     _, found = msgspec.json.schema_components(list(listed), schema_hook=_upload_schema, ref_template=REF)
     for schema in found.values():
         schema.pop("title", None)  # the component's name says it
@@ -151,6 +154,26 @@ def components(shapes: Iterable[Shape[Any]], forms: Iterable[Shape[Any]] = ()) -
         if shape.patch is not None:
             shape.patch(found[kind.__name__])
     return found
+
+
+def _docstrings_back(kind: type) -> None:
+    """Give `kind` and its subclasses the docstrings their source has: `unigate serve` runs its
+    workers under `python -OO`, which leaves docstrings out, and a declaration's docstring is
+    its schema's description."""
+    import ast
+    import inspect
+    import textwrap
+
+    sub: type
+    for sub in kind.__subclasses__():
+        if sub.__doc__ is None:
+            try:
+                node = ast.parse(textwrap.dedent(inspect.getsource(sub))).body[0]
+            except (OSError, TypeError, SyntaxError, IndexError):
+                node = None
+            if isinstance(node, ast.ClassDef):
+                sub.__doc__ = ast.get_docstring(node)
+        _docstrings_back(sub)
 
 
 def _not_null(prop: Schema) -> Schema:
