@@ -4,6 +4,7 @@ every Gemini translator (requests, responses, streams, search grounding, embeddi
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -14,7 +15,15 @@ _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 def field(obj: Json, name: str) -> Any:
     """`obj[name]` by its camelCase wire name, or by the snake_case spelling Google also accepts."""
     value = obj.get(name)
-    return obj.get(_SNAKE.sub("_", name).lower()) if value is None else value
+    return obj.get(_snake_case(name)) if value is None else value
+
+
+@functools.lru_cache(maxsize=256)
+def _snake_case(name: str) -> str:
+    """`functionCall` -> `function_call`. Remembered: the names are the translators' own
+    constants, and an absent field (most of a part's or a chunk's, on every read) cost a regex
+    substitution each, 0.7 µs, 14 times a found one."""
+    return _SNAKE.sub("_", name).lower()
 
 
 def as_object(value: Any) -> Json:
