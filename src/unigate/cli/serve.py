@@ -74,9 +74,9 @@ def serve(
     # glibc gives each thread that allocates (the SQLite driver's, the DNS resolver's) its own
     # malloc arena; two in all cost a worker ~1 MB less when idle. An operator's value stays.
     os.environ.setdefault("MALLOC_ARENA_MAX", "2")
-    # A server has no use for docstrings or asserts: under -OO no module keeps them, 3 MB less
-    # in each worker (docs/architecture.md, "Memory"). An operator's PYTHONOPTIMIZE decides
-    # instead (0: keep them).
+    # A server has no use for docstrings or asserts: under -OO no module keeps them, ~3.5 MB
+    # less in each worker (docs/architecture.md, "Worker processes"). An operator's
+    # PYTHONOPTIMIZE decides instead (0: keep them).
     optimize = [] if os.environ.get("PYTHONOPTIMIZE") else ["-OO"]
     command = [sys.executable, *optimize, "-m", "unigate.cli.launch", server, host, str(port), str(workers)]
     os.execv(sys.executable, command)
