@@ -47,8 +47,15 @@ class Check:
     def line(self) -> str:
         sign = ">=" if self.higher_is_better else "<="
         mark = "PASS" if self.ok else "FAIL"
-        value = f"{self.value:.2f}{self.unit}"
+        value = f"{_shown(self.value, self.limit)}{self.unit}"
         return f"  [{mark}] {self.name}: {value} (target {sign} {self.limit:g}{self.unit})"
+
+
+def _shown(value: float, limit: float) -> str:
+    """`value` to two decimals, or three when two would round it onto `limit` (a ratio of
+    1.497 shown as "1.50" beside FAIL reads as a wrong verdict)."""
+    shown = f"{value:.2f}"
+    return f"{value:.3f}" if shown == f"{limit:.2f}" and value != limit else shown
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -314,7 +321,8 @@ def print_report(summary: dict[str, Any], results: list[Check]) -> None:
             f"{meta['cpus']} cores during the run; absolute numbers are depressed and noisier."
         )
     ratios = ", ".join(f"{r:.2f}" for r in meta["ratio_per_round"])
-    print(f"throughput vs bare proxy per round: {ratios} (median {meta['ratio_median']:.2f})")
+    median = _shown(meta["ratio_median"], MIN_THROUGHPUT_RATIO)
+    print(f"throughput vs bare proxy per round: {ratios} (median {median})")
     for section in (_print_load, _print_ttfb, _print_translated, _print_rss, _print_own_cost):
         print()
         section(summary)

@@ -67,3 +67,14 @@ def test_one_missed_target_fails_the_verdict(changed: dict[str, float], failed: 
     summary = _summary(**{"gw_p50_us": 250, "own_us": 10.5, "idle_mb": 59.0, "loaded_mb": 64.0, **changed})
     assert [c["name"] for c in summary["checks"] if not c["ok"]] == [failed]
     assert summary["verdict"] == "FAIL"
+
+
+def test_a_figure_that_would_round_onto_its_target_shows_a_third_decimal() -> None:
+    from report import Check
+
+    def line(value: float) -> str:
+        return Check("throughput", value, 1.5, "x", higher_is_better=True).line()
+
+    assert line(1.4966) == "  [FAIL] throughput: 1.497x (target >= 1.5x)"
+    assert line(1.52) == "  [PASS] throughput: 1.52x (target >= 1.5x)"
+    assert line(1.5) == "  [PASS] throughput: 1.50x (target >= 1.5x)"
