@@ -20,7 +20,10 @@ gateway does: the key's counters are leased in slices (`limits/redis_lease.py`),
 call that finds a slice missing or lapsed waits a loopback round trip, which this
 one-coroutine loop times in full.
 `--layers` prices each layer (auth, checks, routing, limits, accounting, metrics, logs, reply)
-by timing the call with it and with a stub in its place, in interleaved pairs.
+by timing the call with it and with a stub in its place, in interleaved pairs. The stubs replace
+module functions and class attributes, which compiled modules call directly and do not let
+replace: `--layers` runs every module from its source (UNIGATE_COMPILED=0, src/unigate/compiled.py),
+so its figures are the pure-Python build's.
 `--agent` times a coding agent's calls (`agent_body.py`: a conversation of tool calls resent
 with two more messages each call, 27-45 KB, to `/v1/messages`) with the limited key and with
 one without limits: the limits' cost at the size agents send.
@@ -471,6 +474,10 @@ async def main(
     imported = any(name.startswith("opentelemetry") for name in sys.modules)
     print(f"tracing {'on' if app.gateway.tracing else 'off'}; opentelemetry imported: {imported}")
     print(f"limits: {type(app.gateway.limits.counters).__name__}, key {limits}")
+    import unigate
+
+    problem = unigate.COMPILED_PROBLEM
+    print("modules: compiled" if problem is None else f"modules: from source ({problem})")
     await startup.put({"type": "lifespan.shutdown"})
     await lifespan
 
@@ -533,6 +540,8 @@ if __name__ == "__main__":
     parser.add_argument("--layers", action="store_true", help="also price each layer of the call")
     parser.add_argument("--agent", action="store_true", help="also time a coding agent's calls (~40 KB)")
     args = parser.parse_args()
+    if args.layers:
+        os.environ["UNIGATE_COMPILED"] = "0"  # see `--layers` above: the stubs need the source
     import uvloop
 
     sink = _otlp_sink() if args.otel else None

@@ -2,7 +2,8 @@
 # Regenerate the hash-pinned lock files the set-up scripts install from, after changing the
 # dependencies in pyproject.toml: requirements/runtime.txt (the gateway alone),
 # requirements/sandbox.txt (with the sandbox and its media libraries: scripts/start.sh),
-# requirements/test.txt (with the test tools: scripts/test.sh), and requirements/clients.txt (the
+# requirements/test.txt (with the test tools: scripts/test.sh), requirements/compile.txt (what
+# scripts/compile.py builds with, from requirements/compile.in), and requirements/clients.txt (the
 # Python clients tests/clients drives, from requirements/clients.in: scripts/setup-clients.sh).
 # Uses pip-tools in a throwaway venv.
 set -euo pipefail
@@ -29,5 +30,10 @@ compile --extra sandbox -o requirements/sandbox.txt "$tools/core/pyproject.toml"
 sed -i "s#$tools/core/##" requirements/sandbox.txt
 echo "locking requirements/test.txt"
 compile --extra test -o requirements/test.txt pyproject.toml
+echo "locking requirements/compile.txt"
+# At the test lock's versions: the constraints are its pins without their hashes.
+grep -E '^[A-Za-z0-9._-]+==' requirements/test.txt | cut -d' ' -f1 > "$tools/test-pins.txt"
+compile --constraint "$tools/test-pins.txt" -o requirements/compile.txt requirements/compile.in
+sed -i "s#-c $tools/test-pins.txt#-c the test lock's pins#" requirements/compile.txt
 echo "locking requirements/clients.txt"
 compile -o requirements/clients.txt requirements/clients.in

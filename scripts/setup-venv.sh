@@ -21,12 +21,14 @@ fi
 lock="requirements/${extras:-runtime}.txt"
 stamp=".venv/.unigate-installed${extras:+-$extras}"
 shopt -s nullglob
-want="$(cat pyproject.toml packages/*/pyproject.toml "$lock" | sha256sum | cut -d' ' -f1)"
+want="$(cat pyproject.toml packages/*/pyproject.toml "$lock" requirements/compile.txt | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     started=$SECONDS
     say "installing unigate${extras:+[$extras]} and its dependencies into ./.venv (about a minute the first time)..."
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q --require-hashes -r "$lock"
+    # What scripts/compile.py builds with (mypy's mypyc, setuptools), at the test lock's pins.
+    .venv/bin/python -m pip install -q --require-hashes -r requirements/compile.txt
     .venv/bin/python -m pip install -q --no-deps -e .
     # The sandbox is its own distribution, found by the gateway through its entry point; its
     # media libraries (PyAV, Pillow) come with the sandbox and test locks.
@@ -42,4 +44,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     .venv/bin/python -OO -m compileall -q -j0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null || true
     echo "$want" > "$stamp"
     say "installed in $((SECONDS - started)) s"
+fi
+# The per-request path's modules compiled to C (src/unigate/compiled.py), built again whenever
+# one of their sources changed (compile.py returns at once when they are current). Without a C
+# compiler the gateway runs from source, as compile.py's one line says.
+if ! .venv/bin/python scripts/compile.py --check 2>/dev/null; then
+    say "compiling the per-request path's modules to C (about a minute)..."
+    started=$SECONDS
+    if .venv/bin/python scripts/compile.py; then
+        say "compiled in $((SECONDS - started)) s"
+    fi
 fi

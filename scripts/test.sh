@@ -18,6 +18,7 @@ need_apt=()
 { command -v tesseract >/dev/null && tesseract --list-langs 2>/dev/null | grep -x eng >/dev/null; } \
     || need_apt+=(tesseract-ocr tesseract-ocr-eng)
 command -v curl >/dev/null || need_apt+=(curl)  # the documented curl examples are run as written
+command -v gcc >/dev/null || need_apt+=(gcc)  # scripts/compile.py builds the compiled modules with it
 if [ "$fast" = 0 ]; then
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
     # The dashboard's browser test drives Debian's chromium through Playwright (no browser download).
@@ -38,6 +39,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 bash scripts/setup-venv.sh test
+# The suite tests what users run: the per-request path compiled (src/unigate/compiled.py), which
+# setup-venv.sh has just built if a source changed. A build that failed stops here, saying why.
+.venv/bin/python scripts/compile.py --check || { echo "error: the compiled modules are not current (above)" >&2; exit 1; }
 # google-genai 3.x refuses `generate_videos` on the Gemini API before sending anything; the
 # Veo test drives the gateway with 2.34.0, the last release that sends it, from its own venv.
 if [ ! -x .venv-genai2/bin/python ] || ! .venv-genai2/bin/python -c 'import google.genai' 2>/dev/null; then

@@ -73,6 +73,13 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
     ),
     EnvVar("UNIGATE_WORKERS", "1", "worker processes of `unigate serve` (same as `--workers`)"),
     EnvVar(
+        "UNIGATE_COMPILED",
+        "1",
+        "`0` runs every module from its Python source instead of the per-request path's compiled "
+        "modules (built by `scripts/compile.py`; used only while they match their source, as "
+        "`serve`'s start-up line says)",
+    ),
+    EnvVar(
         "UNIGATE_SERVER",
         "uvicorn",
         "the HTTP server `unigate serve` starts: `uvicorn` or `granian` (same as `--server`)",

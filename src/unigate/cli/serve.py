@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+import unigate
 from unigate.cli.startup import (
     StartupError,
     check_data_dir,
@@ -27,6 +28,7 @@ from unigate.cli.startup import (
     report,
     with_database,
 )
+from unigate.compiled import MODULES, OFF
 from unigate.config import ConfigError, GatewayConfig, defaults
 from unigate.config_source import ENV_VENDORS, load_config
 from unigate.data_dir.owner_only import restrict_umask
@@ -120,7 +122,20 @@ def _prepare(config: Path | None, host: str, port: int, server: str, workers: in
             print(admin_key, flush=True)
         settings = settings.with_overrides(admin_key=admin_key)
     # Last, once nothing can stop the start: a failed start is its one error line alone.
+    _announce_build()
     return settings.with_overrides(listed_models=_announce_providers(settings, loaded))
+
+
+def _announce_build() -> None:
+    """One line: whether the per-request path runs compiled (unigate/compiled.py), and if not,
+    why and what builds it."""
+    log = logging.getLogger("unigate")
+    if unigate.COMPILED_PROBLEM is None:
+        log.info("running the per-request path compiled (%d modules)", len(MODULES))
+    elif f"{OFF}=0" == unigate.COMPILED_PROBLEM:
+        log.info("running every module from source (%s)", unigate.COMPILED_PROBLEM)
+    else:
+        log.warning("running every module from source, slower: %s", unigate.COMPILED_PROBLEM)
 
 
 def _check_config(settings: Settings) -> GatewayConfig:

@@ -56,7 +56,7 @@ class LeaveWatch:
         self._sweeps = 0
         self._scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the last call
-        self._thread = 0  # and the thread it ran in
+        self._thread_id = 0  # and the thread it ran in
 
     def enter(self, receive: Receive) -> asyncio.Task[object]:
         # With the loop given, `current_task` is a dict lookup; without, it asks for the running
@@ -64,9 +64,9 @@ class LeaveWatch:
         # that thread a task stepping under it is the caller's; another loop since (tests run
         # several in turn) finds none there and is looked up the long way.
         thread = get_ident()
-        task = asyncio.current_task(self._loop) if thread == self._thread else None
+        task = asyncio.current_task(self._loop) if thread == self._thread_id else None
         if task is None:
-            self._loop, self._thread = asyncio.get_running_loop(), thread
+            self._loop, self._thread_id = asyncio.get_running_loop(), thread
             task = asyncio.current_task(self._loop)
         assert task is not None
         self._calls[task] = (receive, self._sweeps)

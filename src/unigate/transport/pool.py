@@ -103,7 +103,7 @@ class Pool:
         self._reaper: asyncio.TimerHandle | None = None
         self._deadlines = Deadlines()  # the timeouts of the responses in flight
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the last request
-        self._thread = 0  # and the thread it ran in
+        self._thread_id = 0  # and the thread it ran in
 
     async def request(
         self,
@@ -123,11 +123,11 @@ class Pool:
         `replay`: may the request be sent again when a reused connection turns out stale
         (default: only for idempotent methods)."""
         loop = self._loop
-        if loop is None or self._thread != get_ident() or not loop.is_running():
+        if loop is None or self._thread_id != get_ident() or not loop.is_running():
             # Looked up once per loop and thread: `get_running_loop` is a getpid system call on
             # CPython 3.11, and the one loop running in this thread is the one remembered.
             loop = self._loop = asyncio.get_running_loop()
-            self._thread = get_ident()
+            self._thread_id = get_ident()
         deadline = loop.time() + total
         length = len(body) if isinstance(body, bytes) else body.length
         head = self._head(method, path, length, headers)

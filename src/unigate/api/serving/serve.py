@@ -133,17 +133,13 @@ class Serving:
             try:
                 reply, target = await gw.router.run(entry, call.model, call.attempt)
             except GatewayError as err:
-                self._account(run, err.status)
-                if self.tracing is not None:
-                    self._trace(run, err.status, err.code or "error")
+                self._ended(run, err.status, err.code or "error")
                 raise
             except asyncio.CancelledError:
                 # The client left, or the call was stopped from inside the gateway (a background
                 # response's cancel): the upstream request was dropped with the cancellation.
                 left = watch.left(token)
-                self._account(run, 499)
-                if self.tracing is not None:
-                    self._trace(run, 499, "client_closed" if left else "cancelled")
+                self._ended(run, 499, "client_closed" if left else "cancelled")
                 if not left:
                     raise
                 raise ClientDisconnected from None
@@ -170,19 +166,23 @@ class Serving:
                 # shutdown): what the upstream produced until then is paid for, as when a client
                 # leaves; `send_reply` dropped the upstream call.
                 scope[OUTCOME] = 499
-                self._account(run, 499)
-                if self.tracing is not None:
-                    self._trace(run, 499, "cancelled")
+                self._ended(run, 499, "cancelled")
                 raise
             if not outcome.complete:
                 scope[OUTCOME] = outcome.status
-            self._account(run, outcome.status)
-            if self.tracing is not None:
-                broken = None if outcome.complete else _BROKEN.get(outcome.status, "stream_broken")
-                self._trace(run, outcome.status, broken)
-        finally:
+            self._ended(
+                run,
+                outcome.status,
+                None if outcome.complete else _BROKEN.get(outcome.status, "stream_broken"),
+            )
+        except BaseException:
+            # Settled here and after the block rather than in a `finally`, where compiled code
+            # must not await (unigate/compiled.py).
             if not gw.limits.settle_now(ticket, *run.spent):
                 await gw.limits.settle(ticket, *run.spent)
+            raise
+        if not gw.limits.settle_now(ticket, *run.spent):
+            await gw.limits.settle(ticket, *run.spent)
 
     async def _finish(self, run: ServingCall, finish: Finish, shown: Reply) -> Reply:
         """The call's last step before sending (`ServingCall.finish`)."""
@@ -235,6 +235,12 @@ class Serving:
     def _estimate(self, principal: Principal, entry: ModelEntry, payload: Any) -> tuple[float, float]:
         """What the call is expected to use (`Limits.estimate`)."""
         return self.gw.limits.estimate(principal, entry, payload, self.budget_output)
+
+    def _ended(self, run: ServingCall, status: int, error: str | None) -> None:
+        """The call is over: accounted, and traced when tracing is on (`error`: the span's)."""
+        self._account(run, status)
+        if self.tracing is not None:
+            self._trace(run, status, error)
 
     def _account(self, run: ServingCall, status: int) -> None:
         """Record the call in the usage accounts, and what it used in `run.spent`. A call that

@@ -1,0 +1,130 @@
+"""The per-request path's modules compiled to C by mypyc, and the guard that uses them only while
+they match their source.
+
+`MODULES` lists them, declared once: scripts/compile.py builds exactly these, the guard checks
+exactly these. Compiled, a limited chat call's own layers cost about a third less CPU
+(`bench/overhead.py`: 15.5 → 10 µs) and a served call about a tenth less: docs/benchmarks.md
+has the figures. The build puts each extension beside its source
+(`app.cpython-311-x86_64-linux-gnu.so` beside `app.py`, and the group's shared code in
+`_compiled__mypyc…so`), where Python's import system takes an extension before a source file
+of the same name. A module that cannot be compiled (mypyc has no async generators, no
+subclasses of most built-in types) stays out of the list; compiled code calls it as Python.
+One rule for the listed modules, which a test checks: no `await` in a `finally` block. Compiled,
+a coroutine that awaited there while an exception passed leaves that exception behind, and a
+later call of the same coroutine that awaits in its `finally` raises it again (a cancelled
+background response's CancelledError came back in the next request).
+
+An extension built from older source would run the old code after an edit, silently. So the
+build records every listed source's size, mtime and SHA-256 (`RECORD`), and importing `unigate`
+compares (`problem`, a `stat` per module; a hash only when a stat differs, as after a `git
+checkout`). When anything differs — a source edited, an extension or the record missing, another
+interpreter, or `UNIGATE_COMPILED=0` — every listed module is loaded from its source
+(`_SourceFinder`): all or none, because compiled modules call each other directly, so a mix would
+run two copies of a class. `unigate serve` logs which of the two it runs, and why.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
+from importlib.util import spec_from_file_location
+from pathlib import Path
+from types import ModuleType
+
+MODULES: tuple[str, ...] = (
+    "unigate.app",
+    "unigate.api.openai.text",
+    "unigate.api.serving.relay",
+    "unigate.api.serving.serve",
+    "unigate.auth.authenticate",
+    "unigate.auth.cache",
+    "unigate.auth.principal",
+    "unigate.edge.access_log",
+    "unigate.edge.asgi",
+    "unigate.edge.client_gone",
+    "unigate.edge.h1_cycle",
+    "unigate.edge.h1_protocol",
+    "unigate.limits.counters",
+    "unigate.limits.estimate",
+    "unigate.limits.key_slots",
+    "unigate.limits.service",
+    "unigate.observability.metrics",
+    "unigate.observability.request_ids",
+    "unigate.providers.headers",
+    "unigate.providers.same_format",
+    "unigate.transport.connection",
+    "unigate.transport.deadlines",
+    "unigate.transport.pool",
+    "unigate.usage.recorder",
+    "unigate.usage.request_log",
+)
+GROUP = "unigate._compiled"  # the shared library's module: `_compiled__mypyc…so` in the package
+RECORD = "_compiled.txt"  # what the extensions were built from, in the package directory
+OFF = "UNIGATE_COMPILED"  # `0` runs every module from its source
+
+
+def source_of(package_dir: Path, module: str) -> Path:
+    """The source file of `module` (a name in `MODULES`) in the package at `package_dir`."""
+    return package_dir.joinpath(*module.split(".")[1:]).with_suffix(".py")
+
+
+def record_line(package_dir: Path, module: str) -> str:
+    """`RECORD`'s line for `module` as its source stands: name, size, mtime, SHA-256."""
+    path = source_of(package_dir, module)
+    stat = path.stat()
+    return f"{module} {stat.st_size} {stat.st_mtime_ns} {_digest(path)}"
+
+
+def _digest(path: Path) -> str:
+    import hashlib  # only when a source's stat differs from the record's
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def problem(package_dir: Path, environ: Mapping[str, str]) -> str | None:
+    """Why the compiled modules in `package_dir` cannot be used (one phrase), or None when every
+    one is built and matches its source."""
+    if environ.get(OFF, "1") == "0":
+        return f"{OFF}=0"
+    suffix = EXTENSION_SUFFIXES[0]
+    try:
+        recorded = (package_dir / RECORD).read_text().splitlines()
+    except OSError:
+        return "not compiled (scripts/compile.py builds them)"
+    if len(recorded) != len(MODULES):
+        return "compiled from another module list (run scripts/compile.py)"
+    for module, line in zip(MODULES, recorded, strict=True):
+        name, size, mtime, _ = [*line.split(), "", "", "", ""][:4]
+        path = source_of(package_dir, module)
+        if name != module or not path.with_name(path.stem + suffix).exists():
+            return f"{module} is not compiled for this Python (run scripts/compile.py)"
+        stat = path.stat()
+        if (str(stat.st_size), str(stat.st_mtime_ns)) != (size, mtime) and _digest(path) != line.split()[-1]:
+            return f"{path.name} changed since it was compiled (run scripts/compile.py)"
+    if not (package_dir / (GROUP.rsplit(".", 1)[1] + "__mypyc" + suffix)).exists():
+        return "the compiled modules' shared library is missing (run scripts/compile.py)"
+    return None
+
+
+class _SourceFinder:
+    """Finds each listed module's source file, ahead of the extension beside it."""
+
+    def __init__(self, package_dir: Path) -> None:
+        self._sources = {module: source_of(package_dir, module) for module in MODULES}
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        source = self._sources.get(name)
+        return None if source is None else spec_from_file_location(name, source)
+
+
+def guard(package_dir: Path) -> str | None:
+    """Run from `unigate/__init__.py`, before any listed module is imported: when the compiled
+    modules cannot be used, load every one from its source. Returns `problem`'s answer."""
+    found = problem(package_dir, os.environ)
+    if found is not None:
+        sys.meta_path.insert(0, _SourceFinder(package_dir))
+    return found
