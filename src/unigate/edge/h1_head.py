@@ -17,6 +17,8 @@ from __future__ import annotations
 import http
 from collections.abc import Iterable
 
+from unigate.edge.h1_refusal import BadHeader
+
 NO_BODY_STATUSES = frozenset({204, 304})
 # The ASGI extension message of a whole sized response: {"type": RESPONSE, "status": int,
 # "lines": b"name: value\r\n..." (never the framing's content-length, transfer-encoding or
@@ -36,10 +38,6 @@ def _status_line(status: int) -> bytes:
 
 
 STATUS_LINES = {status: _status_line(status) for status in range(100, 600)}
-
-
-class BadHeader(RuntimeError):
-    """A response header the protocol refuses to write."""
 
 
 class Framing:

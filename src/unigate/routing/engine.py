@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from unigate.errors import UpstreamRejected
-from unigate.providers.base import Reply, RouteFailed, StreamBroken, Target, Unsupported, scrubbed
+from unigate.providers.base import Reply, RouteFailed, Target, Unsupported, scrubbed
 from unigate.providers.upstream_status import client_error
 from unigate.routing.catalog import ModelEntry, Route
 from unigate.routing.health import RouteHealth
+from unigate.routing.peek import peeked
 
 if TYPE_CHECKING:
     from unigate.observability.metrics import Metrics
@@ -79,7 +80,7 @@ class Router:
             try:
                 reply = await invoke(target)
                 if isinstance(reply, Reply) and reply.stream is not None:
-                    reply.stream = await _peeked(reply)
+                    reply.stream = await peeked(reply)
             except Unsupported as exc:
                 # A chat-only upstream among an embedding model's routes: skipped, not failed.
                 log.debug("route %s skipped: %s", target.route_key, exc.message)
@@ -130,29 +131,3 @@ def _log_failure(targets: list[Target], index: int, failure: RouteFailed) -> Non
             cause,
             "no other route" if len(targets) == 1 else f"all {len(targets)} routes failed",
         )
-
-
-async def _peeked(reply: Reply) -> AsyncIterator[bytes]:
-    """Read the first event now (so failures can still fall back) and chain the rest."""
-    assert reply.stream is not None
-    stream = reply.stream
-    try:
-        first = await anext(stream)
-    except StopAsyncIteration:
-        _close(reply)
-        raise RouteFailed("The upstream closed the stream without sending anything.") from None
-    except StreamBroken as exc:
-        _close(reply)
-        raise RouteFailed(str(exc)) from None
-
-    async def chained() -> AsyncIterator[bytes]:
-        yield first
-        async for item in stream:
-            yield item
-
-    return chained()
-
-
-def _close(reply: Reply) -> None:
-    if reply.close is not None:
-        reply.close()
