@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import os
 import shutil
@@ -22,6 +23,7 @@ import sysconfig
 import tempfile
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
+from types import ModuleType
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "unigate"
@@ -30,15 +32,6 @@ PACKAGE = SRC / "unigate"
 def _cannot(reason: str) -> None:
     print(f"unigate compile: not compiled, the gateway runs from source: {reason}", file=sys.stderr)
     raise SystemExit(1)
-
-
-def _extensions() -> list[Path]:
-    """Every extension this build writes (the modules' and the group's shared library)."""
-    from unigate.compiled import GROUP, MODULES, source_of
-
-    suffix = EXTENSION_SUFFIXES[0]
-    out = [source_of(PACKAGE, m).with_name(source_of(PACKAGE, m).stem + suffix) for m in MODULES]
-    return [*out, PACKAGE / (GROUP.rsplit(".", 1)[1] + "__mypyc" + suffix)]
 
 
 def _check_tools() -> None:
@@ -56,12 +49,11 @@ def _check_tools() -> None:
 
 
 def build() -> None:
-    from mypyc.build import mypycify
     from setuptools import setup
 
-    from unigate.compiled import GROUP, MODULES, RECORD, record_line, source_of
+    from unigate.compiled import RECORD, record
 
-    paths = [str(source_of(PACKAGE, m).relative_to(SRC)) for m in MODULES]
+    extensions = _setup_module().extensions
     # A failed or half-done build must leave no extension to be used: the old ones go first,
     # with those of modules no longer listed (the package has no other extensions).
     (PACKAGE / RECORD).unlink(missing_ok=True)
@@ -71,25 +63,24 @@ def build() -> None:
         log = io.StringIO()
         try:
             with contextlib.redirect_stdout(log):
-                modules = mypycify(
-                    [f"--cache-dir={tmp}/mypy", "--config-file=", *paths],
-                    opt_level="3",
-                    group_name=GROUP,
-                    target_dir=f"{tmp}/c",
-                    multi_file=True,  # several C files, compiled two at a time
-                )
-                # The group's headers are written under its package (c/unigate/), which mypyc
-                # leaves off the shared library's include path when the group name is dotted.
-                modules[0].include_dirs.append(f"{tmp}/c/{GROUP.rsplit('.', 1)[0].replace('.', '/')}")
                 setup(
                     name="unigate-compiled",
-                    ext_modules=modules,
-                    script_args=["-q", "build_ext", "--inplace", f"--build-temp={tmp}/o", "--parallel=2"],
+                    ext_modules=extensions(tmp),
+                    script_args=["-q", "build_ext", "--inplace", f"--build-temp={tmp}/o"],
                 )
         except (SystemExit, Exception) as exc:
             print(log.getvalue()[-4000:], file=sys.stderr)
             _cannot(f"the build failed ({exc}); the lines above say where")
-    (PACKAGE / RECORD).write_text("".join(record_line(PACKAGE, m) + "\n" for m in MODULES))
+    (PACKAGE / RECORD).write_text(record(PACKAGE))
+
+
+def _setup_module() -> ModuleType:
+    """The repository's setup.py, which describes the build (`extensions`) once."""
+    spec = importlib.util.spec_from_file_location("unigate_setup", SRC.parent / "setup.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main() -> None:
@@ -113,7 +104,9 @@ def main() -> None:
     left = problem(PACKAGE, {})
     if left is not None:
         _cannot(f"built, yet {left}")
-    print(f"unigate compile: built {len(_extensions()) - 1} modules", file=sys.stderr)
+    from unigate.compiled import MODULES
+
+    print(f"unigate compile: built {len(MODULES)} modules", file=sys.stderr)
 
 
 if __name__ == "__main__":

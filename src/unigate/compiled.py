@@ -76,11 +76,15 @@ def source_of(package_dir: Path, module: str) -> Path:
     return package_dir.joinpath(*module.split(".")[1:]).with_suffix(".py")
 
 
-def record_line(package_dir: Path, module: str) -> str:
-    """`RECORD`'s line for `module` as its source stands: name, size, mtime, SHA-256."""
-    path = source_of(package_dir, module)
-    stat = path.stat()
-    return f"{module} {stat.st_size} {stat.st_mtime_ns} {_digest(path)}"
+def record(package_dir: Path) -> str:
+    """`RECORD`'s text for the sources as they stand: per module, its name, size, mtime and
+    SHA-256 (written by the build, scripts/compile.py or setup.py, once it succeeded)."""
+    lines = []
+    for module in MODULES:
+        path = source_of(package_dir, module)
+        stat = path.stat()
+        lines.append(f"{module} {stat.st_size} {stat.st_mtime_ns} {_digest(path)}\n")
+    return "".join(lines)
 
 
 def _digest(path: Path) -> str:

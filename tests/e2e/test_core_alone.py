@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import openai
@@ -131,11 +132,15 @@ def from_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_wheels_install_and_serve_the_sandbox(from_wheels: Path, tmp_path: Path) -> None:
     under_venv = ["sh", "-c", f'shift; exec "{from_wheels}" "$@"', "sh"]
-    installed = subprocess.run(
-        [str(from_wheels), "-c", "import unigate, unigate_sandbox; print(unigate.__file__)"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    assert str(REPO) not in installed.stdout, "imported from the repository, not the wheel"
+    code = (
+        "import unigate, unigate_sandbox, unigate.app as a;"
+        "print(unigate.__file__, a.__file__, unigate.COMPILED_PROBLEM)"
+    )
+    installed = subprocess.run([str(from_wheels), "-c", code], capture_output=True, text=True, check=True)
+    package, app, problem = installed.stdout.split(maxsplit=2)
+    assert str(REPO) not in package, "imported from the repository, not the wheel"
+    # The wheel carries the per-request path compiled (scripts/build.sh, setup.py): in use.
+    assert problem.strip() == "None" and app.endswith(EXTENSION_SUFFIXES[0]), installed.stdout
     with GatewayProcess(tmp_path, prefix=under_venv) as gw:
         client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=gw.create_key(), max_retries=0)
         reply = client.chat.completions.create(

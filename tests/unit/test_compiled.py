@@ -16,7 +16,7 @@ import pytest
 
 import unigate
 from unigate.cli.serve import _announce_build
-from unigate.compiled import GROUP, MODULES, RECORD, _SourceFinder, problem, record_line, source_of
+from unigate.compiled import GROUP, MODULES, RECORD, _SourceFinder, problem, record, source_of
 
 SUFFIX = EXTENSION_SUFFIXES[0]
 
@@ -46,7 +46,7 @@ def _package(tmp_path: Path) -> Path:
         source.write_text(f"NAME = {module!r}\n")
         source.with_name(source.stem + SUFFIX).write_bytes(b"")
     (package / (GROUP.rsplit(".", 1)[1] + "__mypyc" + SUFFIX)).write_bytes(b"")
-    (package / RECORD).write_text("".join(record_line(package, m) + "\n" for m in MODULES))
+    (package / RECORD).write_text(record(package))
     return package
 
 
