@@ -1,12 +1,13 @@
 """The C extensions of the per-request path's modules (src/unigate/compiled.py lists them), built
 by mypyc: `extensions` is the one description of that build, used in place by
-scripts/compile.py and, with UNIGATE_BUILD_COMPILED=1 (scripts/build.sh sets it where it can
-build them), in the wheel, with the record of the sources they were built from. Everything else
-about the package is in pyproject.toml.
+scripts/compile.py and in a wheel built where mypyc can be imported (scripts/build.sh builds it
+so, without pip's isolated build environment, when it can), with the record of the sources they
+were built from. Everything else about the package is in pyproject.toml.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -37,8 +38,9 @@ def extensions(target_dir: str) -> list[Any]:
 
 
 def _wheel_extensions() -> list[Any]:
-    # pip runs this file for the wheel's metadata first, which needs no extensions.
-    if os.environ.get("UNIGATE_BUILD_COMPILED") != "1" or not {"bdist_wheel", "build_ext"} & set(sys.argv):
+    # pip runs this file for the wheel's metadata first, and for editable installs, which need
+    # no extensions; in its isolated build environment mypyc is absent: a pure-Python wheel.
+    if not {"bdist_wheel", "build_ext"} & set(sys.argv) or importlib.util.find_spec("mypyc") is None:
         return []
     from unigate.compiled import RECORD, record
 

@@ -28,8 +28,7 @@ find "$work" -name __pycache__ -prune -exec rm -rf {} + -o -name '*.egg-info' -p
 # Otherwise a pure-Python wheel, whose gateway says at start that it runs from source.
 if "$py" -c 'import mypyc.build, setuptools' 2>/dev/null && command -v "${CC:-gcc}" >/dev/null; then
     echo "building the gateway's wheel with its per-request path compiled (about a minute)" >&2
-    UNIGATE_BUILD_COMPILED=1 "$py" -m pip wheel -q --no-deps --no-build-isolation --disable-pip-version-check \
-        -w "$out" "$work/unigate"
+    "$py" -m pip wheel -q --no-deps --no-build-isolation --disable-pip-version-check -w "$out" "$work/unigate"
 else
     echo "building a pure-Python wheel: no mypy or C compiler here (scripts/setup-venv.sh installs mypy)" >&2
     "$py" -m pip wheel -q --no-deps --disable-pip-version-check -w "$out" "$work/unigate"
