@@ -76,6 +76,17 @@ def source_of(package_dir: Path, module: str) -> Path:
     return package_dir.joinpath(*module.split(".")[1:]).with_suffix(".py")
 
 
+def extension_of(package_dir: Path, module: str) -> Path:
+    """The compiled extension of `module` for this interpreter, beside its source."""
+    source = source_of(package_dir, module)
+    return source.with_name(source.stem + EXTENSION_SUFFIXES[0])
+
+
+def shared_library(package_dir: Path) -> Path:
+    """The group's shared library, which every listed module's extension loads."""
+    return package_dir / (GROUP.rsplit(".", 1)[1] + "__mypyc" + EXTENSION_SUFFIXES[0])
+
+
 def record(package_dir: Path) -> str:
     """`RECORD`'s text for the sources as they stand: per module, its name, size, mtime and
     SHA-256 (written by the build, scripts/compile.py or setup.py, once it succeeded)."""
@@ -98,7 +109,6 @@ def problem(package_dir: Path, environ: Mapping[str, str]) -> str | None:
     one is built and matches its source."""
     if environ.get(OFF, "1") == "0":
         return f"{OFF}=0"
-    suffix = EXTENSION_SUFFIXES[0]
     try:
         recorded = (package_dir / RECORD).read_text().splitlines()
     except OSError:
@@ -108,12 +118,12 @@ def problem(package_dir: Path, environ: Mapping[str, str]) -> str | None:
     for module, line in zip(MODULES, recorded, strict=True):
         name, size, mtime, _ = [*line.split(), "", "", "", ""][:4]
         path = source_of(package_dir, module)
-        if name != module or not path.with_name(path.stem + suffix).exists():
+        if name != module or not extension_of(package_dir, module).exists():
             return f"{module} is not compiled for this Python (run scripts/compile.py)"
         stat = path.stat()
         if (str(stat.st_size), str(stat.st_mtime_ns)) != (size, mtime) and _digest(path) != line.split()[-1]:
             return f"{path.name} changed since it was compiled (run scripts/compile.py)"
-    if not (package_dir / (GROUP.rsplit(".", 1)[1] + "__mypyc" + suffix)).exists():
+    if not shared_library(package_dir).exists():
         return "the compiled modules' shared library is missing (run scripts/compile.py)"
     return None
 

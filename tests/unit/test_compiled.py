@@ -16,7 +16,16 @@ import pytest
 
 import unigate
 from unigate.cli.serve import _announce_build
-from unigate.compiled import GROUP, MODULES, RECORD, _SourceFinder, problem, record, source_of
+from unigate.compiled import (
+    MODULES,
+    RECORD,
+    _SourceFinder,
+    extension_of,
+    problem,
+    record,
+    shared_library,
+    source_of,
+)
 
 SUFFIX = EXTENSION_SUFFIXES[0]
 
@@ -44,8 +53,8 @@ def _package(tmp_path: Path) -> Path:
         source = source_of(package, module)
         source.parent.mkdir(parents=True, exist_ok=True)
         source.write_text(f"NAME = {module!r}\n")
-        source.with_name(source.stem + SUFFIX).write_bytes(b"")
-    (package / (GROUP.rsplit(".", 1)[1] + "__mypyc" + SUFFIX)).write_bytes(b"")
+        extension_of(package, module).write_bytes(b"")
+    shared_library(package).write_bytes(b"")
     (package / RECORD).write_text(record(package))
     return package
 
@@ -72,14 +81,13 @@ def test_a_touched_but_unchanged_source_is_still_current(tmp_path: Path) -> None
 
 def test_a_missing_extension_record_or_library_is_not_current(tmp_path: Path) -> None:
     package = _package(tmp_path)
-    source = source_of(package, "unigate.edge.asgi")
-    source.with_name(source.stem + SUFFIX).unlink()
+    extension_of(package, "unigate.edge.asgi").unlink()
     assert problem(package, {}) == (
         "unigate.edge.asgi is not compiled for this Python (run scripts/compile.py)"
     )
 
     package = _package(tmp_path / "2")
-    (package / (GROUP.rsplit(".", 1)[1] + "__mypyc" + SUFFIX)).unlink()
+    shared_library(package).unlink()
     assert problem(package, {}) == "the compiled modules' shared library is missing (run scripts/compile.py)"
 
     package = _package(tmp_path / "3")
