@@ -11,6 +11,7 @@ import gc
 import logging
 import time
 from collections.abc import Awaitable
+from typing import Final
 
 import orjson
 
@@ -62,7 +63,7 @@ from unigate.reload import ConfigReloader
 from unigate.settings import Settings
 from unigate.store.db import failure_reason, is_outage
 
-log = logging.getLogger("unigate")
+log: Final = logging.getLogger("unigate")
 
 
 class GatewayApp:

@@ -53,9 +53,12 @@ MODULES: tuple[str, ...] = (
     "unigate.limits.estimate",
     "unigate.limits.key_slots",
     "unigate.limits.service",
+    "unigate.limits.table_lock",
     "unigate.observability.metrics",
     "unigate.observability.request_ids",
     "unigate.providers.headers",
+    "unigate.providers.http",
+    "unigate.providers.openai.reply_usage",
     "unigate.providers.same_format",
     "unigate.routing.catalog",
     "unigate.routing.engine",
@@ -63,8 +66,10 @@ MODULES: tuple[str, ...] = (
     "unigate.transport.connection",
     "unigate.transport.deadlines",
     "unigate.transport.pool",
+    "unigate.transport.response",
     "unigate.usage.recorder",
     "unigate.usage.request_log",
+    "unigate.write_batch",
 )
 GROUP = "unigate._compiled"  # the shared library's module: `_compiled__mypyc…so` in the package
 RECORD = "_compiled.txt"  # what the extensions were built from, in the package directory

@@ -32,12 +32,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sized
-from typing import Any
+from typing import Any, Final
 
-MAX_HELD = 256 * 1024  # bytes held per turn before a write is made at once
-_ATTRIBUTE = "_unigate_writes"  # where a loop keeps its batch
+MAX_HELD: Final = 256 * 1024  # bytes held per turn before a write is made at once
+_ATTRIBUTE: Final = "_unigate_writes"  # where a loop keeps its batch
 
-log = logging.getLogger("unigate")
+log: Final = logging.getLogger("unigate")
 
 
 class WriteBatch:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from unigate.providers.http import sse_events
+from unigate.providers.body_stream import sse_events
 from unigate.providers.openai.compatible import _take_usage
 from unigate.translate import sse
 from unigate.translate.sse import SSEParser, event, event_data, event_fields, json_event, split_events

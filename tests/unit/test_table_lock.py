@@ -3,6 +3,7 @@ that died in it, waited for while its holder lives, and flock where there are no
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import signal
@@ -12,6 +13,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -125,10 +127,16 @@ def test_a_live_holder_is_waited_for_even_when_stopped(path: Path, quick: None) 
 def test_without_named_semaphores_the_table_uses_flock_in_every_process(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def none() -> object:
-        raise ImportError("no _multiprocessing")
+    real = importlib.import_module
 
-    monkeypatch.setattr(table_lock, "_semaphores", none)
+    def without_semaphores(name: str, package: str | None = None) -> ModuleType:
+        if name == "_multiprocessing":
+            raise ImportError("no _multiprocessing")
+        return real(name, package)
+
+    # The platform's module, refused where the lock module imports it (a patch of the lock
+    # module's own function would not reach its compiled callers).
+    monkeypatch.setattr(importlib, "import_module", without_semaphores)
     table = SharedTable(path)
     assert isinstance(table._lock, FileLock)
     assert table.ints[3] == table_lock.FLOCK

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Final
 
 from unigate.auth.keys import hash_key
 from unigate.auth.principal import Principal
 from unigate.single_flight import SingleFlight
 from unigate.store.keys import KeyStore
 
-log = logging.getLogger("unigate.auth")
+log: Final = logging.getLogger("unigate.auth")
 
-_NEGATIVE_TTL = 2.0
-_MAX_NEGATIVE = 10_000
-_MAX_HASHES = 10_000
+_NEGATIVE_TTL: Final = 2.0
+_MAX_NEGATIVE: Final = 10_000
+_MAX_HASHES: Final = 10_000
 
 
 class KeyCache:

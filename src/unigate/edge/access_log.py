@@ -19,26 +19,26 @@ one per-request mapping every handler can reach without changing its signature).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote
 
 from unigate.edge.asgi import Request
 from unigate.observability.logs import InfoLines
 
-ACCESS_LOGGER = "unigate.access"
+ACCESS_LOGGER: Final = "unigate.access"
 
 # Per-request scope keys the handlers fill (namespaced so no ASGI server's key collides).
-MODEL = "unigate.model"
-ROUTE = "unigate.route"
-OUTCOME = "unigate.outcome"
-ERROR = "unigate.error"  # the error a request was answered with, for the request log
+MODEL: Final = "unigate.model"
+ROUTE: Final = "unigate.route"
+OUTCOME: Final = "unigate.outcome"
+ERROR: Final = "unigate.error"  # the error a request was answered with, for the request log
 # For the metrics' labels: the config's name of the model (bounded, unlike what clients
 # send) and the provider that answered.
-MODEL_NAME = "unigate.model_name"
-PROVIDER = "unigate.provider"
+MODEL_NAME: Final = "unigate.model_name"
+PROVIDER: Final = "unigate.provider"
 
 # Characters left as they are when a path or model has to be escaped: those of RFC 3986 paths.
-_SAFE = "/:@!$&'()*+,;=-._~"
+_SAFE: Final = "/:@!$&'()*+,;=-._~"
 
 
 def _clean(text: str) -> str:
@@ -49,8 +49,8 @@ def _clean(text: str) -> str:
     return quote(text, safe=_SAFE)
 
 
-MAX_LOGGED = 200  # characters of a path or model kept in a log line; a longer one is cut
-_KEPT = 8  # characters of an unguessable media name kept: enough to tell files apart
+MAX_LOGGED: Final = 200  # characters of a path or model kept in a log line; a longer one is cut
+_KEPT: Final = 8  # characters of an unguessable media name kept: enough to tell files apart
 
 
 def shown_path(path: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 from urllib.parse import parse_qsl
 
 import orjson
@@ -22,7 +22,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 RawHeaders = list[tuple[bytes, bytes]]
 
-JSON_CT = b"application/json"
+JSON_CT: Final = b"application/json"
 Header = tuple[bytes, bytes]
 
 
@@ -174,7 +174,7 @@ class Request:
         return raw, parsed
 
 
-_MEDIA_TYPE = re.compile(rb"[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}")
+_MEDIA_TYPE: Final = re.compile(rb"[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}")
 
 
 def not_json(content_type: bytes | None, why: str) -> str:

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import asyncio
 from threading import get_ident
+from typing import Final
 
 from unigate.edge.asgi import Receive
 
-WATCH_AFTER = 0.5  # seconds
+WATCH_AFTER: Final = 0.5  # seconds
 
 
 class _Call:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from unigate.edge.h1_head import NO_BODY_STATUSES, RESPONSE, Framing, build_head, sized_head
 
@@ -22,15 +22,15 @@ if TYPE_CHECKING:
     from unigate.edge.asgi import Message, Scope
     from unigate.edge.h1_protocol import H1Protocol
 
-HIGH_WATER = 65536  # body bytes buffered for the app before reading from the client pauses
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-LAST_CHUNK = b"0\r\n\r\n"
-INTERNAL_ERROR = [
+HIGH_WATER: Final = 65536  # body bytes buffered for the app before reading from the client pauses
+CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+LAST_CHUNK: Final = b"0\r\n\r\n"
+INTERNAL_ERROR: Final = [
     (b"content-type", b"text/plain; charset=utf-8"),
     (b"content-length", b"21"),
     (b"connection", b"close"),
 ]
-logger = logging.getLogger("uvicorn.error")  # the lines uvicorn's own protocol wrote, as before
+logger: Final = logging.getLogger("uvicorn.error")  # the lines uvicorn's own protocol wrote, as before
 
 
 async def wait_shared(future: asyncio.Future[None]) -> None:

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import http
 from collections.abc import Iterable
+from typing import Final
 
 from unigate.edge.h1_refusal import BadHeader
 
-NO_BODY_STATUSES = frozenset({204, 304})
+NO_BODY_STATUSES: Final = frozenset({204, 304})
 # The ASGI extension message of a whole sized response: {"type": RESPONSE, "status": int,
 # "lines": b"name: value\r\n..." (never the framing's content-length, transfer-encoding or
 # connection), "count": the number of those lines, "body": bytes}. Advertised in the scope's
 # "extensions" under the same name.
-RESPONSE = "unigate.response"
-EXTENSIONS: dict[str, dict[str, object]] = {RESPONSE: {}}
-_CLOSE = b"connection: close\r\n"
+RESPONSE: Final = "unigate.response"
+EXTENSIONS: Final[dict[str, dict[str, object]]] = {RESPONSE: {}}
+_CLOSE: Final = b"connection: close\r\n"
 
 
 def _status_line(status: int) -> bytes:
@@ -37,7 +38,7 @@ def _status_line(status: int) -> bytes:
     return b"HTTP/1.1 %d %s\r\n" % (status, phrase)
 
 
-STATUS_LINES = {status: _status_line(status) for status in range(100, 600)}
+STATUS_LINES: Final = {status: _status_line(status) for status in range(100, 600)}
 
 
 class Framing:

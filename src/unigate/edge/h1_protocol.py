@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import Any
+from typing import Any, Final
 from urllib.parse import unquote
 
 import httptools
@@ -34,9 +34,9 @@ from unigate.edge.h1_head import EXTENSIONS, ServerLines
 from unigate.edge.server_guard import BODY, BUSY, HEAD, IDLE, MAX_HEAD_BYTES, Guard
 from unigate.write_batch import WriteBatch
 
-logger = logging.getLogger("uvicorn.error")
-_HEAD_END = b"\r\n\r\n"
-BAD_REQUEST = b"Invalid HTTP request received."
+logger: Final = logging.getLogger("uvicorn.error")
+_HEAD_END: Final = b"\r\n\r\n"
+BAD_REQUEST: Final = b"Invalid HTTP request received."
 
 
 class Shared:

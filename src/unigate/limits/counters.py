@@ -16,9 +16,10 @@ or 0 for a lifetime budget); a counter from an older period counts as empty.
 from __future__ import annotations
 
 import math
+from typing import Final
 
-WINDOW = 60.0
-_EPS = 1e-9
+WINDOW: Final = 60.0
+_EPS: Final = 1e-9
 
 
 def rate_take(tat: float, limit: float, amount: float, now: float) -> tuple[float, float]:

@@ -20,15 +20,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import orjson
 
 from unigate.recent_values import RecentValues
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+_TOKEN: Final = re.compile(r"\w+|[^\w\s]")
 # Keys whose string values are identifiers or options, not text the model reads.
-_NOT_TEXT = frozenset(
+_NOT_TEXT: Final = frozenset(
     {"model", "role", "type", "id", "tool_call_id", "name", "response_format", "stream",
      "mime_type", "mimeType", "url", "image_url", "detail", "encoding_format", "user",
      # Anthropic's and Gemini's own bodies (counted as the client sent them): ids, media types,
@@ -36,20 +36,20 @@ _NOT_TEXT = frozenset(
      "tool_use_id", "media_type", "signature", "cache_control", "inlineData", "inline_data"}
 )  # fmt: skip
 # Anthropic blocks whose data is opaque bytes: a base64 source, redacted thinking.
-_OPAQUE = frozenset({"base64", "redacted_thinking"})
-_OUTPUT_CAPS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
-_GENERATION_CONFIGS = ("generationConfig", "generation_config")
+_OPAQUE: Final = frozenset({"base64", "redacted_thinking"})
+_OUTPUT_CAPS: Final = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+_GENERATION_CONFIGS: Final = ("generationConfig", "generation_config")
 # Every field a cap can be in: most bodies have none, which one C-level test tells.
-_CAP_FIELDS = frozenset(_OUTPUT_CAPS + _GENERATION_CONFIGS)
-_MAX_DEPTH = 64
-_CONTAINERS = (dict, list)  # a tuple: `dict | list` would build a union at every test
+_CAP_FIELDS: Final = frozenset(_OUTPUT_CAPS + _GENERATION_CONFIGS)
+_MAX_DEPTH: Final = 64
+_CONTAINERS: Final = (dict, list)  # a tuple: `dict | list` would build a union at every test
 # A chat prompt's framing: per message, per attached image, per other attachment (audio, file),
 # per tool, and the primer of the assistant's reply.
-MESSAGE_OVERHEAD = 4
-IMAGE_TOKENS = 85
-ATTACHMENT_TOKENS = 50
-TOOL_OVERHEAD = 8
-REPLY_PRIMER = 3
+MESSAGE_OVERHEAD: Final = 4
+IMAGE_TOKENS: Final = 85
+ATTACHMENT_TOKENS: Final = 50
+TOOL_OVERHEAD: Final = 8
+REPLY_PRIMER: Final = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +84,7 @@ def _classes() -> bytes:
     return bytes(marks)
 
 
-_CLASSES = _classes()
+_CLASSES: Final = _classes()
 
 
 def count_tokens(text: str) -> int:
@@ -101,7 +101,7 @@ def count_tokens(text: str) -> int:
     return len(_words(text))
 
 
-LONG_TEXT = 256  # characters from which a text's count is worth remembering (`TextTokens`)
+LONG_TEXT: Final = 256  # characters from which a text's count is worth remembering (`TextTokens`)
 
 
 class TextTokens:

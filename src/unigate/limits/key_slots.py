@@ -12,11 +12,13 @@ takes the generic path from the start.
 
 from __future__ import annotations
 
+from typing import Final
+
 from unigate.limits.counters import WINDOW
 from unigate.limits.shared_table import MemoryTable, SharedTable
 
-_FITS = WINDOW + 1e-9  # `rate_take`'s bound: a counter may run one window (and its epsilon) ahead
-_SEEDED = 1  # backend.py's flag of a budget slot whose spend has been loaded
+_FITS: Final = WINDOW + 1e-9  # `rate_take`'s bound: a counter may run one window (and its epsilon) ahead
+_SEEDED: Final = 1  # backend.py's flag of a budget slot whose spend has been loaded
 
 
 class KeySlots:

@@ -24,7 +24,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from unigate.auth.principal import Principal
 from unigate.errors import BudgetExceeded, RateLimited
@@ -68,7 +68,7 @@ class Ticket:
 
 # `admit_now`'s answer when it cannot decide without awaiting: `admit` must. Already settled,
 # so settling it by mistake changes nothing.
-PENDING = Ticket([], 0.0, 0.0, settled=True)
+PENDING: Final = Ticket([], 0.0, 0.0, settled=True)
 
 
 class _KeyPlan:
@@ -370,9 +370,13 @@ class Limits:
         )
 
 
-_NO_DEMANDS: list[Demand] = []  # a ticket of the key's slots names no demands (never appended to)
-_REQUESTS = (b"x-ratelimit-limit-requests", b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-requests")
-_TOKENS = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-ratelimit-reset-tokens")
+_NO_DEMANDS: Final[list[Demand]] = []  # a ticket of the key's slots names no demands (never appended to)
+_REQUESTS: Final = (
+    b"x-ratelimit-limit-requests",
+    b"x-ratelimit-remaining-requests",
+    b"x-ratelimit-reset-requests",
+)
+_TOKENS: Final = (b"x-ratelimit-limit-tokens", b"x-ratelimit-remaining-tokens", b"x-ratelimit-reset-tokens")
 
 
 class _RateHeaders:

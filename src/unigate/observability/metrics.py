@@ -33,11 +33,12 @@ import os
 import secrets
 from bisect import bisect_left
 from pathlib import Path
+from typing import Final
 
 from unigate.observability.values import ValueFile
 
-INF = float("inf")
-DURATION_BUCKETS = (
+INF: Final = float("inf")
+DURATION_BUCKETS: Final = (
     0.005,
     0.01,
     0.025,
@@ -55,8 +56,8 @@ DURATION_BUCKETS = (
     300.0,
     INF,
 )
-MAX_SERIES = 2000
-OTHER = "other"
+MAX_SERIES: Final = 2000
+OTHER: Final = "other"
 
 Labels = tuple[str | int, ...]
 

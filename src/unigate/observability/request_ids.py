@@ -11,11 +11,12 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from typing import Final
 
 from unigate.edge.asgi import Scope
 
-MAX_LENGTH = 128
-_USABLE = re.compile(rb"[\x21-\x7e]{1,%d}" % MAX_LENGTH)
+MAX_LENGTH: Final = 128
+_USABLE: Final = re.compile(rb"[\x21-\x7e]{1,%d}" % MAX_LENGTH)
 
 
 class RequestIds:

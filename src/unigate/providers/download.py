@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from urllib.parse import quote, urljoin, urlsplit
 
 from unigate.providers.base import RouteFailed, Timeouts
-from unigate.providers.http import UpstreamHTTP, relay_bytes
+from unigate.providers.body_stream import relay_bytes
+from unigate.providers.http import UpstreamHTTP
 from unigate.transport.pool import Origin
 from unigate.transport.response import Response
 

@@ -1,22 +1,22 @@
-"""Upstream HTTP: one connection pool per provider (transport/pool.py), SSE event runs, and the
-mapping of transport failures to the adapter contract, written once: `RouteFailed` while
-nothing has reached the client, `StreamBroken` after.
+"""Upstream HTTP: one connection pool per provider (transport/pool.py), and the mapping of
+transport failures to the adapter contract while nothing has reached the client, written once:
+`RouteFailed`. Bodies relayed as they arrive are `body_stream.py`'s (`StreamBroken` after the
+first byte): async generators, which a compiled module cannot hold.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any, NoReturn
 
 import orjson
 
 from unigate.config import ProviderConfig
 from unigate.errors import GatewayOverloaded
-from unigate.providers.base import RouteFailed, StreamBroken, Timeouts
+from unigate.providers.base import RouteFailed, Timeouts
 from unigate.providers.form_body import FormBody
 from unigate.providers.redact import Redactor, request_secrets
 from unigate.providers.upstream_status import Reader, json_body, upstream_error
-from unigate.translate.sse import EventRuns
 from unigate.transport.dial import Dialer, proxy_for, tls_context
 from unigate.transport.errors import (
     ConnectFailed,
@@ -197,40 +197,3 @@ async def raise_for_answer(
         not_json=bool(data.strip()) and json_body(data) is None,
         clients_404=clients_404,
     )
-
-
-def stream_error(exc: UpstreamError) -> StreamBroken:
-    """A transport failure after the first byte, as the relay reports it."""
-    if isinstance(exc, UpstreamTimeout):
-        return StreamBroken("The upstream stream stalled past the read timeout.")
-    return StreamBroken(f"The upstream stream broke: {exc}.")
-
-
-async def sse_events(resp: Response) -> AsyncIterator[bytes]:
-    """Yield runs of *complete* SSE events (each run ends with a blank line), exactly as the
-    upstream framed them (`translate/sse.py`'s `EventRuns`)."""
-    runs = EventRuns()
-    feed = runs.feed
-    try:
-        async for data in resp.iter_any():
-            run = feed(data)
-            if run:
-                yield run
-    except UpstreamError as exc:
-        raise stream_error(exc) from None
-    tail = runs.rest()
-    if tail:
-        yield tail
-
-
-async def relay_bytes(resp: Response) -> AsyncIterator[bytes]:
-    """An upstream body relayed as it arrives (audio, images): bounded memory whatever its
-    length (reading pauses while the client is slower than the upstream); a break after the
-    first byte is `StreamBroken`."""
-    try:
-        async for data in resp.iter_any():
-            yield data
-    except UpstreamError as exc:
-        raise stream_error(exc) from None
-    finally:
-        resp.release()

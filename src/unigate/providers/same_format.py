@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlencode
 
 import orjson
@@ -19,13 +19,13 @@ from unigate.edge.asgi import urlencoded
 
 # The key "model" in any spelling JSON allows (each letter literal or a `\u` escape), its colon
 # and the space after it: the value starts where the match ends.
-_MODEL_KEY = re.compile(
+_MODEL_KEY: Final = re.compile(
     rb'"(?:m|\\u006[dD])(?:o|\\u006[fF])(?:d|\\u0064)(?:e|\\u0065)(?:l|\\u006[cC])"\s*:\s*'
 )
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # one JSON string, escapes included
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # one JSON string, escapes included
 # Query parameters never relayed: the gateway's own key (`?key=`) authenticates the client to
 # the gateway, not to the upstream.
-_GATEWAY_PARAMS = frozenset({"key"})
+_GATEWAY_PARAMS: Final = frozenset({"key"})
 
 
 @dataclass(frozen=True, slots=True)

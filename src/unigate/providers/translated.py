@@ -20,8 +20,9 @@ from unigate.providers.base import (
     TextCall,
     Timeouts,
 )
+from unigate.providers.body_stream import sse_events, stream_error
 from unigate.providers.headers import upstream_headers
-from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all, sse_events, stream_error
+from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all
 from unigate.providers.model_list import Listing, listed_models
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
 from unigate.providers.upstream_status import Said, error_object, message_of

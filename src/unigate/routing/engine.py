@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from unigate.errors import UpstreamRejected
 from unigate.providers.base import Reply, RouteFailed, Target, Unsupported, scrubbed
@@ -19,7 +19,7 @@ from unigate.routing.peek import peeked
 if TYPE_CHECKING:
     from unigate.observability.metrics import Metrics
 
-log = logging.getLogger("unigate.routing")
+log: Final = logging.getLogger("unigate.routing")
 
 T = TypeVar("T")
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Final
 
-log = logging.getLogger("unigate.routing")
+log: Final = logging.getLogger("unigate.routing")
 
 
 class RouteHealth:

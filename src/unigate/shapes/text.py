@@ -114,10 +114,3 @@ COMPLETION = Shape(CompletionRequest)
 EMBEDDING = Shape(EmbeddingRequest)
 MODERATION = Shape(ModerationRequest)
 SHAPES = (CHAT, COMPLETION, EMBEDDING, MODERATION)
-
-
-def chat_stream(request: ChatCompletionRequest | CompletionRequest) -> tuple[bool, bool]:
-    """(stream, include usage): the usage chunk only for a stream that asks for it."""
-    stream = bool(request.stream)
-    options = request.stream_options
-    return stream, bool(stream and options is not None and options.include_usage is True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping
-from typing import cast
+from typing import Final, cast
 
 import httptools
 
@@ -14,10 +14,10 @@ from unigate.transport.interfaces import ConnectionOwner, StreamedBody
 from unigate.transport.response import Response
 from unigate.write_batch import WriteBatch
 
-WRITE_CHUNK = 64 * 1024  # bodies up to this size go out in the same write as the head
+WRITE_CHUNK: Final = 64 * 1024  # bodies up to this size go out in the same write as the head
 # Response head limits: generous for any API, small enough that a flood costs nothing.
-MAX_HEADER_BYTES = 64 * 1024
-MAX_HEADERS = 200
+MAX_HEADER_BYTES: Final = 64 * 1024
+MAX_HEADERS: Final = 200
 
 
 class Connection(asyncio.Protocol):
@@ -183,17 +183,23 @@ async def _upload(conn: Connection, head: bytes, body: StreamedBody) -> None:
     conn.write(head)
     conn.writing = True
     try:
+        # `conn.response` is only ever tested through a local: it changes during the await, and
+        # a compiled module trusts an attribute that a test narrowed even across one (mypy keeps
+        # the narrowing), raising TypeError when the answer came and the connection let go of it.
         for chunk in body.chunks():
-            if conn.closed or conn.response is None:
+            before = conn.response
+            if conn.closed or before is None:
                 break  # the upstream already answered (e.g. 413) or hung up: stop uploading
             conn.write(chunk)
             await conn.drain()
-            if conn.response is not None:
+            after = conn.response
+            if after is not None:
                 # Upload progress is not upstream silence: the read timeout counts from here.
-                conn.response.last = conn.response.loop.time()
+                after.last = after.loop.time()
     finally:
         conn.writing = False
-    if conn.response is None and not conn.closed:
+    answered = conn.response
+    if answered is None and not conn.closed:
         conn.close()  # answered before the body was all sent: the connection is out of step
 
 

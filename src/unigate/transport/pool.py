@@ -21,6 +21,7 @@ import collections
 from collections.abc import Mapping
 from dataclasses import dataclass
 from threading import get_ident
+from typing import Final
 from urllib.parse import urlsplit
 
 from unigate.transport.connection import Connection, render, send_request
@@ -31,10 +32,10 @@ from unigate.transport.interfaces import StreamedBody
 from unigate.transport.response import Response
 
 # Fields the client writes itself: body framing is always Content-Length.
-_OWN = frozenset({"host", "content-length", "transfer-encoding", "connection"})
-_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
-MAX_CONNECTIONS = 100
-WAITING_PER_CONNECTION = 10  # callers that may queue for a connection, per allowed connection
+_OWN: Final = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+_IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+MAX_CONNECTIONS: Final = 100
+WAITING_PER_CONNECTION: Final = 10  # callers that may queue for a connection, per allowed connection
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections.abc import AsyncIterator, Iterator
-from typing import overload
+from typing import Final, overload
 
 from unigate.transport.deadlines import Deadlines
 from unigate.transport.errors import ConnectionBroken, UpstreamError, UpstreamTimeout
@@ -19,11 +19,11 @@ from unigate.transport.interfaces import Reading
 
 # Reading pauses while more than this much of a body waits for a slow consumer, and resumes
 # when the consumer next takes what is buffered (all of it, at once).
-HIGH_WATER = 1024 * 1024
-_NO_BODY = frozenset({204, 304})
+HIGH_WATER: Final = 1024 * 1024
+_NO_BODY: Final = frozenset({204, 304})
 # Requests say `Accept-Encoding: identity`; an upstream that compresses anyway is decoded here
 # (gzip and zlib-wrapped deflate), so nothing downstream relays bytes under the wrong label.
-_DECODED = frozenset({"gzip", "x-gzip", "deflate"})
+_DECODED: Final = frozenset({"gzip", "x-gzip", "deflate"})
 
 
 class Headers:
@@ -82,7 +82,7 @@ class Headers:
 
 
 class Response:
-    _fed = False  # a compressed body arrived (set only on that rare path, hence a class default)
+    _fed: bool = False  # a compressed body arrived (set only on that rare path, hence a class default)
 
     def __init__(
         self,
@@ -139,8 +139,12 @@ class Response:
         self._size = 0
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def iter_any(self) -> AsyncIterator[bytes]:
+    def iter_any(self) -> AsyncIterator[bytes]:
         """The body as it arrives: everything buffered so far, each time."""
+        return _Arrivals(self)
+
+    async def next_arrival(self) -> bytes | None:
+        """Everything buffered so far, waiting for a first byte if none is; None at the end."""
         while True:
             if self._chunks:
                 chunks = self._chunks
@@ -148,13 +152,12 @@ class Response:
                 self._size = 0
                 if self._paused:
                     self._resume()
-                yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            elif self._error is not None:
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            if self._error is not None:
                 raise self._error
-            elif self._done:
-                return
-            else:
-                await self._wait()
+            if self._done:
+                return None
+            await self._wait()
 
     def hold(self, body: bytes, headers: Headers) -> None:
         """Replace a body already read whole (and the headers) with these, which `read` and
@@ -173,7 +176,8 @@ class Response:
             if conn is not None:
                 conn.abort()
 
-    close = release
+    def close(self) -> None:
+        self.release()
 
     # -- the connection's side --
 
@@ -303,3 +307,22 @@ class Response:
         self._finish(UpstreamTimeout(f"the upstream exceeded the {what}"))
         if conn is not None:
             conn.abort()
+
+
+class _Arrivals:
+    """`Response.iter_any`'s iterator: a class, not an async generator, so the module compiles
+    (mypyc has no async generators)."""
+
+    __slots__ = ("_response",)
+
+    def __init__(self, response: Response) -> None:
+        self._response = response
+
+    def __aiter__(self) -> _Arrivals:
+        return self
+
+    async def __anext__(self) -> bytes:
+        data = await self._response.next_arrival()
+        if data is None:
+            raise StopAsyncIteration
+        return data

@@ -22,7 +22,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import sqlalchemy as sa
 
@@ -32,9 +32,9 @@ from unigate.store.db import failure_reason, insert_sql, is_outage
 from unigate.store.schema import usage_records
 from unigate.usage.serial_writes import SerialWrites
 
-log = logging.getLogger("unigate.usage")
+log: Final = logging.getLogger("unigate.usage")
 
-_CHUNK = 500
+_CHUNK: Final = 500
 
 
 @dataclass(slots=True)

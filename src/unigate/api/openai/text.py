@@ -8,6 +8,7 @@ gets a clear 400 here; everything else is the upstream's to judge.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 from unigate.api.serving.output_family import chat_outputs, require
 from unigate.api.serving.relay import OPENAI_FRAMING, Framing
@@ -18,18 +19,25 @@ from unigate.edge.endpoints import Endpoint
 from unigate.errors import NotFound
 from unigate.gateway import Gateway
 from unigate.providers.base import Reply, Target, TextCall
-from unigate.shapes.text import CHAT, COMPLETION, EMBEDDING, MODERATION, chat_stream
+from unigate.shapes.text import (
+    CHAT,
+    COMPLETION,
+    EMBEDDING,
+    MODERATION,
+    ChatCompletionRequest,
+    CompletionRequest,
+)
 
 # The `Provider` method each operation calls (looked up on the route's provider per call).
-_METHOD = {"chat": "chat", "completions": "complete", "embeddings": "embed", "moderations": "moderate"}
-MODERATION_MODEL = "omni-moderation-latest"  # OpenAI's, for a moderation request naming none
+_METHOD: Final = {"chat": "chat", "completions": "complete", "embeddings": "embed", "moderations": "moderate"}
+MODERATION_MODEL: Final = "omni-moderation-latest"  # OpenAI's, for a moderation request naming none
 # A model id in `GET /v1/models/{model}`: anything but a Gemini action path (`x:generateContent`
 # and the like are POST-only, so a GET there is a 405 with `Allow: POST`). Fine-tuned OpenAI ids
 # have colons (`ft:gpt-4o-mini:org::id`), so a colon alone cannot be refused.
-_GEMINI_ACTIONS = (
+_GEMINI_ACTIONS: Final = (
     "generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents|predictLongRunning"
 )
-MODEL_PARAM = rf"(?![^/]*:(?:{_GEMINI_ACTIONS})$)[^/]+"
+MODEL_PARAM: Final = rf"(?![^/]*:(?:{_GEMINI_ACTIONS})$)[^/]+"
 
 
 class TextAPI:
@@ -123,3 +131,11 @@ def endpoints(gw: Gateway) -> list[Endpoint]:
         # GET /v1/models and /v1/models/{model} are api/anthropic/models.py's: the paths are
         # shared by three SDKs, and it hands OpenAI clients' calls to `list_models`/`get_model`.
     ]
+
+
+def chat_stream(request: ChatCompletionRequest | CompletionRequest) -> tuple[bool, bool]:
+    """(stream, include usage): the usage chunk only for a stream that asks for it. (Here, not
+    beside the shapes: this module is compiled, and a chat call asks it every time.)"""
+    stream = bool(request.stream)
+    options = request.stream_options
+    return stream, bool(stream and options is not None and options.include_usage is True)

@@ -10,13 +10,14 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from unigate.edge.asgi import Receive, Request, Send
 from unigate.providers.base import Reply, StreamBroken
 from unigate.translate.openai_chunks import openai_error_chunk
 from unigate.translate.sse import comment
 
-log = logging.getLogger("unigate.relay")
+log: Final = logging.getLogger("unigate.relay")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +37,8 @@ def openai_error_event(message: str) -> bytes:
 
 
 # An SSE comment: every SSE parser drops it, the OpenAI SDK included.
-OPENAI_FRAMING = Framing(openai_error_event, comment(b"keep-alive"))
-BINARY_FRAMING = Framing(None, b"")
+OPENAI_FRAMING: Final = Framing(openai_error_event, comment(b"keep-alive"))
+BINARY_FRAMING: Final = Framing(None, b"")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,7 @@ class Outcome:
     complete: bool  # False when the upstream broke or the client left mid-stream
 
 
-_SENT = Outcome(200, True)  # the common outcome, made once (immutable: shared by every call)
+_SENT: Final = Outcome(200, True)  # the common outcome, made once (immutable: shared by every call)
 
 
 async def send_reply(

@@ -8,7 +8,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from unigate.api.serving.relay import OPENAI_FRAMING, Framing, Outcome, send_reply
 from unigate.auth.principal import Principal
@@ -25,10 +25,10 @@ from unigate.routing.catalog import ModelEntry
 Attempt = Callable[[Target], Awaitable[Reply]]
 # Async last step before a reply is sent (the Responses API stores its answer there first).
 Finish = Callable[[Reply, Target], Awaitable[Reply]]
-_BROKEN = {499: "client_closed"}  # a span's error.type for a stream that did not end cleanly
+_BROKEN: Final = {499: "client_closed"}  # a span's error.type for a stream that did not end cleanly
 # Scope key of a batch line's call (batches/lines.py): its batch id, named in its usage record,
 # whose price takes the batch discount.
-BATCH = "unigate.batch"
+BATCH: Final = "unigate.batch"
 
 
 @dataclass(slots=True)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import orjson
 
 from unigate.providers.base import MediaCall, Reply, Target
+from unigate.providers.body_stream import relay_bytes
 from unigate.providers.form_body import FormBody
-from unigate.providers.http import raise_for_answer, read_all, relay_bytes
+from unigate.providers.http import raise_for_answer, read_all
 from unigate.providers.media.bearer import BearerProvider
 from unigate.providers.upstream_status import Said, json_body
 

@@ -8,7 +8,6 @@ Responses API calls are relayed too (responses.py).
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -29,17 +28,13 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
+from unigate.providers.body_stream import relay_bytes, sse_events
 from unigate.providers.form_body import FormBody
 from unigate.providers.headers import upstream_headers
-from unigate.providers.http import (
-    UpstreamHTTP,
-    raise_for_answer,
-    read_all,
-    relay_bytes,
-    sse_events,
-)
+from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all
 from unigate.providers.model_list import Listing, listed_models
 from unigate.providers.openai import errors as openai_errors
+from unigate.providers.openai.reply_usage import body_usage
 from unigate.providers.openai.responses import RESPONSES_FORMAT, Query, ResponsesRelay
 from unigate.providers.openai.videos import OpenAIVideos
 from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
@@ -228,7 +223,7 @@ class OpenAIProvider(Provider):
             reply.stream = _relay_events(resp, reply.usage, injected, self.redactor)
             return reply
         data = await read_all(resp)
-        usage = _body_usage(data)
+        usage = body_usage(data)
         return Reply(status=resp.status, content_type=content_type, body=data, usage=usage, headers=headers)
 
 
@@ -258,23 +253,6 @@ def _usage_from(obj: Any, usage: Usage) -> bool:
     usage.prompt_tokens = int(found.get("prompt_tokens") or 0)
     usage.completion_tokens = int(found.get("completion_tokens") or 0)
     return True
-
-
-_PROMPT_RE = re.compile(rb'"prompt_tokens"\s*:\s*(\d+)')
-_COMPLETION_RE = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
-
-
-def _body_usage(data: bytes) -> Usage:
-    """Usage of a complete JSON reply without parsing the whole body: the `usage` object
-    is the last one in OpenAI replies, and its two counters are plain integers."""
-    usage = Usage()
-    at = data.rfind(b'"usage"')
-    if at >= 0:
-        prompt = _PROMPT_RE.search(data, at)
-        completion = _COMPLETION_RE.search(data, at)
-        usage.prompt_tokens = int(prompt.group(1)) if prompt else 0
-        usage.completion_tokens = int(completion.group(1)) if completion else 0
-    return usage
 
 
 async def _relay_events(

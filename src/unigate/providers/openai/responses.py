@@ -25,7 +25,8 @@ import orjson
 
 from unigate.errors import UpstreamRejected
 from unigate.providers.base import Reply, RouteFailed, StreamBroken, Timeouts, scrubbed
-from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all, sse_events
+from unigate.providers.body_stream import sse_events
+from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all
 from unigate.providers.openai import errors as openai_errors
 from unigate.providers.redact import Redactor
 from unigate.providers.upstream_status import client_error

@@ -38,8 +38,9 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
+from unigate.providers.body_stream import relay_bytes
 from unigate.providers.form_body import FormBody
-from unigate.providers.http import UpstreamHTTP, read_all, relay_bytes
+from unigate.providers.http import UpstreamHTTP, read_all
 from unigate.providers.task_http import (
     Answer,
     answer_error,
