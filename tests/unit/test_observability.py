@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from unigate.observability.logs import FORMAT, InfoLines, JsonFormatter
@@ -277,6 +278,22 @@ def test_an_access_line_keeps_plain_paths_and_models_and_escapes_or_cuts_the_res
     assert " /media/01234567….png " in media
     assert f" model={'m' * MAX_LOGGED}…(+5) " in media
     assert " model=- " in line("/v1/models", None)
+
+
+@pytest.mark.parametrize(
+    "seconds", [0.0, 0.00001, 0.000004, 0.0000051, 0.00341, 0.0101, 0.09999, 0.25, 1.0, 3.14159, 3600.5]
+)
+def test_an_access_line_shows_the_latency_in_ms_to_two_decimals(seconds: float) -> None:
+    """Hundredths of a millisecond, rounded, as `:.2f` shows them (the line builds them from
+    integers: a format spec is slow in the compiled module)."""
+    from unigate.edge.access_log import access_line
+
+    started = 1000.0
+    done = ("r", "GET", "/v1/models", 200, started, started + seconds, None, None, None, None, None)
+    shown = access_line(done).split()[3]
+    assert shown.endswith("ms")
+    assert abs(float(shown[:-2]) - seconds * 1000.0) <= 0.005 + 1e-9
+    assert len(shown[:-2].partition(".")[2]) == 2
 
 
 async def _never(*args: object) -> dict[str, object]:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from unigate.auth.cache import KeyCache
 from unigate.auth.keys import PREFIX, is_well_formed
 from unigate.auth.principal import Principal
-from unigate.edge.asgi import Request
+from unigate.edge.asgi import RawHeaders, Request, as_pairs
 from unigate.edge.error_styles import KEY_HEADERS, KEY_QUERY, KEY_SCHEMES
 from unigate.errors import AuthenticationFailed, InvalidRequest
 
@@ -18,15 +18,11 @@ from unigate.errors import AuthenticationFailed, InvalidRequest
 def extract_key(request: Request) -> str | None:
     """The presented key, from the first header form present (one pass over the headers); an
     Authorization header without a usable scheme is refused saying how to send it."""
-    auth: bytes | None = None
-    alt: bytes | None = None
-    for name, value in request.scope["headers"]:
-        if name == b"authorization":
-            if auth is not None:
-                raise InvalidRequest("Duplicate Authorization headers.")
-            auth = value
-        elif alt is None and name in KEY_HEADERS:
-            alt = value
+    headers = request.scope["headers"]
+    try:
+        auth, alt = _key_headers(headers)
+    except TypeError:  # another server's pairs: typed once (edge/asgi.py's `as_pairs`)
+        auth, alt = _key_headers(as_pairs(headers))
     if auth is not None:
         scheme, _, rest = auth.decode("latin-1").strip().partition(" ")
         if scheme.lower() in KEY_SCHEMES and rest.strip():
@@ -36,6 +32,21 @@ def extract_key(request: Request) -> str | None:
         return alt.decode("latin-1").strip()
     query = request.query
     return next((query[name] for name in KEY_QUERY if name in query), None)
+
+
+def _key_headers(headers: RawHeaders) -> tuple[bytes | None, bytes | None]:
+    """The Authorization header and the first other key header, in one pass; 400 for two
+    Authorization headers."""
+    auth: bytes | None = None
+    alt: bytes | None = None
+    for name, value in headers:
+        if name == b"authorization":
+            if auth is not None:
+                raise InvalidRequest("Duplicate Authorization headers.")
+            auth = value
+        elif alt is None and name in KEY_HEADERS:
+            alt = value
+    return auth, alt
 
 
 def _unusable(scheme: str, rest: str) -> str:
