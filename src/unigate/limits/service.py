@@ -23,7 +23,6 @@ import datetime as dt
 import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 from unigate.auth.principal import Principal
@@ -52,18 +51,32 @@ def period_of(kind: str, now: float) -> tuple[int, float]:
     return 0, 0.0
 
 
-@dataclass(slots=True)
 class Ticket:
     """What one admitted call reserved and must settle exactly once: its token and budget
     demands (requests per minute need no settling), or, admitted on the key's own slots, those
-    and the budget period."""
+    and the budget period. (Its own `__init__`, not a dataclass's: compiled, that one runs as
+    Python.)"""
 
-    demands: list[Demand]
-    tokens: float
-    cost: float
-    settled: bool = False
-    slots: KeySlots | None = None
-    period: int = 0
+    __slots__ = ("cost", "demands", "period", "settled", "slots", "tokens")
+
+    def __init__(
+        self,
+        demands: list[Demand],
+        tokens: float,
+        cost: float,
+        settled: bool = False,
+        slots: KeySlots | None = None,
+        period: int = 0,
+    ) -> None:
+        self.demands = demands
+        self.tokens = tokens
+        self.cost = cost
+        self.settled = settled
+        self.slots = slots
+        self.period = period
+
+    def __repr__(self) -> str:
+        return f"Ticket(tokens={self.tokens}, cost={self.cost}, settled={self.settled})"
 
 
 # `admit_now`'s answer when it cannot decide without awaiting: `admit` must. Already settled,

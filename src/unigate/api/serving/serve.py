@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 from unigate.api.serving.relay import OPENAI_FRAMING, Framing, Outcome, send_reply
@@ -31,40 +30,82 @@ _BROKEN: Final = {499: "client_closed"}  # a span's error.type for a stream that
 BATCH: Final = "unigate.batch"
 
 
-@dataclass(slots=True)
+# Per-call objects with their own `__init__`, not dataclasses: this module is compiled, and a
+# compiled dataclass's generated `__init__` still runs as Python (~250 ns each, per call).
 class Admitted:
     """A call admitted ahead of `Serving.run` (None: the key and model have no limits)."""
 
-    ticket: Ticket | None
+    __slots__ = ("ticket",)
+
+    def __init__(self, ticket: Ticket | None) -> None:
+        self.ticket = ticket
 
 
-@dataclass(slots=True)
 class ServingCall:
-    """One synchronous call, as a router hands it to `Serving.run`."""
+    """One synchronous call, as a router hands it to `Serving.run`.
 
-    request: Request
-    principal: Principal
-    model: str  # the id the client asked for
-    endpoint: str  # the operation, as usage records and spans name it (chat, images.generations, ...)
-    attempt: Attempt  # one route's upstream call
-    # Turns the route's reply into the client's format (after routing, so fallback still
-    # happens before any byte is sent).
-    present: Callable[[Reply], Reply] | None = None
-    framing: Framing = OPENAI_FRAMING
-    # The parsed request when it holds text whose tokens count against tokens-per-minute
-    # limits and budgets.
-    payload: Any = None
-    finish: Finish | None = None  # awaited with the presented reply before anything is sent
-    admitted: Admitted | None = None  # an admission taken earlier (`Serving.admit`), settled here
-    # What `Serving.run` learns of the call as it goes, accounted and traced from there (kept
-    # here rather than in an object of its own: one allocation less per call).
-    entry: ModelEntry | None = None  # the model's, once resolved
-    started: float = 0.0  # `perf_counter` when routing began
-    target: Target | None = None  # the route that answered, once one has
-    reply: Reply | None = None
-    first: float | None = None  # when a stream's first upstream event was read (tracing only)
-    # Tokens and money the call used, settled against its ticket exactly once (`_account`).
-    spent: tuple[int, float] = (0, 0.0)
+    Given: `request`, `principal`, `model` (the id the client asked for), `endpoint` (the
+    operation, as usage records and spans name it: chat, images.generations, ...), `attempt`
+    (one route's upstream call), `present` (turns the route's reply into the client's format,
+    after routing, so fallback still happens before any byte is sent), `framing`, `payload`
+    (the parsed request when it holds text whose tokens count against tokens-per-minute limits
+    and budgets), `finish` (awaited with the presented reply before anything is sent) and
+    `admitted` (an admission taken earlier, `Serving.admit`, settled here).
+
+    Learnt as the call goes, accounted and traced from there (kept here rather than in an
+    object of its own: one allocation less per call): `entry` (the model's, once resolved),
+    `started` (`perf_counter` when routing began), `target` (the route that answered), `reply`,
+    `first` (when a stream's first upstream event was read; tracing only) and `spent` (tokens
+    and money the call used, settled against its ticket exactly once, `_account`)."""
+
+    __slots__ = (
+        "admitted",
+        "attempt",
+        "endpoint",
+        "entry",
+        "finish",
+        "first",
+        "framing",
+        "model",
+        "payload",
+        "present",
+        "principal",
+        "reply",
+        "request",
+        "spent",
+        "started",
+        "target",
+    )
+
+    def __init__(
+        self,
+        request: Request,
+        principal: Principal,
+        model: str,
+        endpoint: str,
+        attempt: Attempt,
+        present: Callable[[Reply], Reply] | None = None,
+        framing: Framing = OPENAI_FRAMING,
+        payload: Any = None,
+        finish: Finish | None = None,
+        admitted: Admitted | None = None,
+    ) -> None:
+        self.request = request
+        self.principal = principal
+        self.model = model
+        self.endpoint = endpoint
+        self.attempt = attempt
+        self.present = present
+        self.framing = framing
+        self.payload = payload
+        self.finish = finish
+        self.admitted = admitted
+        self.entry: ModelEntry | None = None
+        self.started = 0.0
+        self.target: Target | None = None
+        self.reply: Reply | None = None
+        self.first: float | None = None
+        self.spent: tuple[int, float] = (0, 0.0)
 
 
 def _media_attempt(call: MediaCall) -> Attempt:
