@@ -454,3 +454,18 @@ def test_the_supervisor_preloads_the_adapters_of_the_configured_protocols(tmp_pa
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "False"]
+
+
+def test_a_latency_lands_in_the_bucket_bisect_gives_it() -> None:
+    """The histogram's bucket loop (`metrics._bucket`) against `bisect_left` on the same bounds,
+    at each bound, between bounds and past the last finite one; NaN goes to +Inf."""
+    import math
+    from bisect import bisect_left
+
+    from unigate.observability.metrics import DURATION_BUCKETS, _bucket
+
+    finite = [b for b in DURATION_BUCKETS if b != math.inf]
+    probes = [0.0, 1e-9, *finite, *(b * 1.0001 for b in finite), *(b * 0.9999 for b in finite), 1e9]
+    for seconds in probes:
+        assert _bucket(seconds) == bisect_left(DURATION_BUCKETS, seconds), seconds
+    assert _bucket(math.nan) == len(DURATION_BUCKETS) - 1
