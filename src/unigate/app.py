@@ -42,7 +42,8 @@ from unigate.edge.access_log import (
     shown_path,
 )
 from unigate.edge.asgi import ClientDisconnected, Receive, Request, Scope, Send
-from unigate.edge.endpoints import Endpoint, EndpointTable
+from unigate.edge.endpoint_table import EndpointTable
+from unigate.edge.endpoints import Endpoint
 from unigate.edge.error_styles import error_status, render_error, style_for_path
 from unigate.errors import (
     AuthenticationFailed,

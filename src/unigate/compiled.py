@@ -51,6 +51,7 @@ MODULES: tuple[str, ...] = (
     "unigate.edge.access_log",
     "unigate.edge.asgi",
     "unigate.edge.client_gone",
+    "unigate.edge.endpoint_table",
     "unigate.edge.h1_cycle",
     "unigate.edge.h1_head",
     "unigate.edge.h1_protocol",

@@ -17,7 +17,8 @@ import pytest
 from unigate.app import create_app
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Request
-from unigate.edge.endpoints import Endpoint, EndpointTable
+from unigate.edge.endpoint_table import EndpointTable
+from unigate.edge.endpoints import Endpoint
 from unigate.settings import Settings
 
 

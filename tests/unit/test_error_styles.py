@@ -16,7 +16,8 @@ from unigate.auth.authenticate import extract_key
 from unigate.auth.principal import Principal
 from unigate.edge import error_styles
 from unigate.edge.asgi import Request
-from unigate.edge.endpoints import Endpoint, EndpointTable
+from unigate.edge.endpoint_table import EndpointTable
+from unigate.edge.endpoints import Endpoint
 from unigate.edge.error_styles import (
     KEY_FORMS,
     STYLES,

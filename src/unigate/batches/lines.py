@@ -22,7 +22,8 @@ import orjson
 from unigate.api.serving.serve import BATCH
 from unigate.auth.principal import Principal
 from unigate.edge.asgi import Message, Request
-from unigate.edge.endpoints import Endpoint, EndpointTable
+from unigate.edge.endpoint_table import EndpointTable
+from unigate.edge.endpoints import Endpoint
 from unigate.errors import BudgetExceeded, GatewayError, RateLimited, StorageQuotaExceeded
 
 log = logging.getLogger("unigate.batches")

@@ -11,7 +11,7 @@ from unigate.batches.lines import LineCaller, Render
 from unigate.batches.openai_kind import OpenAIBatches
 from unigate.batches.runner import BatchRunner
 from unigate.batches.store import BatchStore, NewLine
-from unigate.edge.endpoints import EndpointTable
+from unigate.edge.endpoint_table import EndpointTable
 from unigate.gateway import Gateway
 
 
