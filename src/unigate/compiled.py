@@ -2,9 +2,9 @@
 they match their source.
 
 `MODULES` lists them, declared once: scripts/compile.py builds exactly these, the guard checks
-exactly these. Compiled, a limited chat call's own layers cost about a third less CPU
-(`bench/overhead.py`: 15.5 → 10 µs) and a served call about a quarter less (~60 → ~45 µs at
-64 connections): docs/benchmarks.md has the figures. The build puts each extension beside its source
+exactly these. Compiled, a limited chat call's own layers cost about half the CPU
+(`bench/overhead.py`: 15.5-16.7 → 7.3-8.5 µs) and a served call about 40% less (~67 → ~40 µs
+at 64 connections): docs/benchmarks.md has the figures. The build puts each extension beside its source
 (`app.cpython-311-x86_64-linux-gnu.so` beside `app.py`, and the group's shared code in
 `_compiled__mypyc…so`), where Python's import system takes an extension before a source file
 of the same name. A module that cannot be compiled (mypyc has no async generators, no
