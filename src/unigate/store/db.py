@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -52,7 +54,7 @@ def create_engine(url: str) -> AsyncEngine:
             # -shm files the database file's mode, so creating that 0600 covers all three.
             Path(db_path).parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
             private_file(Path(db_path))
-        kwargs["connect_args"] = {"timeout": 30}
+        kwargs["connect_args"] = {"timeout": 30, "factory": RollbackOnClose}
         # SQLite has one writer; hot reads bypass the pool (store/sqlite_reader.py). A small
         # pool bounds the threads and page caches each connection costs.
         kwargs.update(pool_size=3, max_overflow=4)
@@ -62,6 +64,23 @@ def create_engine(url: str) -> AsyncEngine:
     if target.startswith("sqlite"):
         sa.event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
+
+
+class RollbackOnClose(sqlite3.Connection):
+    """A pooled SQLite connection that rolls back what it has open before it closes.
+
+    A task cancelled in the middle of a statement (a client gone, a graceful stop) has its
+    connection closed by SQLAlchemy instead of returned to the pool. A write statement with
+    RETURNING has taken the write lock by then and is not reset until its cursor is collected,
+    and SQLite cannot close a connection with such a statement: it keeps it, with the write
+    lock, and every other writer of the database, in this process and others, waited out
+    `busy_timeout` and failed with "database is locked". A rollback aborts the statement and
+    releases the lock first."""
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.rollback()
+        super().close()
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
