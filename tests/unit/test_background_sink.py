@@ -167,3 +167,63 @@ def test_a_cancel_that_wins_ends_the_stream_there(database_url: str) -> None:
             assert await runs.status(rid) == "cancelled"
 
     _run(database_url, body)
+
+
+class HeldFinalState(BackgroundRuns):
+    """Holds the final state's write until released, and notes every append."""
+
+    def __init__(self, engine: Any) -> None:
+        super().__init__(engine)
+        self.writing = asyncio.Event()
+        self.release = asyncio.Event()
+        self.appended: list[list[int]] = []
+
+    async def set_state(self, response_id: str, owner: str, body: dict[str, Any], events: Any = ()) -> bool:
+        if body["status"] not in ("queued", "in_progress"):
+            self.writing.set()
+            await self.release.wait()
+        return await super().set_state(response_id, owner, body, events)
+
+    async def append(self, response_id: str, owner: str, events: Any) -> bool:
+        self.appended.append([seq for seq, _ in events])
+        return await super().append(response_id, owner, events)
+
+
+def test_a_stop_during_the_final_write_writes_no_event_twice(database_url: str) -> None:
+    """A graceful stop cancels a run while its final state is being written, and the run's
+    cancel handler flushes its sink: that flush wrote the events the final state carried a
+    second time, one of the two writes failed on their keys, and when it was the final state's
+    the response was left running for another worker to start over."""
+
+    async def body(engine: Any) -> None:
+        store, runs = ResponseStore(engine), HeldFinalState(engine)
+        accepted, _, req = await _accepted(store)
+        rid = accepted["id"]
+        sink = _Sink(runs, rid, "w")
+        call = ResponseCall(store, req, "k", [], None, (sink, accepted))
+        assert await runs.set_state(rid, "w", {**accepted, "status": "in_progress"})
+
+        async def run() -> None:
+            try:
+                await _relay(call, sink, _chat_chunks(12), "openai")
+            except asyncio.CancelledError:
+                await sink.flush()  # what `BackgroundRunner._run` does when stopped
+                raise
+
+        task = asyncio.create_task(run())
+        await runs.writing.wait()
+        appended_before = len(runs.appended)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert len(runs.appended) == appended_before, "the stop's flush wrote the final state's events"
+        runs.release.set()
+        for _ in range(100):  # the final write outlives the cancelled run
+            if await runs.status(rid) == "completed":
+                break
+            await asyncio.sleep(0.02)
+        assert await runs.status(rid) == "completed"
+        stored = [orjson.loads(d.split(b"data: ", 1)[1]) for _, d in await runs.events_after(rid, -1, 10_000)]
+        assert [e["sequence_number"] for e in stored] == list(range(len(stored)))
+        assert stored[-1]["type"] == "response.completed"
+
+    _run(database_url, body)

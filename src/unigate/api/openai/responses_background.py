@@ -12,11 +12,13 @@ died) lets any gateway process sharing the database claim the response and run i
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
 import secrets
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from unigate.api.openai.responses_call import KEEPALIVE, ContextBounds, ResponseCall, load_conversation
@@ -101,18 +103,44 @@ class _Sink:
         if (
             events
             and not self.sealed
-            and not await asyncio.shield(self.runs.append(self.id, self.owner, events))
+            and not await _outliving(self.runs.append(self.id, self.owner, events), self.id)
         ):
             self.sealed = True  # no longer pending (cancelled, deleted) or taken over meanwhile
 
     async def seal(self, body: Json, tail: bytes) -> bool:
         self._take(tail)
+        events, self._pending = self._pending, []
         if self.sealed:
-            self._pending = []
             return False
-        won = await asyncio.shield(self.runs.set_state(self.id, self.owner, body, self._pending))
-        self._pending, self.sealed = [], True
-        return won
+        # Sealed before the write: a flush while it runs (the run cancelled by a stop) must
+        # not write these events a second time, which failed the final state on their keys.
+        self.sealed = True
+        try:
+            return await _outliving(self.runs.set_state(self.id, self.owner, body, events), self.id)
+        except Exception:  # not a cancel, which leaves the write going on
+            self.sealed, self._pending = False, events + self._pending  # for the failure's final state
+            raise
+
+
+async def _outliving(write: Coroutine[Any, Any, bool], response_id: str) -> bool:
+    """`write`, run to its end even when the run is cancelled meanwhile (a stop, a cancel),
+    whose failure then has nobody to raise to and is logged here."""
+    task = asyncio.ensure_future(write)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.add_done_callback(functools.partial(_log_unawaited, response_id))
+        raise
+
+
+def _log_unawaited(response_id: str, task: asyncio.Future[bool]) -> None:
+    if not task.cancelled() and (err := task.exception()) is not None:
+        log.warning(
+            "background response %s: a write after its run stopped failed: %s: %s",
+            response_id,
+            type(err).__name__,
+            err,
+        )
 
 
 class BackgroundRunner:
