@@ -4,6 +4,7 @@ sharing revocations and saying their start-up lines once, PostgreSQL as the data
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -119,6 +120,35 @@ def test_workers_are_forked_from_the_supervisor_with_the_app_loaded(tmp_path: Pa
         semaphore = Path("/dev/shm") / ("sem." + semaphore_name(tmp_path / "data" / "limits.bin")[1:])
         assert semaphore.exists()
     assert not semaphore.exists()
+
+
+def test_workers_stop_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    """`kill -9` of the supervisor (or the OOM killer) leaves it no chance to stop its workers:
+    each worker is then sent SIGTERM by the kernel (cli/supervisor.py, prctl's parent-death
+    signal) and stops, instead of serving the inherited socket unsupervised and holding the port
+    against the next `unigate serve`."""
+    with GatewayProcess(tmp_path, workers=2) as gw:
+        assert gw.proc is not None
+        supervisor = gw.proc.pid
+        workers = [
+            int(pid) for task in Path(f"/proc/{supervisor}/task").iterdir()
+            for pid in (task / "children").read_text().split()
+        ]  # fmt: skip
+        assert len(workers) == 2
+        port = int(gw.base_url.rsplit(":", 1)[1])
+        gw.kill()
+        deadline = time.monotonic() + 15
+        while any(Path(f"/proc/{pid}").exists() for pid in workers):
+            alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+            states = [Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] for pid in alive]
+            if all(state == "Z" for state in states):
+                break  # ended, waiting for init to reap them
+            assert time.monotonic() < deadline, f"workers {alive} still run after their supervisor was killed"
+            time.sleep(0.1)
+        with socket.socket() as sock:  # nobody listens on the port any more
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
 
 
 def test_without_docstrings_the_api_description_is_whole(tmp_path: Path) -> None:
