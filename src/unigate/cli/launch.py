@@ -181,6 +181,9 @@ def _run_granian(host: str, port: int, workers: int, announce: Callable[[], None
     # Granian binds its shared socket before it runs the startup hooks and starts workers,
     # forked where multiprocessing forks (Linux up to Python 3.13), so they share what this loaded.
     server.on_startup(announce)
+    from unigate.cli.parent_death import end_workers_with_this_process
+
+    end_workers_with_this_process(signum=signal.SIGKILL)  # see parent_death.py for why not SIGTERM
     if workers > 1:  # one worker shares with nobody: the copy here would only add to the total
         preload_app()
     server.serve()

@@ -19,49 +19,27 @@ creates its app, engine and connections itself, as a spawned one does.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
 import multiprocessing
 import os
 import signal
-import sys
 
 import uvicorn._subprocess
 from uvicorn.supervisors.multiprocess import SIGNALS, Multiprocess
 
+from unigate.cli.parent_death import end_workers_with_this_process
+
 # Without sigtimedwait (macOS) SIGHUP is left unblocked: uvicorn's own handler queues it, and a
 # worker it reaches before its handler exists dies and is replaced.
 _WAITS = hasattr(signal, "sigtimedwait")
-_PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
 
 
 def fork_workers() -> None:
     """From here on, uvicorn's workers are forked from this process, with what it has imported."""
-    os.register_at_fork(after_in_child=functools.partial(_in_worker, os.getpid()))
+    # Each starts with a spawned worker's signal handlers, and ends with this process.
+    end_workers_with_this_process(_default_signals)
     # uvicorn starts every worker (at start, and each replacement) from this one context; a
     # release that drops it spawns them again, which costs memory but changes no behaviour.
     uvicorn._subprocess.spawn = multiprocessing.get_context("fork")  # type: ignore[assignment]
-
-
-def _in_worker(supervisor: int) -> None:
-    _default_signals()
-    _end_with(supervisor)
-
-
-def _end_with(supervisor: int) -> None:
-    """The worker is sent SIGTERM (a graceful stop) when `supervisor` dies. A supervisor stopped
-    by SIGTERM or SIGINT stops its workers itself; one killed outright (`kill -9`, the OOM
-    killer) cannot, and its workers went on serving the inherited socket with nobody to restart
-    or reload them, and holding the port against the next `unigate serve`. Linux only (prctl);
-    elsewhere a worker outlives such a supervisor as before."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
-            return
-    if os.getppid() != supervisor:  # it died between the fork and the prctl
-        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _default_signals() -> None:
