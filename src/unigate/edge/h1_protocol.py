@@ -37,6 +37,9 @@ from unigate.write_batch import WriteBatch
 logger: Final = logging.getLogger("uvicorn.error")
 _HEAD_END: Final = b"\r\n\r\n"
 BAD_REQUEST: Final = b"Invalid HTTP request received."
+# A request's task is built with this name: one the loop would give it ("Task-<n>") is formatted
+# for every request, and uvloop's `create_task` names it that way before renaming it.
+TASK_NAME: Final = "unigate-request"
 
 
 class Shared:
@@ -207,7 +210,9 @@ class H1Protocol(asyncio.Protocol):
         shared = self.shared
         parser = self.parser
         url = self.url
-        if url[:1] == b"/" and b"#" not in url:
+        # `find`, not `in`: on Python 3.11 `bytes in bytes` first tries the needle as an int and
+        # builds (then drops) a TypeError with its message, every request.
+        if url[:1] == b"/" and url.find(b"#") < 0:
             raw_path, _, query = url.partition(b"?")
         else:  # absolute form, or a fragment: httptools' own URL parser
             parsed = httptools.parse_url(url)
@@ -263,7 +268,7 @@ class H1Protocol(asyncio.Protocol):
 
     def run(self, cycle: Cycle, app: Any) -> None:
         self.active = cycle
-        task = self.loop.create_task(cycle.run(app))
+        task = asyncio.Task(cycle.run(app), loop=self.loop, name=TASK_NAME)
         task.add_done_callback(self.tasks.discard)
         self.tasks.add(task)
 

@@ -162,7 +162,7 @@ async def translate_stream(
             # The relay ends the client's stream with the in-band error of its own format.
             raise StreamBroken("The upstream stream ended before completion.")
         if tail:
-            yield redactor.data(tail) if STREAM_ERROR_MARK in tail else tail
+            yield redactor.data(tail) if tail.find(STREAM_ERROR_MARK) >= 0 else tail
     finally:
         resp.release()
 
@@ -177,7 +177,7 @@ def usage_scanner(marker: bytes, prompt_key: str, output_key: str) -> UsageScan:
     output_re = re.compile(rb'"' + output_key.encode() + rb'"\s*:\s*(\d+)')
 
     def scan(data: bytes, usage: Usage) -> None:
-        if marker not in data:
+        if data.find(marker) < 0:
             return
         found_in = prompt_re.findall(data)
         found_out = output_re.findall(data)
@@ -199,8 +199,8 @@ async def relay_native(
     try:
         async for run in sse_events(resp):
             take_usage(run, usage)
-            terminated = terminated or last in run
-            if STREAM_ERROR_MARK in run:
+            terminated = terminated or run.find(last) >= 0
+            if run.find(STREAM_ERROR_MARK) >= 0:
                 run = redactor.data(run)
             yield run
     finally:

@@ -32,7 +32,7 @@ _EVENT_END = re.compile(rb"\r?\n\r?\n")  # a line's end, then a blank line
 
 def event(data: bytes, name: str | None = None) -> bytes:
     """One event: its `event:` line when named, its data, the blank line that ends it."""
-    if b"\n" in data:
+    if data.find(b"\n") >= 0:
         data = data.replace(b"\r\n", b"\n").replace(b"\n", b"\ndata: ")
     if name is None:
         return b"data: " + data + b"\n\n"
@@ -171,7 +171,7 @@ class SSEParser:
 
     def feed(self, data: bytes) -> list[SSEEvent]:
         if self._pieces:
-            if b"\n" not in data:
+            if data.find(b"\n") < 0:
                 self._pieces.append(data)
                 return []
             self._pieces.append(data)

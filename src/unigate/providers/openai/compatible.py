@@ -265,7 +265,7 @@ async def _relay_events(
     reported = False
     try:
         async for run in sse_events(resp):
-            if b'"usage"' in run:
+            if run.find(b'"usage"') >= 0:
                 run, found = _take_usage(run, usage, strip_usage_chunk)
                 reported = reported or found
                 if not run:
@@ -273,7 +273,7 @@ async def _relay_events(
             if not reported:
                 events += data_lines(run)
                 usage.completion_tokens = max(0, events - 1)
-            if STREAM_ERROR_MARK in run:  # an in-band error: the upstream's words, scrubbed
+            if run.find(STREAM_ERROR_MARK) >= 0:  # an in-band error: the upstream's words, scrubbed
                 run = redactor.data(run)
             yield run
     finally:
@@ -287,7 +287,7 @@ def _take_usage(run: bytes, usage: Usage, strip: bool) -> tuple[bytes, bool]:
     found = False
     for event in split_events(run):
         data = event_data(event)
-        if b'"usage"' in data:
+        if data.find(b'"usage"') >= 0:
             try:
                 obj = orjson.loads(data)
             except orjson.JSONDecodeError:
