@@ -65,6 +65,7 @@ MODULES: tuple[str, ...] = (
     "unigate.providers.headers",
     "unigate.providers.http",
     "unigate.providers.openai.reply_usage",
+    "unigate.providers.openai.text_relay",
     "unigate.providers.same_format",
     "unigate.routing.catalog",
     "unigate.routing.engine",

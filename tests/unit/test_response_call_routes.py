@@ -17,7 +17,7 @@ import pytest
 from unigate.api.openai.responses_call import NATIVE_FORMAT, ResponseCall
 from unigate.errors import InvalidRequest
 from unigate.providers.base import Reply, Target, TextCall, Timeouts, Unsupported
-from unigate.providers.openai.compatible import _upstream_body
+from unigate.providers.openai.text_relay import upstream_body
 from unigate.responses.store import ResponseStore, StoredResponse
 from unigate.translate.responses_items import normalize_input
 from unigate.translate.responses_request import parse_request
@@ -145,10 +145,10 @@ def test_a_gateway_made_request_is_serialised_by_the_adapter() -> None:
     """A translated request has no client bytes: the chat adapter serialises it once, with
     its upstream's model; a client's own bytes still go as they are when nothing changes."""
     made = TextCall("chat", b"", {"model": "m", "messages": []}, "m")
-    assert orjson.loads(_upstream_body(made, "m", False)) == {"model": "m", "messages": []}
-    assert orjson.loads(_upstream_body(made, "up", False)) == {"model": "up", "messages": []}
+    assert orjson.loads(upstream_body(made, "m", False)) == {"model": "m", "messages": []}
+    assert orjson.loads(upstream_body(made, "up", False)) == {"model": "up", "messages": []}
     client = TextCall("chat", b'{"model": "m",  "messages": []}', {"model": "m", "messages": []}, "m")
-    assert _upstream_body(client, "m", False) is client.body
+    assert upstream_body(client, "m", False) is client.body
 
 
 def test_an_unstored_requests_items_are_typed_only_for_a_chat_route() -> None:

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from unigate.providers.body_stream import sse_events
-from unigate.providers.openai.compatible import _take_usage
+from unigate.providers.openai.chat_events import take_usage
 from unigate.translate import sse
 from unigate.translate.sse import SSEParser, event, event_data, event_fields, json_event, split_events
 from unigate.usage.recorder import Usage
@@ -93,12 +93,12 @@ def test_a_line_larger_than_its_reads() -> None:
 
 def test_usage_chunk_taken_and_stripped() -> None:
     usage = Usage()
-    kept, found = _take_usage(STREAM, usage, strip=True)
+    kept, found = take_usage(STREAM, usage, strip=True)
     assert found and usage.prompt_tokens == 3 and usage.completion_tokens == 2
     assert b'"usage"' not in kept and kept.endswith(b"data: [DONE]\n\n")
     usage2 = Usage()
-    assert _take_usage(STREAM, usage2, strip=False) == (STREAM, True) and usage2.completion_tokens == 2
-    assert _take_usage(b'data: {"usage": null}\n\n', Usage(), strip=True)[1] is False
+    assert take_usage(STREAM, usage2, strip=False) == (STREAM, True) and usage2.completion_tokens == 2
+    assert take_usage(b'data: {"usage": null}\n\n', Usage(), strip=True)[1] is False
 
 
 def test_event_data_joins_lines() -> None:

@@ -2,13 +2,14 @@
 
 Pass-through: the client's body is forwarded untouched unless the model id must be mapped
 or the usage chunk must be requested for accounting; the upstream's body and SSE events are
-relayed as received. Only events that mention `usage` are parsed. With `responses: native`,
-Responses API calls are relayed too (responses.py).
+relayed as received. Only events that mention `usage` are parsed. Text calls are relayed by
+text_relay.py (compiled) and chat_events.py; with `responses: native`, Responses API calls are
+relayed too (responses.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -28,22 +29,16 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
-from unigate.providers.body_stream import relay_bytes, sse_events
+from unigate.providers.body_stream import relay_bytes
 from unigate.providers.form_body import FormBody
 from unigate.providers.headers import upstream_headers
 from unigate.providers.http import UpstreamHTTP, raise_for_answer, read_all
 from unigate.providers.model_list import Listing, listed_models
 from unigate.providers.openai import errors as openai_errors
-from unigate.providers.openai.reply_usage import body_usage
 from unigate.providers.openai.responses import RESPONSES_FORMAT, Query, ResponsesRelay
+from unigate.providers.openai.text_relay import PATHS, relay
 from unigate.providers.openai.videos import OpenAIVideos
-from unigate.providers.redact import STREAM_ERROR_MARK, Redactor
 from unigate.providers.same_format import ClientRequest, request_body
-from unigate.translate.sse import data_lines, event_data, split_events
-from unigate.translate.translation import with_dropped
-from unigate.translate.web_search import OPTIONS as SEARCH_OPTIONS
-from unigate.transport.response import Response
-from unigate.usage.recorder import Usage
 from unigate.video.job import VIDEO_ACTIONS
 
 if TYPE_CHECKING:
@@ -51,12 +46,6 @@ if TYPE_CHECKING:
 
 PROVIDER_TYPE = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_PATHS = {
-    "chat": "/chat/completions",
-    "completions": "/completions",
-    "embeddings": "/embeddings",
-    "moderations": "/moderations",
-}
 _MEDIA_PATHS = {
     "audio.transcriptions": "/audio/transcriptions",
     "audio.translations": "/audio/translations",
@@ -69,7 +58,7 @@ _MEDIA_PATHS = {
 class OpenAIProvider(Provider):
     protocol = PROVIDER_TYPE
     vendor = "OpenAI"  # how errors of its batch calls name the upstream
-    capabilities = frozenset(_PATHS) | frozenset(_MEDIA_PATHS) | frozenset(VIDEO_ACTIONS)
+    capabilities = frozenset(PATHS) | frozenset(_MEDIA_PATHS) | frozenset(VIDEO_ACTIONS)
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
@@ -200,101 +189,5 @@ class OpenAIProvider(Provider):
             )
         return Reply(status=resp.status, content_type=content_type, body=await read_all(resp))
 
-    def _drops_search(self, call: TextCall, upstream_model: str) -> bool:
-        """Whether `web_search_options` must go: OpenAI refuses it but from its search models."""
-        if SEARCH_OPTIONS not in call.payload or call.op != "chat":
-            return False
-        policy = self.config.web_search
-        return policy == "never" or (policy == "auto" and "search" not in upstream_model.lower())
-
-    async def _relay(self, call: TextCall, target: Target) -> Reply:
-        injected = call.stream and not call.include_usage
-        unsearched = self._drops_search(call, target.upstream_model)
-        body = _upstream_body(call, target.upstream_model, injected, unsearched)
-        resp = await self.http.post(
-            _PATHS[call.op], body, target.timeouts, replay=True
-        )  # text: a repeat is harmless
-        if resp.status >= 400:
-            await raise_for_answer(resp, openai_errors.said)
-        content_type = resp.headers.get("Content-Type", "application/json").encode("latin-1")
-        headers = with_dropped([], [SEARCH_OPTIONS]) if unsearched else []
-        if call.stream:
-            reply = Reply(status=resp.status, content_type=content_type, close=resp.close, headers=headers)
-            reply.stream = _relay_events(resp, reply.usage, injected, self.redactor)
-            return reply
-        data = await read_all(resp)
-        usage = body_usage(data)
-        return Reply(status=resp.status, content_type=content_type, body=data, usage=usage, headers=headers)
-
-
-def _upstream_body(
-    call: TextCall, upstream_model: str, inject_usage: bool, unsearched: bool = False
-) -> bytes:
-    """The client's bytes when nothing must change; otherwise (or for a request the gateway
-    made) one serialisation."""
-    if call.body and upstream_model == call.model and not inject_usage and not unsearched:
-        return call.body
-    payload = dict(call.payload)
-    payload["model"] = upstream_model
-    if unsearched:
-        del payload[SEARCH_OPTIONS]
-    if inject_usage:
-        options = payload.get("stream_options")
-        payload["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
-    return orjson.dumps(payload)
-
-
-def _usage_from(obj: Any, usage: Usage) -> bool:
-    if not isinstance(obj, dict):
-        return False
-    found = obj.get("usage")
-    if not isinstance(found, dict):
-        return False
-    usage.prompt_tokens = int(found.get("prompt_tokens") or 0)
-    usage.completion_tokens = int(found.get("completion_tokens") or 0)
-    return True
-
-
-async def _relay_events(
-    resp: Response, usage: Usage, strip_usage_chunk: bool, redactor: Redactor
-) -> AsyncIterator[bytes]:
-    # Until the upstream reports usage (its last chunk), count one completion token per
-    # event after the role chunk: OpenAI-style upstreams stream about one token per chunk,
-    # so a client that leaves mid-stream is still accounted for what it received.
-    events = 0
-    reported = False
-    try:
-        async for run in sse_events(resp):
-            if run.find(b'"usage"') >= 0:
-                run, found = _take_usage(run, usage, strip_usage_chunk)
-                reported = reported or found
-                if not run:
-                    continue
-            if not reported:
-                events += data_lines(run)
-                usage.completion_tokens = max(0, events - 1)
-            if run.find(STREAM_ERROR_MARK) >= 0:  # an in-band error: the upstream's words, scrubbed
-                run = redactor.data(run)
-            yield run
-    finally:
-        resp.release()
-
-
-def _take_usage(run: bytes, usage: Usage, strip: bool) -> tuple[bytes, bool]:
-    """Record usage from the events of `run` (and say whether there was any); drop the
-    usage-only chunk the client did not ask for (the gateway requested it, for accounting)."""
-    kept = []
-    found = False
-    for event in split_events(run):
-        data = event_data(event)
-        if data.find(b'"usage"') >= 0:
-            try:
-                obj = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                obj = None
-            if _usage_from(obj, usage):
-                found = True
-                if strip and isinstance(obj, dict) and obj.get("choices") == []:
-                    continue
-        kept.append(event)
-    return b"".join(kept), found
+    def _relay(self, call: TextCall, target: Target) -> Coroutine[Any, Any, Reply]:
+        return relay(self.http, call, target, self.config.web_search, self.redactor)
