@@ -6,9 +6,18 @@
 # scripts/compile.py builds with, from requirements/compile.in), and requirements/clients.txt (the
 # Python clients tests/clients drives, from requirements/clients.in: scripts/setup-clients.sh).
 # Uses pip-tools in a throwaway venv.
+#
+# pip-compile resolves for the interpreter it runs on, so run it on the oldest Python unigate
+# supports, Debian 12's 3.11.2 (PYTHON=/usr/bin/python3.11 there): a lock resolved on 3.11.7
+# missed redis's async-timeout (needed below 3.11.3) and pinned pymdown-extensions 13 (3.11.5 and
+# up), and the quick start failed on a stock Debian 12. A lock resolved there installs on newer
+# Pythons too (tests/e2e/test_install.py checks every Python 3.11+ the machine has).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py="${PYTHON:-python3}"
+if "$py" -c 'import sys; sys.exit(sys.version_info[:3] <= (3, 11, 2))'; then
+    echo "lock.sh: warning: locking on $("$py" --version 2>&1), newer than the oldest supported (3.11.2): the locks may not install there; run with PYTHON=<a Python 3.11.2>" >&2
+fi
 tools="$(mktemp -d)"
 trap 'rm -rf "$tools"' EXIT
 "$py" -m venv "$tools/venv"

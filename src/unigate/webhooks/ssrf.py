@@ -106,7 +106,9 @@ def is_public_address(ip: IPAddress) -> bool:
             return False  # a zone id only makes sense for link-local targets
         embedded, same = _embedded_ipv4(ip)
         if embedded is not None:
-            if same:
+            # 6to4 reaches its IPv4 through a relay, so that address decides it as well: Python's
+            # own table for 2002::/16 differs between 3.11 patch releases (private on 3.11.2).
+            if same or ip.sixtofour is not None:
                 return is_public_address(embedded)
             if not is_public_address(embedded):
                 return False  # 6to4 / Teredo / NAT64 wrapping a private IPv4
