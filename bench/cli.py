@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -77,7 +78,19 @@ def base_meta() -> dict[str, Any]:
         "git": git_revision(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
+        "python_build": python_build(),
     }
+
+
+def python_build() -> str:
+    """Which interpreter ran, and the optimisation flags its build was configured with: an
+    unoptimised CPython build (pyenv's default) costs the gateway ~20% more per request than a
+    PGO and LTO one (docs/benchmarks.md). Distribution builds (Debian's) are optimised by their
+    own rules, outside these flags."""
+    flags = sysconfig.get_config_var("CONFIG_ARGS") or ""
+    named = [f for f in ("--enable-optimizations", "--with-lto") if f in flags]
+    configured = ", ".join(named) or "neither PGO nor LTO flag"
+    return f"{os.path.realpath(sys.executable)} (configured with: {configured})"
 
 
 def write_results(path: Path, summary: dict[str, Any]) -> None:

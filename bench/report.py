@@ -311,6 +311,8 @@ def print_report(summary: dict[str, Any], results: list[Check]) -> None:
         f"upstream {meta['upstream']} | {meta['wrk']} | unigate workers: {meta['unigate_workers']} | "
         f"limits: {meta.get('unigate_limits', 'local')}"
     )
+    if "python_build" in meta:
+        print(f"interpreter: {meta['python_build']}")
     print(
         f"usage accounting: {meta['usage_recorded']:,} requests recorded by unigate, "
         f"{meta['usage_answered']:,} answers counted by the clients"
