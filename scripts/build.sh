@@ -3,7 +3,7 @@
 # provider, the `sandbox` extra), into dist/ or the folder given.
 #   scripts/build.sh [DIR]
 # Install them into any virtualenv, pinned by the lock files:
-#   pip install --require-hashes -r requirements/sandbox.txt   # or runtime.txt: no sandbox
+#   pip install --require-hashes -r requirements/sandbox.txt   # production.txt: PostgreSQL, Redis, tracing, S3; runtime.txt: neither
 #   pip install --no-deps DIR/unigate-*.whl DIR/unigate_sandbox-*.whl
 # or unpinned, with pip resolving the dependencies: pip install --find-links DIR 'unigate[sandbox]'
 # The gateway's wheel is built for this Python and platform (cp311-…-linux_x86_64) when its

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerate the hash-pinned lock files the set-up scripts install from, after changing the
 # dependencies in pyproject.toml: requirements/runtime.txt (the gateway alone),
+# requirements/production.txt (with every optional feature's package: PostgreSQL, Redis,
+# OpenTelemetry, S3),
 # requirements/sandbox.txt (with the sandbox and its media libraries: scripts/start.sh),
 # requirements/test.txt (with the test tools: scripts/test.sh), requirements/compile.txt (what
 # scripts/compile.py builds with, from requirements/compile.in), and requirements/clients.txt (the
@@ -26,8 +28,21 @@ compile() {
     "$tools/venv/bin/pip-compile" -q --generate-hashes --strip-extras --allow-unsafe --no-header \
         --resolver=backtracking "$@"
 }
+# An extra that names others (`production`, and `test` through it) makes the resolver pin
+# unigate itself, by its path and without a hash, which hash mode refuses: the lock installs
+# unigate's dependencies, and unigate is installed after them (--no-deps).
+drop_self() {
+    sed -i '/^# WARNING: pip install will require the following package to be hashed\./,/^    # via unigate/d' "$1"
+    if grep -q '^unigate @' "$1"; then
+        echo "lock.sh: $1 still pins unigate itself" >&2
+        exit 1
+    fi
+}
 echo "locking requirements/runtime.txt"
 compile -o requirements/runtime.txt pyproject.toml
+echo "locking requirements/production.txt"
+compile --extra production -o requirements/production.txt pyproject.toml
+drop_self requirements/production.txt
 echo "locking requirements/sandbox.txt"
 # The `sandbox` extra's own distribution, unigate-sandbox (packages/unigate-sandbox), is no
 # index's package: the lock pins the rest of the extra (the sandbox's media libraries), resolved
@@ -39,6 +54,7 @@ compile --extra sandbox -o requirements/sandbox.txt "$tools/core/pyproject.toml"
 sed -i "s#$tools/core/##" requirements/sandbox.txt
 echo "locking requirements/test.txt"
 compile --extra test -o requirements/test.txt pyproject.toml
+drop_self requirements/test.txt
 echo "locking requirements/compile.txt"
 # At the test lock's versions: the constraints are its pins without their hashes.
 grep -E '^[A-Za-z0-9._-]+==' requirements/test.txt | cut -d' ' -f1 > "$tools/test-pins.txt"

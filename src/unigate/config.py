@@ -433,7 +433,7 @@ class StorageConfig(_Strict):
     backend: Literal["local", "s3"] = Field(
         default="local",
         description="`local`: the data dir; `s3`: an S3-compatible bucket every replica shares "
-        "(the keys below are for s3 only)",
+        "(needs the `s3` extra; the keys below are for s3 only)",
     )
     bucket: str = Field(default="", description="the bucket's name")
     prefix: str = Field(default="", description="a folder in the bucket for this gateway's objects (`prod/`)")

@@ -44,7 +44,8 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
     EnvVar(
         "UNIGATE_DATABASE_URL",
         "sqlite:///$UNIGATE_DATA_DIR/unigate.db",
-        "`sqlite:///path` or `postgresql://user:pass@host/db`",
+        "`sqlite:///path` or `postgresql://user:pass@host/db` (needs the `postgres` extra: "
+        "[Installing the package](scaling.md#installing-the-package))",
     ),
     EnvVar(
         "UNIGATE_REDIS_URL",
@@ -52,7 +53,7 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "Redis, for several replicas: shared limits, and key changes and config reloads told to every "
         "replica at once (give `unigate keys` the same); see "
         "[Scaling out](scaling.md#scaling-out-postgresql-and-redis). `serve` refuses a value that is "
-        "not a Redis URL, and warns (then starts) when Redis does not answer",
+        "not a Redis URL, and warns (then starts) when Redis does not answer. Needs the `redis` extra",
     ),
     EnvVar(
         "UNIGATE_ADMIN_KEY",
@@ -149,7 +150,7 @@ ENVIRONMENT: tuple[EnvVar, ...] = (
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         None,
         "turns tracing on: spans go to `<endpoint>/v1/traces` over OTLP/HTTP "
-        "(`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: the full URL instead)",
+        "(`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: the full URL instead). Needs the `otel` extra",
     ),
     EnvVar(
         "OTEL_SERVICE_NAME",

@@ -1,7 +1,8 @@
 """The gateway installed alone, as a production image in front of real vendors is: a fresh
-virtualenv with the runtime lock and `pip install --no-deps .`, no sandbox. It serves a
-configured upstream, and says in one line what to do when it has no provider at all, or when a
-config enables the sandbox it does not have."""
+virtualenv with the runtime lock and `pip install --no-deps .`, no sandbox and none of the
+optional features' packages (PostgreSQL, Redis, OpenTelemetry, S3: src/unigate/extras.py). It
+serves a configured upstream, and says in one line what to do when it has no provider at all,
+when a config enables the sandbox it does not have, or when a setting needs a package it lacks."""
 
 from __future__ import annotations
 
@@ -46,11 +47,13 @@ def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return interpreter
 
 
-def _serve(python: Path, workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+def _serve(
+    python: Path, workdir: Path, *args: str, env: dict[str, str] | None = None, command: str = "serve"
+) -> subprocess.CompletedProcess[str]:
+    inherited = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     return subprocess.run(
-        [str(python), "-m", "unigate", "serve", *args],
-        env={**env, "UNIGATE_DATA_DIR": str(workdir / "data")},
+        [str(python), "-m", "unigate", command, *args],
+        env={**inherited, "UNIGATE_DATA_DIR": str(workdir / "data"), **(env or {})},
         cwd=workdir,
         capture_output=True,
         text=True,
@@ -67,6 +70,50 @@ def test_the_sandbox_is_not_installed(python: Path) -> None:
         check=True,
     )
     assert found.stdout.strip() == "None"
+
+
+def test_no_optional_package_is_installed(python: Path) -> None:
+    modules = ("asyncpg", "redis", "opentelemetry", "obstore")
+    code = f"import importlib.util as u; print([m for m in {modules!r} if u.find_spec(m)])"
+    found = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
+
+
+UPSTREAM = (
+    "providers: [{name: up, protocol: openai, base_url: 'http://127.0.0.1:9'}]\n"
+    "models: [{name: m, routes: [{provider: up}]}]\n"
+)
+NEEDS = {
+    "postgres": ({"UNIGATE_DATABASE_URL": "postgresql://u:secret@127.0.0.1:9/db"}, ""),
+    "redis": ({"UNIGATE_REDIS_URL": "redis://:secret@127.0.0.1:9/0"}, ""),
+    "otel": ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, ""),
+    "s3": ({}, "storage: {backend: s3, bucket: files, endpoint_url: 'http://127.0.0.1:9'}\n"),
+}
+
+
+@pytest.mark.parametrize("extra", list(NEEDS))
+def test_a_setting_that_needs_a_missing_package_is_one_error_line(
+    python: Path, tmp_path: Path, extra: str
+) -> None:
+    env, storage = NEEDS[extra]
+    config = tmp_path / "gateway.yaml"
+    config.write_text(UPSTREAM + storage)
+    proc = _serve(python, tmp_path, "--config", str(config), "--port", str(free_port()), env=env)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert f"pip install 'unigate[{extra}]'" in lines[0] and "secret" not in lines[0]
+
+
+def test_migrate_on_postgresql_without_its_driver_is_one_error_line(python: Path, tmp_path: Path) -> None:
+    env = {"UNIGATE_DATABASE_URL": "postgresql://u:secret@127.0.0.1:9/db"}
+    proc = _serve(python, tmp_path, env=env, command="migrate")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        "error: a postgresql:// UNIGATE_DATABASE_URL needs the asyncpg package, which is not installed: "
+        "pip install 'unigate[postgres]', or every optional package pinned by hash: "
+        "pip install --require-hashes -r requirements/production.txt"
+    )
 
 
 def test_it_serves_a_configured_upstream(python: Path, tmp_path: Path) -> None:

@@ -18,8 +18,9 @@ import pytest
 pytestmark = pytest.mark.process
 
 REPO = Path(__file__).resolve().parents[2]
-# What setup-venv.sh installs (runtime, sandbox, test, compile) and setup-clients.sh (clients).
-LOCKS = ("runtime", "sandbox", "test", "compile", "clients")
+# What setup-venv.sh installs (runtime, sandbox, test, compile), a production deployment
+# (production: docs/scaling.md) and setup-clients.sh (clients).
+LOCKS = ("runtime", "production", "sandbox", "test", "compile", "clients")
 NAMES = ("python3", "python3.11", "python3.12", "python3.13", "python3.14")
 
 

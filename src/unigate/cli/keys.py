@@ -17,7 +17,7 @@ from unigate.api.admin.key_service import CreatedKey, KeyInputError, KeyService,
 from unigate.api.admin.key_spec import KeyCreate
 from unigate.auth.principal import Principal
 from unigate.cli.serve import ConfigOpt, settings_for
-from unigate.cli.startup import StartupError, debug_wanted, report, with_database
+from unigate.cli.startup import StartupError, debug_wanted, report, require_extra, with_database
 from unigate.settings import Settings
 from unigate.store.changes import process_origin
 from unigate.store.keys import KeyStore
@@ -60,6 +60,11 @@ def database_url(settings: Settings) -> str:
 
 def _with_store(config: Path | None, work: Callable[[KeyStore], Awaitable[T]]) -> T:
     settings = settings_for(config)
+    try:
+        if settings.redis_url:
+            require_extra("redis")
+    except StartupError as exc:
+        report(exc, debug_wanted())
 
     async def run(engine: AsyncEngine) -> T:
         if not settings.redis_url:

@@ -23,6 +23,7 @@ from unigate.cli.startup import (
     check_public_url,
     check_redis,
     check_storage,
+    check_tracing,
     create_limits_table,
     debug_wanted,
     report,
@@ -97,6 +98,7 @@ def _prepare(config: Path | None, host: str, port: int, server: str, workers: in
 
     configure_logging(settings.log_level, settings.log_format)
     check_database_url(settings.database_url)
+    check_tracing(settings)
     check_port(host, port)
     check_data_dir(settings.data_dir)
     check_redis(settings.redis_url)

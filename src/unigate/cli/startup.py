@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from unigate.cli.launch import bind
 from unigate.data_dir.owner_only import private_dir, warn_if_open
+from unigate.extras import MissingExtra, require
 from unigate.observability.logs import check_format, check_level
 from unigate.settings import Settings
 
@@ -40,6 +41,20 @@ def report(exc: BaseException, debug: bool) -> NoReturn:
     message = " ".join(str(exc).split())  # config and driver messages can span lines
     print(f"error: {message}", file=sys.stderr, flush=True)
     sys.exit(EXIT_CODE)
+
+
+def require_extra(extra: str) -> None:
+    """`extras.require` as a start-up check: a missing optional package is one error line."""
+    try:
+        require(extra)
+    except MissingExtra as exc:
+        raise StartupError(str(exc)) from None
+
+
+def check_tracing(settings: Settings) -> None:
+    """OTEL_EXPORTER_OTLP_ENDPOINT, when set, needs the OpenTelemetry SDK installed."""
+    if settings.otel_traces_endpoint:
+        require_extra("otel")
 
 
 def debug_wanted() -> bool:
@@ -126,6 +141,7 @@ def check_storage(config: StorageConfig, data_dir: Path) -> None:
     that is missing, unreachable or read-only is refused now, not at the first upload."""
     if config.backend == "local":
         return
+    require_extra("s3")
     from unigate.errors import StorageUnavailable
     from unigate.storage import build_storage
     from unigate.storage.s3 import reason
@@ -158,6 +174,7 @@ def check_redis(url: str | None) -> None:
     replica through the database), so the line says what runs without it."""
     if not url:
         return
+    require_extra("redis")
     from redis.asyncio import Redis
 
     shown = shown_redis_url(url)
@@ -223,6 +240,8 @@ def check_database_url(url: str) -> None:
         raise StartupError(f"UNIGATE_DATABASE_URL is not a database URL; {fix}") from None
     if backend not in ("sqlite", "postgresql", "postgres"):
         raise StartupError(f"UNIGATE_DATABASE_URL has the unsupported scheme {backend}://; {fix}")
+    if backend != "sqlite":
+        require_extra("postgres")
 
 
 def with_database(url: str, work: Callable[[AsyncEngine], Awaitable[T]]) -> T:

@@ -18,6 +18,8 @@ import logging
 import time
 from typing import Any
 
+from unigate.extras import require
+
 log = logging.getLogger("unigate.tracing")
 
 # gen_ai.operation.name for the request path's operations (other operations keep their own
@@ -42,6 +44,7 @@ def provider_name(protocol: str) -> str:
 
 class Tracing:
     def __init__(self, endpoint: str, service_name: str) -> None:
+        require("otel")
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from unigate.edge.media_types import SNIFF_BYTES
 from unigate.errors import StorageUnavailable
+from unigate.extras import require
 from unigate.storage.base import CHUNK, StoredObject, check_key, no_chunks
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ RETRY_WINDOW = timedelta(seconds=8)
 
 
 def _store(config: StorageConfig) -> S3Store:
+    require("s3")
     from obstore.store import S3Store
 
     options: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT, "timeout": REQUEST_TIMEOUT}

@@ -13,6 +13,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import make_url
 
 from unigate.data_dir.owner_only import DIR_MODE, private_file
+from unigate.extras import require
 from unigate.store.aio import AsyncConnection, AsyncEngine, create_async_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -59,6 +60,7 @@ def create_engine(url: str) -> AsyncEngine:
         # pool bounds the threads and page caches each connection costs.
         kwargs.update(pool_size=3, max_overflow=4)
     else:
+        require("postgres")  # SQLAlchemy would import asyncpg itself, failing with less to go on
         kwargs.update(pool_size=10, max_overflow=10, pool_pre_ping=True)
     engine = create_async_engine(target, **kwargs)
     if target.startswith("sqlite"):

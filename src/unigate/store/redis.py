@@ -7,7 +7,12 @@ notifications); durable state stays in the database."""
 
 from __future__ import annotations
 
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING
+
+from unigate.extras import require
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 # Loopback or same-datacenter Redis answers in well under a millisecond; these bound how long
 # a request can wait on one that stopped answering.
@@ -19,6 +24,9 @@ def connect(url: str) -> Redis:
     """A client for `url` (`redis://` or `rediss://`, database and password in the URL).
     Connections are made lazily, so a Redis that is down at start-up does not stop the
     gateway; its callers see the failure and apply their fallback."""
+    require("redis")
+    from redis.asyncio import Redis
+
     return Redis.from_url(
         url,
         socket_connect_timeout=CONNECT_TIMEOUT,
