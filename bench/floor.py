@@ -22,11 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli import BENCH_DIR, log
-from fake_upstream import CHAT_PATH, STREAM_PATH
-from procs import BenchError, Children, free_port, wait_ready, worker_pids
-from targets import CHAT_BODY, Target, direct_target, start_unigate
-from upstream import start_upstream
+from cli import log
+from procs import BenchError, Children, worker_pids
+from targets import CHAT_BODY, Target, start_beside, start_floor_proxy
 from wrk import run_wrk
 
 LOADS = (8, 64)
@@ -39,23 +37,6 @@ class Round:
     rps: float
     user_us: float  # the workers' CPU per request
     system_us: float
-
-
-def start_floor_proxy(children: Children, tmp: Path, upstream_port: int, workers: int) -> Target:
-    port = free_port()
-    cmd = [
-        sys.executable,
-        str(BENCH_DIR / "floor_proxy.py"),
-        "--port",
-        str(port),
-        "--upstream-port",
-        str(upstream_port),
-        "--workers",
-        str(workers),
-    ]
-    child = children.start("floor proxy", cmd, tmp / "floor_proxy.out")
-    wait_ready(child, port, "/", want=None)
-    return Target("floor", port, CHAT_PATH, STREAM_PATH, child=child)
 
 
 def _cpu(pids: Sequence[int]) -> tuple[int, int]:
@@ -96,13 +77,7 @@ def main() -> int:
     children = Children()
     tmp = Path(tempfile.mkdtemp(prefix="unigate-floor-"))
     try:
-        upstream = start_upstream(children, tmp)
-        wait_ready(upstream.child, upstream.port, "/", want=None)
-        targets = [
-            direct_target(upstream.child, upstream.port),
-            start_floor_proxy(children, tmp, upstream.port, 2),
-            start_unigate(children, tmp, upstream.port, workers=2),
-        ]
+        targets = start_beside(children, tmp, start_floor_proxy)
         for target in targets:  # warm-up: connections, caches, unigate's key
             _round(target, LOADS[-1], 1.0)
         runs: dict[tuple[str, int], list[Round]] = {}

@@ -19,9 +19,8 @@ import tempfile
 from pathlib import Path
 
 from cli import BENCH_DIR, log
-from procs import BenchError, Children, wait_ready
-from targets import CHAT_BODY, direct_target, start_bare_proxy, start_unigate
-from upstream import start_upstream
+from procs import BenchError, Children
+from targets import CHAT_BODY, start_bare_proxy, start_beside
 from wrk import run_script
 
 CONNECTIONS = 8
@@ -44,13 +43,7 @@ def main() -> int:
     children = Children()
     tmp = Path(tempfile.mkdtemp(prefix="unigate-paced-"))
     try:
-        upstream = start_upstream(children, tmp)
-        wait_ready(upstream.child, upstream.port, "/", want=None)
-        targets = [
-            direct_target(upstream.child, upstream.port),
-            start_bare_proxy(children, tmp, upstream.port, 2),
-            start_unigate(children, tmp, upstream.port, workers=2),
-        ]
+        targets = start_beside(children, tmp, start_bare_proxy)
         log(f"{'delay':>8} {'target':<8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8}")
         for delay in args.delays:
             direct_p50 = 0.0

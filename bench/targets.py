@@ -10,6 +10,7 @@ import secrets
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import orjson
 import yaml
 from fake_upstream import CHAT_PATH, STREAM_PATH
 from procs import BenchError, Child, Children, free_port, request, wait_ready
+from upstream import start_upstream
 
 BENCH_DIR = Path(__file__).resolve().parent
 UNIGATE_BIN = Path(sys.executable).parent / "unigate"
@@ -73,21 +75,26 @@ def direct_target(upstream: Child, port: int) -> Target:
     return Target("direct", port, CHAT_PATH, STREAM_PATH, child=upstream)
 
 
-def start_bare_proxy(children: Children, tmp: Path, upstream_port: int, workers: int = 1) -> Target:
+def _start_proxy(children: Children, tmp: Path, name: str, script: str, *args: str) -> Target:
+    """One of the benchmark's own proxies (`script` in bench/), ready on a free port."""
     port = free_port()
-    cmd = [
-        sys.executable,
-        str(BENCH_DIR / "bare_proxy.py"),
-        "--port",
-        str(port),
-        "--upstream",
-        f"http://127.0.0.1:{upstream_port}",
-        "--workers",
-        str(workers),
-    ]
-    child = children.start("bare proxy", cmd, tmp / "bare_proxy.out")
+    cmd = [sys.executable, str(BENCH_DIR / script), "--port", str(port), *args]
+    child = children.start(f"{name} proxy", cmd, tmp / f"{name}_proxy.out")
     wait_ready(child, port, "/", want=None)
-    return Target("bare", port, CHAT_PATH, STREAM_PATH, child=child)
+    return Target(name, port, CHAT_PATH, STREAM_PATH, child=child)
+
+
+def start_bare_proxy(children: Children, tmp: Path, upstream_port: int, workers: int = 1) -> Target:
+    upstream = f"http://127.0.0.1:{upstream_port}"
+    return _start_proxy(
+        children, tmp, "bare", "bare_proxy.py", "--upstream", upstream, "--workers", str(workers)
+    )
+
+
+def start_floor_proxy(children: Children, tmp: Path, upstream_port: int, workers: int = 1) -> Target:
+    """bench/floor_proxy.py: uvloop callbacks and framing only, what any Python proxy costs."""
+    args = ("--upstream-port", str(upstream_port), "--workers", str(workers))
+    return _start_proxy(children, tmp, "floor", "floor_proxy.py", *args)
 
 
 def unigate_config(upstream_port: int) -> dict[str, Any]:
@@ -238,3 +245,17 @@ def start_redis(children: Children, tmp: Path) -> str:
             pass
         time.sleep(0.02)
     raise BenchError("redis-server did not answer PING within 10 s")
+
+
+def start_beside(
+    children: Children, tmp: Path, proxy: Callable[[Children, Path, int, int], Target], workers: int = 2
+) -> list[Target]:
+    """The fake upstream itself, `proxy` (start_bare_proxy, start_floor_proxy) and unigate as
+    operated, `workers` each, in front of one upstream, all ready."""
+    upstream = start_upstream(children, tmp)
+    wait_ready(upstream.child, upstream.port, "/", want=None)
+    return [
+        direct_target(upstream.child, upstream.port),
+        proxy(children, tmp, upstream.port, workers),
+        start_unigate(children, tmp, upstream.port, workers=workers),
+    ]
