@@ -60,11 +60,11 @@ def database_url(settings: Settings) -> str:
 
 def _with_store(config: Path | None, work: Callable[[KeyStore], Awaitable[T]]) -> T:
     settings = settings_for(config)
-    try:
-        if settings.redis_url:
+    if settings.redis_url:
+        try:
             require_extra("redis")
-    except StartupError as exc:
-        report(exc, debug_wanted())
+        except StartupError as exc:
+            report(exc, debug_wanted())
 
     async def run(engine: AsyncEngine) -> T:
         if not settings.redis_url:
