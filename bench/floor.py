@@ -17,12 +17,11 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli import log
+from cli import log, run_main
 from procs import BenchError, Children, worker_pids
 from targets import CHAT_BODY, Target, start_beside, start_floor_proxy
 from wrk import run_wrk
@@ -69,42 +68,37 @@ def _median_round(rounds: list[Round]) -> Round:
     return Round(middle.p50_us, middle.rps, user, system)
 
 
+def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
+    targets = start_beside(children, tmp, start_floor_proxy)
+    for target in targets:  # warm-up: connections, caches, unigate's key
+        _round(target, LOADS[-1], 1.0)
+    runs: dict[tuple[str, int], list[Round]] = {}
+    for n in range(args.rounds):
+        log(f"Round {n + 1} of {args.rounds} ...")
+        for connections in LOADS:
+            for target in targets:
+                runs.setdefault((target.name, connections), []).append(
+                    _round(target, connections, args.duration)
+                )
+    columns = ("req/s", "p50 ms", "+p50 ms", "user us", "sys us")
+    log(f"{'target':<8} {'load':>5} " + " ".join(f"{c:>8}" for c in columns))
+    for connections in LOADS:
+        direct = _median_round(runs[("direct", connections)])
+        for target in targets:
+            r = _median_round(runs[(target.name, connections)])
+            added = "-" if target is targets[0] else f"{(r.p50_us - direct.p50_us) / 1000:.3f}"
+            log(
+                f"{target.name:<8} {'c' + str(connections):>5} {r.rps:>8.0f} {r.p50_us / 1000:>8.3f} "
+                f"{added:>8} {r.user_us:>8.1f} {r.system_us:>8.1f}"
+            )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per wrk run")
-    args = parser.parse_args()
-    children = Children()
-    tmp = Path(tempfile.mkdtemp(prefix="unigate-floor-"))
-    try:
-        targets = start_beside(children, tmp, start_floor_proxy)
-        for target in targets:  # warm-up: connections, caches, unigate's key
-            _round(target, LOADS[-1], 1.0)
-        runs: dict[tuple[str, int], list[Round]] = {}
-        for n in range(args.rounds):
-            log(f"Round {n + 1} of {args.rounds} ...")
-            for connections in LOADS:
-                for target in targets:
-                    runs.setdefault((target.name, connections), []).append(
-                        _round(target, connections, args.duration)
-                    )
-        columns = ("req/s", "p50 ms", "+p50 ms", "user us", "sys us")
-        log(f"{'target':<8} {'load':>5} " + " ".join(f"{c:>8}" for c in columns))
-        for connections in LOADS:
-            direct = _median_round(runs[("direct", connections)])
-            for target in targets:
-                r = _median_round(runs[(target.name, connections)])
-                added = "-" if target is targets[0] else f"{(r.p50_us - direct.p50_us) / 1000:.3f}"
-                log(
-                    f"{target.name:<8} {'c' + str(connections):>5} {r.rps:>8.0f} {r.p50_us / 1000:>8.3f} "
-                    f"{added:>8} {r.user_us:>8.1f} {r.system_us:>8.1f}"
-                )
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        children.stop_all()
-    return 0
+    return run_main("unigate floor benchmark", "unigate-floor-", parser.parse_args(), bench)
 
 
 if __name__ == "__main__":

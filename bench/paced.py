@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
-from cli import BENCH_DIR, log
-from procs import BenchError, Children
+from cli import BENCH_DIR, log, run_main
+from procs import Children
 from targets import CHAT_BODY, start_bare_proxy, start_beside
 from wrk import run_script
 
@@ -33,32 +32,27 @@ def _paced_run(url: str, key: str, delay_ms: float, duration: float) -> tuple[fl
     return result.p50_us / 1000, result.p99_us / 1000, result.rps
 
 
+def bench(args: argparse.Namespace, children: Children, tmp: Path) -> int:
+    targets = start_beside(children, tmp, start_bare_proxy)
+    log(f"{'delay':>8} {'target':<8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8}")
+    for delay in args.delays:
+        direct_p50 = 0.0
+        for target in targets:
+            p50, p99, rps = _paced_run(target.chat_url, target.key or "", delay, args.duration)
+            if target is targets[0]:
+                direct_p50 = p50
+            added = "-" if target is targets[0] else f"{p50 - direct_p50:.3f}"
+            log(f"{delay:>6g}ms {target.name:<8} {rps:>8.0f} {p50:>8.3f} {p99:>8.3f} {added:>8}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--delays", type=float, nargs="+", default=[4.0, 10.0], help="ms between requests of a connection"
     )
     parser.add_argument("--duration", type=float, default=4.0, help="seconds per wrk run")
-    args = parser.parse_args()
-    children = Children()
-    tmp = Path(tempfile.mkdtemp(prefix="unigate-paced-"))
-    try:
-        targets = start_beside(children, tmp, start_bare_proxy)
-        log(f"{'delay':>8} {'target':<8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8}")
-        for delay in args.delays:
-            direct_p50 = 0.0
-            for target in targets:
-                p50, p99, rps = _paced_run(target.chat_url, target.key or "", delay, args.duration)
-                if target is targets[0]:
-                    direct_p50 = p50
-                added = "-" if target is targets[0] else f"{p50 - direct_p50:.3f}"
-                log(f"{delay:>6g}ms {target.name:<8} {rps:>8.0f} {p50:>8.3f} {p99:>8.3f} {added:>8}")
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        children.stop_all()
-    return 0
+    return run_main("unigate paced benchmark", "unigate-paced-", parser.parse_args(), bench)
 
 
 if __name__ == "__main__":
