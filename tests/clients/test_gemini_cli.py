@@ -1,0 +1,91 @@
+"""Gemini CLI (the pinned `@google/gemini-cli`) pointed at the gateway as its configuration
+reference says for a custom endpoint: `GOOGLE_GEMINI_BASE_URL` = the gateway's root, the gateway
+key in `GEMINI_API_KEY`, API-key authentication selected in its settings, `-m` a gateway model
+id, default settings otherwise, and its documented switches that keep it off the network. One
+`gemini -p` turn reads a file with its `read_file` tool and answers (a streamed
+`streamGenerateContent` call, then another carrying the tool's result); the secret in the file
+reaches the answer only through that result.
+
+Why the settings file: with `GOOGLE_GEMINI_BASE_URL` set and no authentication selected, this
+version picks a "gateway" method that its own headless check then refuses ("Invalid auth method
+selected."); `security.auth.selectedType: "gemini-api-key"` is the API-key method its reference
+documents the variable for.
+
+Upstreams: the Gemini fake (same format, relayed), and the sandbox and the chat-only and
+Anthropic fakes (the Gemini request translated)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.clients.rig import NODE_BIN, SANDBOX, SETUP_HINT, TRANSLATED, Rig, Workdir, clean_env, run_client
+
+pytestmark = pytest.mark.clients
+
+GEMINI = NODE_BIN / "gemini"
+ACCESS = "unigate.access: "
+
+
+def gemini_env(rig: Rig, workdir: Workdir) -> dict[str, str]:
+    settings = workdir.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(
+        json.dumps(
+            {
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                # Off the network: no update check, no usage statistics sent to Google.
+                "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+                "privacy": {"usageStatisticsEnabled": False},
+            }
+        )
+    )
+    return clean_env(
+        workdir.home,
+        GOOGLE_GEMINI_BASE_URL=rig.base_url,
+        GEMINI_API_KEY=rig.key,
+        # Headless runs refuse a folder the user has not trusted; this is its documented switch
+        # for automated environments.
+        GEMINI_CLI_TRUST_WORKSPACE="true",
+    )
+
+
+def access_lines(rig: Rig, offset: int, at_least: int) -> list[str]:
+    """The gateway's access lines after `offset` in its log, once `at_least` are there (they
+    are written in batches, a few milliseconds after their responses)."""
+    deadline = time.monotonic() + 5
+    while True:
+        text = rig.gateway.log()[offset:]
+        lines = [line.split(ACCESS, 1)[1] for line in text.splitlines() if ACCESS in line]
+        if len(lines) >= at_least or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
+
+
+def prompt(workdir: Workdir) -> str:
+    # The sandbox picks the tool the prompt names and builds its arguments from the prompt's
+    # words: the path is stated, since read_file refuses one outside the project.
+    return f'Use read_file with file_path "{workdir.notes}" and tell me the secret word in it.'
+
+
+@pytest.mark.parametrize("model", TRANSLATED)
+def test_gemini_cli_reads_a_file_and_answers(rig: Rig, workdir: Workdir, model: str) -> None:
+    assert GEMINI.exists(), SETUP_HINT
+    env = gemini_env(rig, workdir)
+    since, logged = rig.mark(), len(rig.gateway.log())
+    with rig.scripted("read_file", {"file_path": str(workdir.notes)}):
+        proc = run_client([str(GEMINI), "-p", prompt(workdir), "-m", model], env, workdir.path)
+    assert proc.returncode == 0, f"gemini exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    # Every call it made was one the gateway answered: the two turns, streamed.
+    calls = access_lines(rig, logged, at_least=2)
+    assert len(calls) >= 2, calls
+    assert all(c.startswith(f"POST /v1beta/models/{model}:streamGenerateContent 200 ") for c in calls), calls
+    answer = proc.stdout
+    assert workdir.secret in answer, answer  # only the file, read by the tool, holds it
+    if model == SANDBOX:
+        assert "The tool read_file returned" in answer  # the sandbox quotes the result it received
+    else:
+        results = rig.tool_results(model, since)
+        assert any(workdir.secret in r for r in results), results
