@@ -38,6 +38,7 @@ SANDBOX = "sandbox-chat"
 FAKES = ("fake-chat", "fake-anthropic", "fake-gemini")
 TRANSLATED = (SANDBOX, *FAKES)  # every upstream a chat-style client reaches
 NATIVE_RESPONSES = "fake-responses"
+SIDE_MODELS = "gemini-*"
 
 
 @dataclass
@@ -151,6 +152,8 @@ def running_rig(workdir: Path) -> Iterator[Rig]:
                 {"name": "fake-anthropic", "routes": [{"provider": "anthropic", "model": "claude-up"}]},
                 {"name": "fake-gemini", "routes": [{"provider": "gemini", "model": "gemini-up"}]},
                 {"name": NATIVE_RESPONSES, "routes": [{"provider": "responses", "model": "gpt-up-native"}]},
+                # What an agent asks for by its own model ids (Gemini CLI's web search, say)
+                {"name": SIDE_MODELS, "routes": [{"provider": "sandbox", "model": SANDBOX}]},
             ],
         }
         gateway = stack.enter_context(GatewayProcess(workdir, config=config))

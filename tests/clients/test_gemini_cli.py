@@ -4,7 +4,11 @@ key in `GEMINI_API_KEY`, API-key authentication selected in its settings, `-m` a
 id, default settings otherwise, and its documented switches that keep it off the network. One
 `gemini -p` turn reads a file with its `read_file` tool and answers (a streamed
 `streamGenerateContent` call, then another carrying the tool's result); the secret in the file
-reaches the answer only through that result.
+reaches the answer only through that result. Another searches the web with its
+`google_web_search` tool, which is a call of its own on a model id of its own choosing
+(`gemini-3-flash-preview` with the `googleSearch` tool), answered by the gateway's glob model
+`gemini-*` (routed to the sandbox, which searches offline): the pages found reach the answer with
+the citation marks the CLI places by the grounding's byte offsets.
 
 Why the settings file: with `GOOGLE_GEMINI_BASE_URL` set and no authentication selected, this
 version picks a "gateway" method that its own headless check then refuses ("Invalid auth method
@@ -17,6 +21,7 @@ Anthropic fakes (the Gemini request translated)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -64,28 +69,62 @@ def access_lines(rig: Rig, offset: int, at_least: int) -> list[str]:
         time.sleep(0.05)
 
 
-def prompt(workdir: Workdir) -> str:
+def read_prompt(workdir: Workdir) -> str:
     # The sandbox picks the tool the prompt names and builds its arguments from the prompt's
     # words: the path is stated, since read_file refuses one outside the project.
     return f'Use read_file with file_path "{workdir.notes}" and tell me the secret word in it.'
 
 
-@pytest.mark.parametrize("model", TRANSLATED)
-def test_gemini_cli_reads_a_file_and_answers(rig: Rig, workdir: Workdir, model: str) -> None:
+def run_gemini(
+    rig: Rig, workdir: Workdir, model: str, prompt: str, tool: str, arguments: dict[str, str]
+) -> tuple[str, list[str]]:
+    """One headless turn in which every fake calls `tool`: the answer, and the gateway's access
+    lines of the calls the turn made (at least the two a tool round trip takes)."""
     assert GEMINI.exists(), SETUP_HINT
     env = gemini_env(rig, workdir)
-    since, logged = rig.mark(), len(rig.gateway.log())
-    with rig.scripted("read_file", {"file_path": str(workdir.notes)}):
-        proc = run_client([str(GEMINI), "-p", prompt(workdir), "-m", model], env, workdir.path)
+    logged = len(rig.gateway.log())
+    with rig.scripted(tool, arguments):
+        proc = run_client([str(GEMINI), "-p", prompt, "-m", model], env, workdir.path)
     assert proc.returncode == 0, f"gemini exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    # Every call it made was one the gateway answered: the two turns, streamed.
     calls = access_lines(rig, logged, at_least=2)
     assert len(calls) >= 2, calls
+    return proc.stdout, calls
+
+
+@pytest.mark.parametrize("model", TRANSLATED)
+def test_gemini_cli_reads_a_file_and_answers(rig: Rig, workdir: Workdir, model: str) -> None:
+    since = rig.mark()
+    answer, calls = run_gemini(
+        rig, workdir, model, read_prompt(workdir), "read_file", {"file_path": str(workdir.notes)}
+    )
+    # Every call it made was one the gateway answered: the two turns, streamed.
     assert all(c.startswith(f"POST /v1beta/models/{model}:streamGenerateContent 200 ") for c in calls), calls
-    answer = proc.stdout
     assert workdir.secret in answer, answer  # only the file, read by the tool, holds it
     if model == SANDBOX:
         assert "The tool read_file returned" in answer  # the sandbox quotes the result it received
     else:
         results = rig.tool_results(model, since)
         assert any(workdir.secret in r for r in results), results
+
+
+@pytest.mark.parametrize("model", TRANSLATED)
+def test_gemini_cli_searches_the_web(rig: Rig, workdir: Workdir, model: str) -> None:
+    query = f"weather in {workdir.secret}"
+    answer, calls = run_gemini(
+        rig,
+        workdir,
+        model,
+        f'Use google_web_search with query "{query}" and summarise what it found.',
+        "google_web_search",
+        {"query": query},
+    )
+    turns = [c for c in calls if c.startswith(f"POST /v1beta/models/{model}:streamGenerateContent 200 ")]
+    search = [
+        c for c in calls if c.startswith("POST /v1beta/models/gemini-3-flash-preview:generateContent 200 ")
+    ]
+    assert len(turns) == 2 and len(search) == 1 and len(calls) == 3, calls
+    # The tool's result, built from the search's grounding: the pages as sources, and the text's
+    # citation marks where the grounding's byte offsets put them.
+    source = re.compile(rf"\[1\] [^\n]*\(https://example\.com/search/[a-z0-9-]*{workdir.secret.lower()}/1\)")
+    assert source.search(answer), answer
+    assert "result 1[1]" in answer, answer
