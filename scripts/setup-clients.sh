@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install the real clients tests/clients drives against the gateway (scripts/test.sh runs this):
 # - the npm packages pinned in tests/clients/node/package-lock.json (Claude Code, Codex, Gemini
-#   CLI, the Vercel AI SDK, the openai Node SDK, and Node 24 as a registry package for the SDKs
-#   that need Node >= 22) into tests/clients/node/node_modules, with `npm ci`;
+#   CLI, the Vercel AI SDK, the OpenAI, Anthropic and Google Gen AI Node SDKs, and Node 24 as a
+#   registry package for the SDKs that need Node >= 22) into tests/clients/node/node_modules, with
+#   `npm ci`;
 # - the Python clients pinned by hash in requirements/clients.txt (LangChain, the OpenAI Agents
 #   SDK, LiteLLM) into ./.venv-clients, apart from the gateway's own venv.
 # Each is reinstalled only when its lock file changed; the tests download nothing themselves.
