@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,19 @@ def run_node_driver(script: str, spec: dict[str, Any], home: Path) -> dict[str, 
 def run_python_driver(script: str, spec: dict[str, Any], home: Path, **env: str) -> dict[str, Any]:
     assert PYTHON_CLIENTS.exists(), SETUP_HINT
     return run_driver([str(PYTHON_CLIENTS), str(DRIVERS / script)], spec, home, env)
+
+
+# A driver's results, where the fakes' logs stood before it ran, and the nonce its tool returned.
+Run = tuple[dict[str, Any], dict[str, int], str]
+
+
+def run_with_nonce(rig: Rig, driver: Callable[[dict[str, Any]], dict[str, Any]], **spec: Any) -> Run:
+    """Run `driver` on a spec of the gateway's address and key, `spec`'s entries and a fresh
+    nonce for its tool to return (so a result can be shown to have come through the tool)."""
+    nonce = f"WX-{secrets.token_hex(4)}"
+    since = rig.mark()
+    results = driver({"base_url": rig.base_url, "key": rig.key, "nonce": nonce, **spec})
+    return results, since, nonce
 
 
 def outcome(results: dict[str, Any], model: str, case: str) -> dict[str, Any]:

@@ -7,9 +7,7 @@ trip whose tool result goes back for the answer."""
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,25 +16,25 @@ from tests.clients.rig import (
     STREAM,
     TRANSLATED,
     Rig,
+    Run,
     check_reply,
     check_tool_round_trip,
     outcome,
     run_python_driver,
+    run_with_nonce,
 )
 
 pytestmark = pytest.mark.clients
 
 CHAT_MODELS = ("openai-chat", "openai-responses", "anthropic", "google")
-Run = tuple[dict[str, Any], dict[str, int], str]
 
 
 @pytest.fixture(scope="module")
 def ran(rig: Rig, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    nonce = f"WX-{secrets.token_hex(4)}"
-    since = rig.mark()
-    spec = {"base_url": rig.base_url, "key": rig.key, "models": list(TRANSLATED), "nonce": nonce}
     home: Path = tmp_path_factory.mktemp("langchain")
-    return run_python_driver("langchain_client.py", spec, home), since, nonce
+    return run_with_nonce(
+        rig, lambda spec: run_python_driver("langchain_client.py", spec, home), models=list(TRANSLATED)
+    )
 
 
 @pytest.mark.parametrize("model", TRANSLATED)

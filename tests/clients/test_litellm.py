@@ -6,9 +6,7 @@ round trip."""
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,27 +15,28 @@ from tests.clients.rig import (
     STREAM,
     TRANSLATED,
     Rig,
+    Run,
     check_reply,
     check_tool_round_trip,
     outcome,
     run_python_driver,
+    run_with_nonce,
 )
 
 pytestmark = pytest.mark.clients
 
 ROUTES = ("openai", "anthropic")
-Run = tuple[dict[str, Any], dict[str, int], str]
 
 
 @pytest.fixture(scope="module")
 def ran(rig: Rig, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    nonce = f"WX-{secrets.token_hex(4)}"
-    since = rig.mark()
-    spec = {"base_url": rig.base_url, "key": rig.key, "models": list(TRANSLATED), "nonce": nonce}
     home: Path = tmp_path_factory.mktemp("litellm")
     # The bundled price map, not a download of the current one at import.
-    results = run_python_driver("litellm_client.py", spec, home, LITELLM_LOCAL_MODEL_COST_MAP="True")
-    return results, since, nonce
+    return run_with_nonce(
+        rig,
+        lambda spec: run_python_driver("litellm_client.py", spec, home, LITELLM_LOCAL_MODEL_COST_MAP="True"),
+        models=list(TRANSLATED),
+    )
 
 
 @pytest.mark.parametrize("model", TRANSLATED)

@@ -6,9 +6,7 @@ Gemini fakes (and, for Responses, an upstream serving it natively)."""
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,23 +14,21 @@ from tests.clients.rig import (
     NATIVE_RESPONSES,
     TRANSLATED,
     Rig,
+    Run,
     check_tool_round_trip,
     run_python_driver,
+    run_with_nonce,
 )
 
 pytestmark = pytest.mark.clients
 
 RUNS = [("responses", m) for m in (*TRANSLATED, NATIVE_RESPONSES)] + [("chat", m) for m in TRANSLATED]
-Run = tuple[dict[str, Any], dict[str, int], str]
 
 
 @pytest.fixture(scope="module")
 def ran(rig: Rig, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    nonce = f"WX-{secrets.token_hex(4)}"
-    since = rig.mark()
-    spec = {"base_url": rig.base_url, "key": rig.key, "runs": RUNS, "nonce": nonce}
     home: Path = tmp_path_factory.mktemp("openai-agents")
-    return run_python_driver("agents_client.py", spec, home), since, nonce
+    return run_with_nonce(rig, lambda spec: run_python_driver("agents_client.py", spec, home), runs=RUNS)
 
 
 @pytest.mark.parametrize(("api", "model"), RUNS)

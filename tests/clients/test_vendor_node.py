@@ -7,9 +7,7 @@ result goes back for the answer, a token count, and the model listing in the SDK
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,27 +16,25 @@ from tests.clients.rig import (
     STREAM,
     TRANSLATED,
     Rig,
+    Run,
     check_reply,
     check_tool_round_trip,
     outcome,
     run_node_driver,
+    run_with_nonce,
 )
 
 pytestmark = pytest.mark.clients
 
 SDKS = ("anthropic", "google")
-Run = tuple[dict[str, Any], dict[str, int], str]
 
 
 @pytest.fixture(scope="module")
 def ran(rig: Rig, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """The driver's results for every SDK and model, where the fakes' logs stood before, and
-    the nonce the tool returned."""
-    nonce = f"WX-{secrets.token_hex(4)}"
-    since = rig.mark()
-    spec = {"base_url": rig.base_url, "key": rig.key, "models": list(TRANSLATED), "nonce": nonce}
     home: Path = tmp_path_factory.mktemp("vendor-node")
-    return run_node_driver("vendor_sdks.mjs", spec, home), since, nonce
+    return run_with_nonce(
+        rig, lambda spec: run_node_driver("vendor_sdks.mjs", spec, home), models=list(TRANSLATED)
+    )
 
 
 @pytest.mark.parametrize("model", TRANSLATED)

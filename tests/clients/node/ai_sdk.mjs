@@ -10,6 +10,8 @@ import { createGoogleGenerativeAI } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
 import { z } from "zod";
 
+import { report } from "./report.mjs";
+
 const spec = JSON.parse(process.env.CLIENT_SPEC);
 const openai = createOpenAI({ baseURL: `${spec.base_url}/v1`, apiKey: spec.key });
 const providers = {
@@ -61,18 +63,6 @@ async function toolRoundTrip(model) {
 }
 
 const cases = { text, stream, tool: toolRoundTrip };
-const out = {};
-for (const [provider, make] of Object.entries(providers)) {
-  for (const id of spec.models) {
-    const results = {};
-    for (const [name, run] of Object.entries(cases)) {
-      try {
-        results[name] = await run(make(id));
-      } catch (error) {
-        results[name] = { error: String(error?.stack ?? error) + (error?.responseBody ? `\n${error.responseBody}` : "") };
-      }
-    }
-    out[`${provider}:${id}`] = results;
-  }
-}
-console.log(JSON.stringify(out));
+await report(
+  Object.entries(providers).flatMap(([provider, make]) => spec.models.map((id) => [`${provider}:${id}`, cases, make(id)])),
+);

@@ -5,6 +5,8 @@
 // a case that threw as {"error": "..."}.
 import OpenAI from "openai";
 
+import { report } from "./report.mjs";
+
 const spec = JSON.parse(process.env.CLIENT_SPEC);
 const client = new OpenAI({ baseURL: `${spec.base_url}/v1`, apiKey: spec.key, maxRetries: 0 });
 
@@ -57,16 +59,4 @@ async function responsesStream(model) {
 }
 
 const cases = { chat, stream, responses, responses_stream: responsesStream };
-const out = {};
-for (const id of spec.models) {
-  const results = {};
-  for (const [name, run] of Object.entries(cases)) {
-    try {
-      results[name] = await run(id);
-    } catch (error) {
-      results[name] = { error: String(error?.stack ?? error) };
-    }
-  }
-  out[id] = results;
-}
-console.log(JSON.stringify(out));
+await report(spec.models.map((id) => [id, cases, id]));

@@ -9,6 +9,8 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { GoogleGenAI, Type } from "@google/genai";
 
+import { report } from "./report.mjs";
+
 const spec = JSON.parse(process.env.CLIENT_SPEC);
 const HELLO = "Hello there";
 const STREAM = "Stream a short reply please";
@@ -120,18 +122,4 @@ const googleCases = {
 };
 
 const sdks = { anthropic: anthropicCases, google: googleCases };
-const out = {};
-for (const [sdk, cases] of Object.entries(sdks)) {
-  for (const id of spec.models) {
-    const results = {};
-    for (const [name, run] of Object.entries(cases)) {
-      try {
-        results[name] = await run(id);
-      } catch (error) {
-        results[name] = { error: String(error?.stack ?? error) };
-      }
-    }
-    out[`${sdk}:${id}`] = results;
-  }
-}
-console.log(JSON.stringify(out));
+await report(Object.entries(sdks).flatMap(([sdk, cases]) => spec.models.map((id) => [`${sdk}:${id}`, cases, id])));
