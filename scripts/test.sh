@@ -54,8 +54,9 @@ if [ "$fast" = 1 ]; then
     echo "== pytest (default suite)"
     exec .venv/bin/python -m pytest -p no:cacheprovider --durations=15 "$@"
 fi
-# The real clients tests/clients drives (marker `clients`): Claude Code, Codex, the AI SDK,
-# openai for Node, LangChain, the OpenAI Agents SDK, LiteLLM, pinned by their lock files.
+# The real clients tests/clients drives (marker `clients`): Claude Code, Codex, Gemini CLI, the
+# AI SDK, the OpenAI, Anthropic and Google Gen AI Node SDKs, LangChain, the OpenAI Agents SDK,
+# LiteLLM, pinned by their lock files.
 bash scripts/setup-clients.sh
 echo "== mypy"; .venv/bin/mypy
 # Every marker, in two runs: the tests that measure time or throughput against the machine

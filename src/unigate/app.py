@@ -67,6 +67,19 @@ from unigate.store.db import failure_reason, is_outage
 log: Final = logging.getLogger("unigate")
 
 
+# The base path each client format's SDKs add to the URL they are given, and what a client
+# whose calls lack it is told (a 404 for a path that exists under it).
+_OPENAI_BASE: Final = (
+    "/v1",
+    "OpenAI-format clients take the gateway's URL followed by /v1 as base URL (e.g. http://127.0.0.1:8000/v1).",
+)
+_GEMINI_BASE: Final = (
+    "/v1beta",
+    "Gemini-format clients take the gateway's URL as base URL (e.g. http://127.0.0.1:8000), and their SDKs "
+    "add /v1beta; a client that does not (LiteLLM's gemini/ models) takes the URL followed by /v1beta.",
+)
+
+
 class GatewayApp:
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
@@ -194,19 +207,28 @@ class GatewayApp:
             self._requests.add(done)
 
     def _unknown_path(self, request: Request) -> str:
-        """The 404 for a path no endpoint has; when the same path under /v1 is one, that (an
-        OpenAI-format client whose base URL lacks its /v1)."""
+        """The 404 for a path no endpoint has; when it is one under the base path its client's
+        SDK adds (/v1 for OpenAI's, /v1beta for Gemini's), that path and the base URL to give."""
         message = f"No endpoint at {request.method} {shown_path(request.path)}."
-        if request.path.startswith("/v1/"):
+        found = self._under_base(request)
+        if found is None:
             return message
-        under_v1 = "/v1" + request.path
-        endpoint, _, allowed = self.table.match(request.method, under_v1)
-        if endpoint is not None or allowed:
-            return (
-                f"{message} Did you mean {request.method} {shown_path(under_v1)}? OpenAI-format clients "
-                "take the gateway's URL followed by /v1 as base URL (e.g. http://127.0.0.1:8000/v1)."
-            )
-        return message
+        path, advice, _ = found
+        return f"{message} Did you mean {request.method} {shown_path(path)}? {advice}"
+
+    def _under_base(self, request: Request) -> tuple[str, str, Endpoint | None] | None:
+        """An unmatched path that exists under the base path its client's URL left out: that
+        path, what to tell the client, and the endpoint there (None when only another method
+        is), whose error shape the 404 takes."""
+        path = request.path
+        # Gemini's API names its methods after a colon (`models/x:generateContent`).
+        base, advice = _GEMINI_BASE if ":" in path.rpartition("/")[2] else _OPENAI_BASE
+        if path.startswith(base + "/"):
+            return None
+        endpoint, _, allowed = self.table.match(request.method, base + path)
+        if endpoint is None and not allowed:
+            return None
+        return base + path, advice, endpoint
 
     def _check_admin(self, request: Request, kind: str = "admin") -> None:
         """The admin key as a Bearer token; for `kind` "metrics" (GET /metrics) the metrics
@@ -246,6 +268,9 @@ class GatewayApp:
         """The status and body an error is answered with: in the endpoint's error style (for
         paths several formats share, the request's client's), the unmatched path's otherwise.
         A batch line's error result is this same answer (batches/lines.py)."""
+        if endpoint is None:
+            found = self._under_base(request)
+            endpoint = found[2] if found is not None else None
         if endpoint is None:
             style = style_for_path(request.path)
         elif endpoint.style_of is None:

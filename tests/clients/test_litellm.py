@@ -1,6 +1,7 @@
 """LiteLLM as a client (pinned `litellm`, run in .venv-clients): `litellm.completion` with
 `api_base` = the gateway and the gateway key as `api_key`, the model as `openai/<id>`
-(`api_base` = the gateway's `/v1`) and as `anthropic/<id>` (`api_base` = the gateway's root), on
+(`api_base` = the gateway's `/v1`), as `anthropic/<id>` (`api_base` = the gateway's root) and as
+`gemini/<id>` (`api_base` = the gateway's `/v1beta`), on
 the sandbox and the chat-only, Anthropic and Gemini fakes: a completion, a stream and a tool
 round trip."""
 
@@ -25,7 +26,7 @@ from tests.clients.rig import (
 
 pytestmark = pytest.mark.clients
 
-ROUTES = ("openai", "anthropic")
+ROUTES = ("openai", "anthropic", "gemini")
 
 
 @pytest.fixture(scope="module")

@@ -50,17 +50,20 @@ class FakeGemini(LoopbackServer):
         return web.json_response({"models": data})
 
     def _parts(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-        modalities = (body.get("generationConfig") or {}).get("responseModalities") or []
+        config = _field(body, "generationConfig") or {}
+        modalities = _field(config, "responseModalities") or []
         if "IMAGE" in modalities:
             from tests.support.media_fixtures import make_image
 
             image = base64.b64encode(make_image(320, 180, "png")).decode()
             return [{"text": "An image:"}, {"inlineData": {"mimeType": "image/png", "data": image}}], "STOP"
         last = body["contents"][-1]["parts"]
-        answer = next((p["functionResponse"] for p in last if "functionResponse" in p), None)
+        answer = next(
+            (_field(p, "functionResponse") for p in last if _field(p, "functionResponse") is not None), None
+        )
         tools = body.get("tools") or []
-        declared = [d for tool in tools for d in tool.get("functionDeclarations", [])]
-        if any("googleSearch" in t for t in tools) and not declared and answer is None:
+        declared = [d for tool in tools for d in _field(tool, "functionDeclarations") or []]
+        if any(_field(t, "googleSearch") is not None for t in tools) and not declared and answer is None:
             return [{"text": GROUNDED}], "STOP"  # Google runs its own search upstream
         if declared and answer is None:
             name = declared[0]["name"]
@@ -130,11 +133,20 @@ class FakeGemini(LoopbackServer):
     def _scripted(self, body: dict[str, Any], parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The scripted `tool_call` in place of the default function call, when declared."""
         tools = body.get("tools") or []
-        declared = {d.get("name") for tool in tools for d in tool.get("functionDeclarations") or []}
+        declared = {d.get("name") for tool in tools for d in _field(tool, "functionDeclarations") or []}
         if "functionCall" not in parts[0] or self.tool_call is None or self.tool_call[0] not in declared:
             return parts
         name, args = self.tool_call
         return [{"functionCall": {"name": name, "args": args}}]
+
+
+def _field(obj: dict[str, Any], name: str) -> Any:
+    """A request field by its JSON name or its proto field name (`functionDeclarations` or
+    `function_declarations`): the Gemini API takes either, and clients send both (LiteLLM the
+    second)."""
+    if name in obj:
+        return obj[name]
+    return obj.get("".join(f"_{c.lower()}" if c.isupper() else c for c in name))
 
 
 GROUNDED = "Selon la recherche, la marée haute à Brest est à midi."

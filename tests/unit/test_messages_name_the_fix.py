@@ -1,6 +1,6 @@
 """Refusals a new user meets first say what is wrong and how to fix it: the admin key or a key
 without `Bearer` on an API call, a wrong metrics token, an unknown model, a multipart body sent
-to a JSON endpoint, a path without its /v1; and the gateway's root is a page of links. The
+to a JSON endpoint, a path without its /v1 (or a Gemini one without /v1beta); and the gateway's root is a page of links. The
 gateway in-process, with its default (sandbox) configuration."""
 
 from __future__ import annotations
@@ -97,6 +97,19 @@ def test_a_path_without_v1_suggests_it(gw: InProcessGateway) -> None:
     assert "Did you mean POST /v1/chat/completions?" in _message(res)
     other = gw.request("POST", "/no/such/thing", key=gw.create_key(), json=CHAT)
     assert other.status_code == 404 and "Did you mean" not in _message(other)
+
+
+def test_a_gemini_path_without_v1beta_suggests_it_in_googles_shape(gw: InProcessGateway) -> None:
+    # LiteLLM's gemini/ models with the gateway's root as api_base call the bare method path.
+    body = {"contents": [{"parts": [{"text": "Hi"}]}]}
+    res = gw.request(
+        "POST", "/models/sandbox-chat:generateContent", headers={"x-goog-api-key": gw.create_key()}, json=body
+    )
+    assert res.status_code == 404
+    error = res.json()["error"]
+    assert error["status"] == "NOT_FOUND" and error["code"] == 404  # Google's error shape
+    assert "Did you mean POST /v1beta/models/sandbox-chat:generateContent?" in error["message"]
+    assert "LiteLLM's gemini/ models" in error["message"]
 
 
 def test_the_root_is_a_page_of_links(gw: InProcessGateway) -> None:

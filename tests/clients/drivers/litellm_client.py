@@ -1,7 +1,8 @@
 """LiteLLM as a client of the gateway (run in .venv-clients by test_litellm.py):
 `litellm.completion` with `api_base` = the gateway and the gateway key as `api_key`, the model
 as `openai/<id>` (an OpenAI-compatible server, `api_base` = the gateway's /v1) or
-`anthropic/<id>` (Anthropic's Messages API, `api_base` = the gateway's root). LiteLLM reads its
+`anthropic/<id>` (Anthropic's Messages API, `api_base` = the gateway's root) or `gemini/<id>`
+(Google AI Studio's Gemini API, `api_base` = the gateway's /v1beta). LiteLLM reads its
 bundled model price map (LITELLM_LOCAL_MODEL_COST_MAP, set by the test) instead of fetching it.
 For each model: a completion, a stream, and a tool round trip.
 
@@ -19,7 +20,11 @@ from typing import Any
 import litellm
 
 SPEC = json.loads(os.environ["CLIENT_SPEC"])
-BASES = {"openai": f"{SPEC['base_url']}/v1", "anthropic": SPEC["base_url"]}
+BASES = {
+    "openai": f"{SPEC['base_url']}/v1",
+    "anthropic": SPEC["base_url"],
+    "gemini": f"{SPEC['base_url']}/v1beta",  # LiteLLM appends the method path, not the version
+}
 WEATHER = {
     "type": "function",
     "function": {
