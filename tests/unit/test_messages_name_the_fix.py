@@ -1,7 +1,7 @@
 """Refusals a new user meets first say what is wrong and how to fix it: the admin key or a key
 without `Bearer` on an API call, a wrong metrics token, an unknown model, a multipart body sent
-to a JSON endpoint, a path without its /v1 (or a Gemini one without /v1beta); and the gateway's root is a page of links. The
-gateway in-process, with its default (sandbox) configuration."""
+to a JSON endpoint, a path without its /v1 (or a Gemini one without /v1beta); and the gateway's
+root is a page of links. The gateway in-process, with its default (sandbox) configuration."""
 
 from __future__ import annotations
 
