@@ -177,6 +177,10 @@ def from_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return interpreter
 
 
+# Its fixture builds the wheels (compiling the per-request path: about a minute alone) and
+# installs them with the sandbox lock: 100 s on a quiet machine, past the suite's 120 s default
+# beside the other tests of the parallel run.
+@pytest.mark.timeout(600)
 def test_the_wheels_install_and_serve_the_sandbox(from_wheels: Path, tmp_path: Path) -> None:
     under_venv = ["sh", "-c", f'shift; exec "{from_wheels}" "$@"', "sh"]
     code = (
