@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 
 import pytest
@@ -76,27 +77,30 @@ def read_prompt(workdir: Workdir) -> str:
 
 
 def run_gemini(
-    rig: Rig, workdir: Workdir, model: str, prompt: str, tool: str, arguments: dict[str, str]
-) -> tuple[str, list[str]]:
-    """One headless turn in which every fake calls `tool`: the answer, and the gateway's access
-    lines of the calls the turn made (at least the two a tool round trip takes)."""
+    rig: Rig, workdir: Workdir, model: str | None, prompt: str, tool: str, arguments: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """One headless turn (`-m model`, or its default model for None) in which every fake calls
+    `tool`: the finished client, and the gateway's access lines of the calls the turn made (at
+    least the two a tool round trip takes)."""
     assert GEMINI.exists(), SETUP_HINT
     env = gemini_env(rig, workdir)
     logged = len(rig.gateway.log())
     with rig.scripted(tool, arguments):
-        proc = run_client([str(GEMINI), "-p", prompt, "-m", model], env, workdir.path)
+        argv = [str(GEMINI), "-p", prompt, *(["-m", model] if model else [])]
+        proc = run_client(argv, env, workdir.path)
     assert proc.returncode == 0, f"gemini exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     calls = access_lines(rig, logged, at_least=2)
     assert len(calls) >= 2, calls
-    return proc.stdout, calls
+    return proc, calls
 
 
 @pytest.mark.parametrize("model", TRANSLATED)
 def test_gemini_cli_reads_a_file_and_answers(rig: Rig, workdir: Workdir, model: str) -> None:
     since = rig.mark()
-    answer, calls = run_gemini(
+    proc, calls = run_gemini(
         rig, workdir, model, read_prompt(workdir), "read_file", {"file_path": str(workdir.notes)}
     )
+    answer = proc.stdout
     # Every call it made was one the gateway answered: the two turns, streamed.
     assert all(c.startswith(f"POST /v1beta/models/{model}:streamGenerateContent 200 ") for c in calls), calls
     assert workdir.secret in answer, answer  # only the file, read by the tool, holds it
@@ -110,7 +114,7 @@ def test_gemini_cli_reads_a_file_and_answers(rig: Rig, workdir: Workdir, model: 
 @pytest.mark.parametrize("model", TRANSLATED)
 def test_gemini_cli_searches_the_web(rig: Rig, workdir: Workdir, model: str) -> None:
     query = f"weather in {workdir.secret}"
-    answer, calls = run_gemini(
+    proc, calls = run_gemini(
         rig,
         workdir,
         model,
@@ -118,6 +122,7 @@ def test_gemini_cli_searches_the_web(rig: Rig, workdir: Workdir, model: str) -> 
         "google_web_search",
         {"query": query},
     )
+    answer = proc.stdout
     turns = [c for c in calls if c.startswith(f"POST /v1beta/models/{model}:streamGenerateContent 200 ")]
     search = [
         c for c in calls if c.startswith("POST /v1beta/models/gemini-3-flash-preview:generateContent 200 ")
@@ -128,3 +133,17 @@ def test_gemini_cli_searches_the_web(rig: Rig, workdir: Workdir, model: str) -> 
     source = re.compile(rf"\[1\] [^\n]*\(https://example\.com/search/[a-z0-9-]*{workdir.secret.lower()}/1\)")
     assert source.search(answer), answer
     assert "result 1[1]" in answer, answer
+
+
+def test_gemini_cli_on_its_default_model_routes_each_turn(rig: Rig, workdir: Workdir) -> None:
+    # No `-m`: its model router first asks a flash-lite model, in a JSON call whose schema is
+    # written with the SDK's `Type.OBJECT`, how complex the prompt is, then runs the turn on the
+    # model that picks; every id is its own, caught by the glob model. An answer that does not
+    # match the schema is logged ("[Routing] ... failed") and the default route taken.
+    proc, calls = run_gemini(
+        rig, workdir, None, read_prompt(workdir), "read_file", {"file_path": str(workdir.notes)}
+    )
+    assert "[Routing]" not in proc.stderr, proc.stderr
+    router = re.compile(r"POST /v1beta/models/gemini-[\w.-]*flash-lite:generateContent 200 ")
+    turn = re.compile(r"POST /v1beta/models/gemini-[\w.-]+:streamGenerateContent 200 ")
+    assert router.match(calls[0]) and all(turn.match(c) for c in calls[1:]), calls

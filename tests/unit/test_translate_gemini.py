@@ -368,6 +368,48 @@ def test_response_format_and_sampling() -> None:
     }
 
 
+def test_json_schemas_with_geminis_type_names_get_json_schemas_own() -> None:
+    # Gemini CLI's JSON side calls (its model router's classifier) send the SDK's `Type.OBJECT`
+    # in `responseJsonSchema`, which Google takes and OpenAI refuses.
+    classifier = {
+        "type": "OBJECT",
+        "properties": {
+            "complexity_reasoning": {"type": "STRING", "description": "Why."},
+            "complexity_score": {"type": "INTEGER"},
+            "type": {"type": ["STRING", "NULL"]},  # a property named `type` keeps its name
+            "steps": {"type": "ARRAY", "items": {"type": "OBJECT", "properties": {"n": {"type": "NUMBER"}}}},
+            "either": {"anyOf": [{"type": "BOOLEAN"}, {"$ref": "#/$defs/flag"}]},
+        },
+        "$defs": {"flag": {"type": "BOOLEAN"}},
+        "required": ["complexity_reasoning", "complexity_score"],
+    }
+    body = {
+        "contents": [{"parts": [{"text": "Route this"}]}],
+        "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": classifier},
+        "tools": [{"functionDeclarations": [{"name": "f", "parametersJsonSchema": classifier}]}],
+    }
+    chat = gemini_to_openai_request(body, MODEL)
+    want = {
+        "type": "object",
+        "properties": {
+            "complexity_reasoning": {"type": "string", "description": "Why."},
+            "complexity_score": {"type": "integer"},
+            "type": {"type": ["string", "null"]},
+            "steps": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}}},
+            "either": {"anyOf": [{"type": "boolean"}, {"$ref": "#/$defs/flag"}]},
+        },
+        "$defs": {"flag": {"type": "boolean"}},
+        "required": ["complexity_reasoning", "complexity_score"],
+    }
+    assert chat["response_format"]["json_schema"]["schema"] == want
+    assert chat["tools"][0]["function"]["parameters"] == want
+    assert classifier["type"] == "OBJECT"  # the client's body is not changed under it
+    # A schema in JSON Schema's own spelling, as agents' tools mostly are, is passed as it is.
+    tool = {"type": "object", "properties": {"file_path": {"type": "string"}}}
+    plain = {**body, "tools": [{"functionDeclarations": [{"name": "read", "parametersJsonSchema": tool}]}]}
+    assert gemini_to_openai_request(plain, MODEL)["tools"][0]["function"]["parameters"] is tool
+
+
 def test_schema_refs_are_inlined_and_unsupported_keys_dropped() -> None:
     schema = {
         "$defs": {

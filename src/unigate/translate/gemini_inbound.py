@@ -24,6 +24,7 @@ from unigate.translate.checks import (
 )
 from unigate.translate.gemini_fields import Json, as_list, as_object, field
 from unigate.translate.gemini_request import _AUDIO_FORMAT, _SAMPLING_TO_OPENAI, guess_mime
+from unigate.translate.gemini_schemas import json_schema_of, json_schema_types
 from unigate.translate.gemini_search import is_search_tool
 from unigate.translate.known_turns import MIN_TURNS
 from unigate.translate.translation import Dropped
@@ -266,7 +267,7 @@ def _openai_tools(tools: Any, body: Json, dropped: Dropped | None) -> list[Json]
             json_schema = field(declaration, "parametersJsonSchema")
             parameters = field(declaration, "parameters")
             if isinstance(json_schema, dict):
-                fn["parameters"] = json_schema
+                fn["parameters"] = json_schema_types(json_schema)
             elif isinstance(parameters, dict):
                 fn["parameters"] = json_schema_of(parameters)
             out.append({"type": "function", "function": fn})
@@ -277,24 +278,6 @@ def _camel(name: str) -> str:
     """`code_execution` -> `codeExecution`: Google accepts both spellings."""
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def json_schema_of(schema: Json) -> Json:
-    """A Gemini `Schema` as JSON Schema: types lower-cased (`OBJECT` -> `object`), `nullable`
-    folded into the type."""
-    out: Json = {}
-    for key, value in schema.items():
-        if key == "type" and isinstance(value, str):
-            out["type"] = [value.lower(), "null"] if schema.get("nullable") else value.lower()
-        elif key == "properties":
-            out[key] = {name: json_schema_of(as_object(sub)) for name, sub in as_object(value).items()}
-        elif key == "items":
-            out[key] = json_schema_of(as_object(value))
-        elif key in ("anyOf", "any_of"):
-            out["anyOf"] = [json_schema_of(as_object(sub)) for sub in as_list(value)]
-        elif key not in ("nullable", "propertyOrdering", "property_ordering"):
-            out[key] = value
-    return out
 
 
 def _tool_choice(config: Json) -> Any:
@@ -332,7 +315,7 @@ def _sampling(config: Json) -> Json:
         )
         schema = optional_object(field(config, "responseSchema"), "generationConfig.responseSchema")
         if json_schema:
-            out["response_format"] = _schema_format(json_schema)
+            out["response_format"] = _schema_format(json_schema_types(json_schema))
         elif schema:
             out["response_format"] = _schema_format(json_schema_of(schema))
         else:
