@@ -110,6 +110,32 @@ def test_function_call_round_trip(case: Case) -> None:
     assert "24" in (second.text or "")
 
 
+def test_what_a_translated_route_drops_is_named(case: Case) -> None:
+    # Gemini CLI's turns carry topK and a thinkingConfig; chat completions have neither.
+    config = types.GenerateContentConfig(
+        top_k=40,
+        temperature=0.5,
+        thinking_config=types.ThinkingConfig(include_thoughts=True),
+        safety_settings=[
+            types.SafetySetting(
+                category=types.HarmCategory.HARM_CATEGORY_HARASSMENT,
+                threshold=types.HarmBlockThreshold.BLOCK_ONLY_HIGH,
+            )
+        ],
+        max_output_tokens=50,
+    )
+    resp = case.client.models.generate_content(model=case.model, contents="Hello there", config=config)
+    assert resp.text and resp.sdk_http_response and resp.sdk_http_response.headers
+    dropped = resp.sdk_http_response.headers["x-unigate-dropped-fields"].split(", ")
+    named = ["generationConfig.thinkingConfig", "generationConfig.topK", "safetySettings"]
+    # The sandbox ignores sampling too; an OpenAI-compatible upstream takes the temperature.
+    if case.fake is None:
+        assert dropped == sorted([*named, "generationConfig.temperature"]), dropped
+    else:
+        assert dropped == named, dropped
+        assert case.fake.received[-1].body["temperature"] == 0.5
+
+
 def test_errors_in_google_shape(case: Case) -> None:
     with pytest.raises(errors.ClientError) as unknown:
         case.client.models.generate_content(model="no-such-model", contents="x")

@@ -19,6 +19,7 @@ from unigate.translate.gemini import (
     openai_to_gemini_request,
     openai_to_gemini_response,
 )
+from unigate.translate.translation import Dropped
 
 Json = dict[str, Any]
 MODEL = "gemini-2.5-flash"
@@ -408,6 +409,22 @@ def test_json_schemas_with_geminis_type_names_get_json_schemas_own() -> None:
     tool = {"type": "object", "properties": {"file_path": {"type": "string"}}}
     plain = {**body, "tools": [{"functionDeclarations": [{"name": "read", "parametersJsonSchema": tool}]}]}
     assert gemini_to_openai_request(plain, MODEL)["tools"][0]["function"]["parameters"] is tool
+
+
+def test_what_the_chat_form_cannot_carry_is_named_in_either_spelling() -> None:
+    dropped = Dropped()
+    body = {
+        "contents": [{"parts": [{"text": "Hi"}]}],
+        "safety_settings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
+        "cached_content": "cachedContents/abc",
+        "generation_config": {"top_k": 3, "presence_penalty": 0.1, "max_output_tokens": 9, "seed": None},
+    }
+    chat = gemini_to_openai_request(body, MODEL, dropped)
+    assert chat["presence_penalty"] == 0.1 and chat["max_completion_tokens"] == 9
+    assert dropped.dropped_for("openai") == ["cachedContent", "generationConfig.topK", "safetySettings"]
+    # Anthropic has no presence penalty; every protocol has an output limit.
+    assert "generationConfig.presencePenalty" in dropped.dropped_for("anthropic")
+    assert not any("maxOutputTokens" in name for name in dropped.dropped_for("anthropic"))
 
 
 def test_schema_refs_are_inlined_and_unsupported_keys_dropped() -> None:

@@ -33,6 +33,19 @@ _INTEGER_SAMPLING = frozenset({"candidateCount", "seed", "maxOutputTokens", "log
 # Google's tools, as the REST API spells them: functions and search have a canonical form,
 # the others run inside Google only (a name not here is refused, as Google refuses it).
 _CANONICAL_TOOLS = frozenset({"functionDeclarations", "googleSearch", "googleSearchRetrieval"})
+# What the translation reads of a request, and of its generationConfig what every route honours
+# (the sampling fields some protocols drop apart); anything else a client sets is named dropped.
+_READ_TOP = frozenset({"model", "contents", "systemInstruction", "tools", "toolConfig", "generationConfig"})
+_READ_GENERATION = frozenset(
+    {
+        "maxOutputTokens",
+        "stopSequences",
+        "responseMimeType",
+        "responseSchema",
+        "responseJsonSchema",
+        "responseModalities",
+    }
+)
 _GOOGLE_TOOLS = _CANONICAL_TOOLS | {
     "codeExecution", "urlContext", "fileSearch", "googleMaps", "computerUse", "enterpriseWebSearch",
     "retrieval", "mcpServers", "parallelAiSearch", "exaAiSearch",
@@ -109,8 +122,31 @@ def gemini_to_openai_request(
     choice = _tool_choice(calling)
     if choice is not None:
         body["tool_choice"] = choice
-    body.update(_sampling(optional_object(field(payload, "generationConfig"), "generationConfig")))
+    generation = optional_object(field(payload, "generationConfig"), "generationConfig")
+    body.update(_sampling(generation))
+    if dropped is not None:
+        _name_dropped(payload, generation, dropped)
     return body
+
+
+def _name_dropped(payload: Json, generation: Json, dropped: Dropped) -> None:
+    """Name what the canonical form cannot carry (`safetySettings`, `generationConfig.topK`,
+    `generationConfig.thinkingConfig`...), and the sampling fields some protocols drop, as the
+    other dialects' translations do. Read by the wire name Google also takes in snake_case."""
+    for name, value in payload.items():
+        if value is not None and _camel(name) not in _READ_TOP:
+            dropped.drop(_camel(name))
+    for name, value in generation.items():
+        if value is None:
+            continue
+        camel = _camel(name)
+        if camel in _READ_GENERATION:
+            continue
+        canonical = _SAMPLING_TO_OPENAI.get(camel)
+        if canonical is None:
+            dropped.drop(f"generationConfig.{camel}")
+        else:
+            dropped.by_protocol[f"generationConfig.{camel}"] = canonical
 
 
 def _known_messages(contents: list[Any], ids: _CallIds, known: Contents, scope: str, out: list[Json]) -> None:
