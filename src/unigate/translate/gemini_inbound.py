@@ -24,7 +24,7 @@ from unigate.translate.checks import (
 )
 from unigate.translate.gemini_fields import Json, as_list, as_object, field
 from unigate.translate.gemini_request import _AUDIO_FORMAT, _SAMPLING_TO_OPENAI, guess_mime
-from unigate.translate.gemini_schemas import json_schema_of, json_schema_types
+from unigate.translate.gemini_schemas import json_schema_of, json_schema_types, parameters_schema
 from unigate.translate.gemini_search import is_search_tool
 from unigate.translate.known_turns import MIN_TURNS
 from unigate.translate.translation import Dropped
@@ -303,7 +303,7 @@ def _openai_tools(tools: Any, body: Json, dropped: Dropped | None) -> list[Json]
             json_schema = field(declaration, "parametersJsonSchema")
             parameters = field(declaration, "parameters")
             if isinstance(json_schema, dict):
-                fn["parameters"] = json_schema_types(json_schema)
+                fn["parameters"] = parameters_schema(json_schema)
             elif isinstance(parameters, dict):
                 fn["parameters"] = json_schema_of(parameters)
             out.append({"type": "function", "function": fn})

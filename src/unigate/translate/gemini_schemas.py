@@ -17,26 +17,28 @@ from unigate.translate.gemini_fields import Json, as_list, as_object
 
 # Gemini's type enum as JSON clients write it (`TYPE_UNSPECIFIED` has no JSON Schema type).
 _ENUM_TYPES: Final = frozenset({"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"})
-# Where JSON Schema nests schemas: a map of them, a list of them, or one (`items` also a list).
-_SCHEMA_MAPS: Final = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
-)
-_SCHEMA_LISTS: Final = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
-_SCHEMA_ONE: Final = frozenset(
-    {
-        "items",
-        "additionalProperties",
-        "additionalItems",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contains",
-        "propertyNames",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-    }
-)
+# Where JSON Schema nests schemas, by keyword: a map of them (0), a list of them (1), or one,
+# which for `items` may also be a list (2).
+_NESTED: Final = {
+    **dict.fromkeys(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"), 0),
+    **dict.fromkeys(("anyOf", "oneOf", "allOf", "prefixItems"), 1),
+    **dict.fromkeys(
+        (
+            "items",
+            "additionalProperties",
+            "additionalItems",
+            "not",
+            "if",
+            "then",
+            "else",
+            "contains",
+            "propertyNames",
+            "unevaluatedProperties",
+            "unevaluatedItems",
+        ),
+        2,
+    ),
+}
 
 
 def json_schema_of(schema: Json) -> Json:
@@ -57,25 +59,36 @@ def json_schema_of(schema: Json) -> Json:
     return out
 
 
+def parameters_schema(schema: Json) -> Json:
+    """A function's `parametersJsonSchema` for the chat form: looked through (`json_schema_types`)
+    only when its root's type is spelled as Gemini's enum. A client writes a schema one way
+    throughout (the enum comes from an SDK's `Type`), and an agent sends its twenty tools'
+    schemas with every call: looked through each time, they cost ~14 µs of a ~290 µs call."""
+    root = schema.get("type")
+    return json_schema_types(schema) if _types(root) is not root else schema
+
+
 def json_schema_types(schema: Any) -> Any:
     """A JSON Schema with any type spelled as Gemini's enum (`OBJECT`) spelled as JSON Schema's
     (`object`), at every place JSON Schema nests a schema (a property named `type` is a name,
-    not a type). The schema itself when it has none, as agents' tool schemas mostly do: most
-    calls copy nothing."""
+    not a type). The schema itself when it has none: nothing is copied then."""
     if not isinstance(schema, dict):
         return schema
     changed: Json | None = None
+    nested = _NESTED
     for key, value in schema.items():
         if key == "type":
             new = _types(value)
-        elif key in _SCHEMA_MAPS and isinstance(value, dict):
-            new = _each(value)
-        elif key in _SCHEMA_LISTS or (key in _SCHEMA_ONE and isinstance(value, list)):
-            new = _all(value)
-        elif key in _SCHEMA_ONE:
-            new = json_schema_types(value)
         else:
-            continue
+            kind = nested.get(key)
+            if kind is None:
+                continue
+            if kind == 0:
+                new = _each(value)
+            elif kind == 1 or isinstance(value, list):
+                new = _all(value)
+            else:
+                new = json_schema_types(value)
         if new is not value:
             if changed is None:
                 changed = dict(schema)
@@ -84,20 +97,36 @@ def json_schema_types(schema: Any) -> Any:
 
 
 def _types(value: Any) -> Any:
-    if isinstance(value, str):
+    if value.__class__ is str:
         return value.lower() if value in _ENUM_TYPES else value
-    if isinstance(value, list) and any(isinstance(v, str) and v in _ENUM_TYPES for v in value):
+    if isinstance(value, list) and any(v in _ENUM_TYPES for v in value if isinstance(v, str)):
         return [v.lower() if isinstance(v, str) and v in _ENUM_TYPES else v for v in value]
     return value
 
 
-def _each(schemas: Json) -> Json:
-    out = {name: json_schema_types(sub) for name, sub in schemas.items()}
-    return schemas if all(out[name] is sub for name, sub in schemas.items()) else out
+def _each(schemas: Any) -> Any:
+    """A map of names to schemas, with theirs changed; itself when none changes."""
+    if not isinstance(schemas, dict):
+        return schemas
+    out: Json | None = None
+    for name, sub in schemas.items():
+        new = json_schema_types(sub)
+        if new is not sub:
+            if out is None:
+                out = dict(schemas)
+            out[name] = new
+    return schemas if out is None else out
 
 
 def _all(schemas: Any) -> Any:
+    """A list of schemas, with theirs changed; itself when none changes."""
     if not isinstance(schemas, list):
         return schemas
-    out = [json_schema_types(sub) for sub in schemas]
-    return schemas if all(new is old for new, old in zip(out, schemas, strict=True)) else out
+    out: list[Any] | None = None
+    for i, sub in enumerate(schemas):
+        new = json_schema_types(sub)
+        if new is not sub:
+            if out is None:
+                out = list(schemas)
+            out[i] = new
+    return schemas if out is None else out
