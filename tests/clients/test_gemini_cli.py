@@ -35,7 +35,7 @@ GEMINI = NODE_BIN / "gemini"
 ACCESS = "unigate.access: "
 
 
-def gemini_env(rig: Rig, workdir: Workdir) -> dict[str, str]:
+def gemini_env(rig: Rig, workdir: Workdir, key: str) -> dict[str, str]:
     settings = workdir.home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True)
     settings.write_text(
@@ -51,20 +51,22 @@ def gemini_env(rig: Rig, workdir: Workdir) -> dict[str, str]:
     return clean_env(
         workdir.home,
         GOOGLE_GEMINI_BASE_URL=rig.base_url,
-        GEMINI_API_KEY=rig.key,
+        GEMINI_API_KEY=key,
         # Headless runs refuse a folder the user has not trusted; this is its documented switch
         # for automated environments.
         GEMINI_CLI_TRUST_WORKSPACE="true",
     )
 
 
-def access_lines(rig: Rig, offset: int, at_least: int) -> list[str]:
-    """The gateway's access lines after `offset` in its log, once `at_least` are there (they
-    are written in batches, a few milliseconds after their responses)."""
+def access_lines(rig: Rig, key_id: str, at_least: int) -> list[str]:
+    """The gateway's access lines of the calls made with the key `key_id`, once `at_least` are
+    there (lines are written in batches, a few milliseconds after their responses, and other
+    tests' calls share the log)."""
     deadline = time.monotonic() + 5
+    mine = f" key={key_id} "
     while True:
-        text = rig.gateway.log()[offset:]
-        lines = [line.split(ACCESS, 1)[1] for line in text.splitlines() if ACCESS in line]
+        text = rig.gateway.log()
+        lines = [line.split(ACCESS, 1)[1] for line in text.splitlines() if ACCESS in line and mine in line]
         if len(lines) >= at_least or time.monotonic() > deadline:
             return lines
         time.sleep(0.05)
@@ -83,13 +85,13 @@ def run_gemini(
     `tool`: the finished client, and the gateway's access lines of the calls the turn made (at
     least the two a tool round trip takes)."""
     assert GEMINI.exists(), SETUP_HINT
-    env = gemini_env(rig, workdir)
-    logged = len(rig.gateway.log())
+    key = rig.gateway.create_key_record()  # the run's own, to tell its calls in the log
+    env = gemini_env(rig, workdir, str(key["key"]))
     with rig.scripted(tool, arguments):
         argv = [str(GEMINI), "-p", prompt, *(["-m", model] if model else [])]
         proc = run_client(argv, env, workdir.path)
     assert proc.returncode == 0, f"gemini exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    calls = access_lines(rig, logged, at_least=2)
+    calls = access_lines(rig, str(key["id"]), at_least=2)
     assert len(calls) >= 2, calls
     return proc, calls
 
