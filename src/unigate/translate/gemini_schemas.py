@@ -17,11 +17,12 @@ from unigate.translate.gemini_fields import Json, as_list, as_object
 
 # Gemini's type enum as JSON clients write it (`TYPE_UNSPECIFIED` has no JSON Schema type).
 _ENUM_TYPES: Final = frozenset({"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"})
-# Where JSON Schema nests schemas, by keyword: a map of them (0), a list of them (1), or one,
-# which for `items` may also be a list (2).
+# Where JSON Schema nests schemas, by keyword: a map or list of them (`_MANY`), or one, which
+# for `items` may also be a list (`_ONE`).
+_MANY, _ONE = 0, 1
 _NESTED: Final = {
-    **dict.fromkeys(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"), 0),
-    **dict.fromkeys(("anyOf", "oneOf", "allOf", "prefixItems"), 1),
+    **dict.fromkeys(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"), _MANY),
+    **dict.fromkeys(("anyOf", "oneOf", "allOf", "prefixItems"), _MANY),
     **dict.fromkeys(
         (
             "items",
@@ -36,7 +37,7 @@ _NESTED: Final = {
             "unevaluatedProperties",
             "unevaluatedItems",
         ),
-        2,
+        _ONE,
     ),
 }
 
@@ -83,12 +84,8 @@ def json_schema_types(schema: Any) -> Any:
             kind = nested.get(key)
             if kind is None:
                 continue
-            if kind == 0:
-                new = _each(value)
-            elif kind == 1 or isinstance(value, list):
-                new = _all(value)
-            else:
-                new = json_schema_types(value)
+            many = kind == _MANY or isinstance(value, list)
+            new = _within(value) if many else json_schema_types(value)
         if new is not value:
             if changed is None:
                 changed = dict(schema)
@@ -104,29 +101,21 @@ def _types(value: Any) -> Any:
     return value
 
 
-def _each(schemas: Any) -> Any:
-    """A map of names to schemas, with theirs changed; itself when none changes."""
-    if not isinstance(schemas, dict):
+def _within(schemas: Any) -> Any:
+    """A map (names to schemas) or a list of schemas, with theirs changed; itself when none
+    changes."""
+    pairs: Any
+    if isinstance(schemas, dict):
+        pairs = schemas.items()
+    elif isinstance(schemas, list):
+        pairs = enumerate(schemas)
+    else:
         return schemas
-    out: Json | None = None
-    for name, sub in schemas.items():
+    out: Any = None
+    for at, sub in pairs:
         new = json_schema_types(sub)
         if new is not sub:
             if out is None:
-                out = dict(schemas)
-            out[name] = new
-    return schemas if out is None else out
-
-
-def _all(schemas: Any) -> Any:
-    """A list of schemas, with theirs changed; itself when none changes."""
-    if not isinstance(schemas, list):
-        return schemas
-    out: list[Any] | None = None
-    for i, sub in enumerate(schemas):
-        new = json_schema_types(sub)
-        if new is not sub:
-            if out is None:
-                out = list(schemas)
-            out[i] = new
+                out = schemas.copy()
+            out[at] = new
     return schemas if out is None else out
