@@ -185,7 +185,7 @@ def test_gemini_image_content_relayed(rig: Rig) -> None:
         config=types.GenerateContentConfig(response_modalities=["TEXT", "IMAGE"]),
     )
     inline = [p.inline_data for p in resp.candidates[0].content.parts or [] if p.inline_data]  # type: ignore[index, union-attr]
-    assert inline and image_info(inline[0].data or b"") == ("png", 320, 180)
+    assert inline and image_info(inline[0].data or b"") == ("png", 128, 128)
     call, body, _ = rig.gem.received[-1]
     assert call.startswith("gemini-image-up:generateContent")
     assert body["generationConfig"]["responseModalities"] == ["TEXT", "IMAGE"]

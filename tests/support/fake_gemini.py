@@ -2,6 +2,14 @@
 `:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them, and
 `:countTokens`.
 
+Asked for IMAGE output, it draws as Gemini's image models do: a PNG of the asked
+`imageConfig.aspectRatio` (Gemini 2.5 Flash Image's sizes, an eighth of them; square without
+one; an unknown ratio is a 400), or of the first input image's size when the prompt brings
+images (an edit), with 1290 output tokens and the prompt's tokens split by modality. A prompt
+with "forbidden" is blocked (`promptFeedback.blockReason`, no candidates); one with "unsafe
+picture" ends with `finishReason: IMAGE_SAFETY` and no image; one with "words only" is
+answered with text alone (`NO_IMAGE`).
+
 With a `googleSearch` tool (and no function to call) the answer is grounded as Google grounds
 it: `groundingMetadata` with the queries, the pages and the spans they support, offsets in
 UTF-8 bytes (the answer has non-ASCII text), on the last event of a stream."""
@@ -50,13 +58,6 @@ class FakeGemini(LoopbackServer):
         return web.json_response({"models": data})
 
     def _parts(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-        config = _field(body, "generationConfig") or {}
-        modalities = _field(config, "responseModalities") or []
-        if "IMAGE" in modalities:
-            from tests.support.media_fixtures import make_image
-
-            image = base64.b64encode(make_image(320, 180, "png")).decode()
-            return [{"text": "An image:"}, {"inlineData": {"mimeType": "image/png", "data": image}}], "STOP"
         last = body["contents"][-1]["parts"]
         answer = next(
             (_field(p, "functionResponse") for p in last if _field(p, "functionResponse") is not None), None
@@ -80,6 +81,9 @@ class FakeGemini(LoopbackServer):
         if call.endswith(":countTokens"):
             # Gemini's count: `totalTokens`; one per byte of the body, to tell it from an estimate.
             return web.json_response({"totalTokens": 2000 + len(raw)})
+        config = _field(body, "generationConfig") or {}
+        if "IMAGE" in (_field(config, "responseModalities") or []) and call.endswith(":generateContent"):
+            return _drawn(body, config)
         parts, finish = self._parts(body)
         parts = self._scripted(body, parts)
         usage = {"promptTokenCount": 17, "candidatesTokenCount": 8, "totalTokenCount": 25}
@@ -138,6 +142,58 @@ class FakeGemini(LoopbackServer):
             return parts
         name, args = self.tool_call
         return [{"functionCall": {"name": name, "args": args}}]
+
+
+# Gemini 2.5 Flash Image's output sizes by aspect ratio, divided by 8.
+IMAGE_SIZES = {
+    "1:1": (128, 128),
+    "2:3": (104, 156),
+    "3:2": (156, 104),
+    "3:4": (108, 148),
+    "4:3": (148, 108),
+    "4:5": (112, 144),
+    "5:4": (144, 112),
+    "9:16": (96, 168),
+    "16:9": (168, 96),
+    "21:9": (192, 84),
+}
+
+
+def _drawn(body: dict[str, Any], config: dict[str, Any]) -> web.Response:
+    """An image model's answer (the module's docstring says how it draws)."""
+    from tests.support.media_fixtures import image_info, make_image
+
+    parts = [p for content in body["contents"] for p in content.get("parts") or []]
+    prompt = " ".join(str(p["text"]) for p in parts if "text" in p)
+    inputs = [base64.b64decode(_field(p, "inlineData")["data"]) for p in parts if _field(p, "inlineData")]
+    ratio = (_field(config, "imageConfig") or {}).get("aspectRatio")
+    if ratio is not None and ratio not in IMAGE_SIZES:
+        message = (
+            f"* GenerateContentRequest.generation_config.image_config.aspect_ratio: unsupported value {ratio}"
+        )
+        error = {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
+        return web.json_response({"error": error}, status=400)
+    counts = {"TEXT": 9, "IMAGE": 258 * len(inputs)}
+    details = [{"modality": m, "tokenCount": n} for m, n in counts.items() if n]
+    prompt_tokens = sum(counts.values())
+    usage: dict[str, Any] = {"promptTokenCount": prompt_tokens, "promptTokensDetails": details}
+    if "forbidden" in prompt:
+        return web.json_response(
+            {"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "usageMetadata": usage}
+        )
+    width, height = image_info(inputs[0])[1:] if inputs else IMAGE_SIZES[ratio or "1:1"]
+    image = {
+        "inlineData": {"mimeType": "image/png", "data": base64.b64encode(make_image(width, height)).decode()}
+    }
+    parts, finish = [{"text": "Here it is."}, image], "STOP"
+    if "unsafe picture" in prompt:
+        parts, finish = [], "IMAGE_SAFETY"
+    elif "words only" in prompt:
+        parts, finish = [{"text": "I can only describe it."}], "NO_IMAGE"
+    output = 1290 if parts and parts[-1] is image else 0
+    usage.update(candidatesTokenCount=output, totalTokenCount=prompt_tokens + output)
+    candidate = {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
+    return web.json_response({"candidates": [candidate], "usageMetadata": usage, "responseId": "img-1"})
 
 
 def _field(obj: dict[str, Any], name: str) -> Any:

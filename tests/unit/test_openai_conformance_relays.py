@@ -1,8 +1,8 @@
 """The conformance check of `test_openai_conformance.py` on what the gateway makes of fake
 upstreams that speak the vendors' wire formats: OpenAI answers relayed (chat, completions,
 embeddings, moderations, images, audio, the native Responses API), Anthropic and Gemini
-answers translated into chat completions and into the Responses API, and a refusal turned
-into Responses events. Every body and stream event is validated against OpenAI's published
+answers translated into chat completions and into the Responses API, Gemini's drawings into
+image answers and image-stream events, and a refusal turned into Responses events. Every body and stream event is validated against OpenAI's published
 description; only its own quirks are allowed."""
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                 route("relay-embedding", "chat", "text-embedding-up"),
                 route("relay-moderation", "chat", "omni-moderation-latest"),
                 route("painter", "media", "gpt-image-1"),
+                route("nano", "gem", "gemini-2.5-flash-image"),
                 route("dalle", "media", "dall-e-2"),
                 route("whisper", "media", "whisper-1"),
                 route("voice", "media", "tts-1"),
@@ -191,6 +192,10 @@ def test_images_and_audio(rig: Rig) -> None:
     checked.call("POST", "/v1/images/edits", files=files, data={"model": "painter", "prompt": "blue"})
     url = "data:image/png;base64," + base64.b64encode(image).decode()
     checked.post("/v1/images/edits", {"model": "painter", "prompt": "blue", "images": [{"image_url": url}]})
+    for extra in ({}, {"response_format": "url", "n": 2}, {"stream": True}):
+        checked.post("/v1/images/generations", {"model": "nano", "prompt": "a fox", **extra})
+    checked.post("/v1/images/generations", {"model": "nano", "prompt": "a forbidden fox"}, status=400)
+    checked.call("POST", "/v1/images/edits", files=files, data={"model": "nano", "prompt": "blue"})
     checked.post("/v1/audio/speech", {"model": "voice", "input": "Hello", "voice": "alloy"})
     audio = encode_tone(1.0, "mp3")
     for path in ("/v1/audio/transcriptions", "/v1/audio/translations"):

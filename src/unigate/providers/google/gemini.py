@@ -15,6 +15,7 @@ import orjson
 
 from unigate.config import ProviderConfig
 from unigate.providers.base import (
+    MediaCall,
     ProviderContext,
     Reply,
     RouteFailed,
@@ -26,6 +27,7 @@ from unigate.providers.base import (
     Timeouts,
     UpstreamTask,
 )
+from unigate.providers.google.images import IMAGE_OPS, GeminiImages
 from unigate.providers.google.veo import CREATE_ACTIONS, VeoVideos
 from unigate.providers.model_list import Listing
 from unigate.providers.same_format import ClientRequest, with_query
@@ -34,6 +36,7 @@ from unigate.providers.translated import (
     TranslatingChatProvider,
     usage_scanner,
 )
+from unigate.storage import LocalStorage
 from unigate.translate.gemini import GeminiToOpenAIStream, gemini_to_openai_response, openai_to_gemini_request
 from unigate.video.job import VIDEO_ACTIONS
 
@@ -47,12 +50,13 @@ class GeminiProvider(TranslatingChatProvider):
     default_base_url = DEFAULT_BASE_URL
     models_listing = Listing("/v1beta/models?pageSize=1000", items="models", key="name", prefix="models/")
     native_formats = frozenset({"gemini"})
-    capabilities = frozenset({"chat", *CREATE_ACTIONS})
+    capabilities = frozenset({"chat", *IMAGE_OPS, *CREATE_ACTIONS})
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
         secrets = [config.api_key, *config.headers.values()]
         self.videos = VeoVideos(self.http, config.base_url or DEFAULT_BASE_URL, secrets)
+        self.images = GeminiImages(self.post_json, context.storage or LocalStorage(context.data_dir))
 
     async def aclose(self) -> None:
         await super().aclose()
@@ -117,6 +121,12 @@ class GeminiProvider(TranslatingChatProvider):
         if type(count) is not int or count < 0:  # Google leaves out a zero count
             raise RouteFailed("The upstream's token count has no `totalTokens`.")
         return count
+
+    async def media(self, call: MediaCall, target: Target) -> Reply:
+        """Images generated and edited by Gemini's image models (images.py)."""
+        if call.op not in IMAGE_OPS:
+            return await super().media(call, target)
+        return await self.images.draw(call, target)
 
     # Veo video jobs: the wire protocol lives in veo.py.
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
