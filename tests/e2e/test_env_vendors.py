@@ -50,6 +50,10 @@ def test_anthropic_and_gemini_keys_from_the_environment_serve_their_models(tmp_p
                 call.startswith("gemini-2.0-flash:generateContent") and headers["x-goog-api-key"] == "gem-env"
             )
             assert client.chat.completions.create(model="sandbox-chat", messages=ask).choices
+            # Gemini's image models are in the image family and draw through generateContent.
+            drawn = client.images.generate(model="gemini-2.5-flash-image", prompt="a kite")
+            assert drawn.data and drawn.data[0].b64_json
+            assert gemini.received[-1][0].startswith("gemini-2.5-flash-image:generateContent")
 
 
 def test_a_route_without_the_operation_is_skipped(tmp_path: Path) -> None:

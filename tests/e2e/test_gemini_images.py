@@ -8,6 +8,8 @@ image falls back to the next route."""
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,7 @@ from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai_media import FakeOpenAIMedia
 from tests.support.media_fixtures import image_info, make_image, make_mask
 from tests.support.net import http
+from tests.support.readme import PLACEHOLDER_KEY, PLACEHOLDER_URL, blocks
 from tests.support.served import ServedGateway
 
 UPSTREAM_MODEL = "gemini-2.5-flash-image"
@@ -181,3 +184,19 @@ def test_bad_aspect_ratio_never_reaches_gemini(rig: Rig) -> None:
     with pytest.raises(openai.BadRequestError):
         rig.client.images.generate(model="nano", prompt="x", size="0x1024")
     assert len(rig.gem.received) == before
+
+
+def test_the_docs_example(rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/images.md's example as written, on this rig (its model is `nano` here)."""
+    (block,) = [
+        b for b in blocks() if b.runner == "run by tests/e2e/test_gemini_images.py::test_the_docs_example"
+    ]
+    code = block.text.replace(PLACEHOLDER_URL, rig.gw.base_url).replace(PLACEHOLDER_KEY, rig.key)
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code.replace('"nano-banana"', '"nano"'), "<example>", "exec"), {})
+    assert image_info((tmp_path / "lighthouse.png").read_bytes()) == ("png", 156, 104)  # 1536x1024: 3:2
+    assert "output_tokens=1290" in printed.getvalue()
+    edit = rig.gem.received[-1][1]["contents"][0]["parts"]
+    assert [next(iter(p)) for p in edit] == ["inlineData", "text"] and edit[-1]["text"] == "add snow"

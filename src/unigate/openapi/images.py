@@ -11,6 +11,7 @@ from unigate.edge.media_types import IMAGE_CONTENT_TYPES
 from unigate.openapi.schema import (
     JSON,
     MULTIPART,
+    SSE,
     Declared,
     Operation,
     Schema,
@@ -18,19 +19,22 @@ from unigate.openapi.schema import (
     binary,
     declared_form,
     declared_json,
+    dropped_fields,
     enum,
     integer,
-    json_response,
+    json_text,
     obj,
     ref,
     response,
     response_header,
+    sse_event,
     string,
 )
 from unigate.shapes.images import EDIT_FORM, EDIT_JSON, GENERATION
 from unigate.shapes.stability import GENERATE as STABILITY
 
 TAG = "image"
+STAGES = ("partial_image", "completed")
 
 
 def schemas() -> dict[str, Schema]:
@@ -46,6 +50,20 @@ def schemas() -> dict[str, Schema]:
             },
             ["created", "data"],
         ),
+        "ImageStreamEvent": obj(
+            {
+                "type": enum(*(f"image_{op}.{stage}" for op in ("generation", "edit") for stage in STAGES)),
+                "b64_json": string("base64"),
+                "partial_image_index": integer(0),
+                "created_at": integer(),
+                "size": string(),
+                "quality": string(),
+                "background": string(),
+                "output_format": string(),
+                "usage": obj({}),
+            },
+            ["type", "b64_json"],
+        ),
         "StabilityImage": obj(
             {"image": string("base64"), "finish_reason": string(), "seed": integer(0)},
             ["image", "finish_reason", "seed"],
@@ -54,7 +72,17 @@ def schemas() -> dict[str, Schema]:
 
 
 def operations() -> list[Operation]:
-    images = {"200": json_response("The images (`url` or `b64_json` items).", ref("ImagesResponse"))}
+    images = {
+        "200": response(
+            "The images (`url` or `b64_json` items), or with `stream: true` server-sent events: partial "
+            "images where the route draws them, then one `….completed` event per image.",
+            {
+                JSON: ref("ImagesResponse"),
+                SSE: sse_event(json_text(ref("ImageStreamEvent")), "One event of the stream.", string()),
+            },
+            dropped_fields(),
+        )
+    }
     stability_headers = {
         "finish-reason": response_header("SUCCESS, or why the image was filtered (image answers)."),
         "seed": response_header("The seed used (image answers)."),
