@@ -4,6 +4,7 @@ every Gemini translator (requests, responses, streams, search grounding, embeddi
 
 from __future__ import annotations
 
+import base64
 import functools
 import re
 from typing import Any
@@ -32,3 +33,13 @@ def as_object(value: Any) -> Json:
 
 def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+_URL_SAFE = str.maketrans("-_", "+/")
+
+
+def blob_bytes(data: str) -> bytes:
+    """A `bytes` field's value (`inlineData.data`): Google's JSON takes base64 in either alphabet,
+    padded or not, and google-genai sends the URL-safe one. ValueError when it is not base64."""
+    text = data.translate(_URL_SAFE)
+    return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)

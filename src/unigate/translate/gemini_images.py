@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unigate.errors import InvalidRequest, UpstreamRejected
+from unigate.translate.gemini_fields import blob_bytes
 
 Json = dict[str, Any]
 
@@ -141,7 +142,7 @@ def drawn(answer: Any) -> Drawn:
             if isinstance(inline, dict) and isinstance(inline.get("data"), str):
                 mime = inline.get("mimeType") or inline.get("mime_type") or "image/png"
                 if str(mime).startswith("image/"):
-                    out.images.append((str(mime), base64.b64decode(inline["data"])))
+                    out.images.append((str(mime), blob_bytes(inline["data"])))
             elif isinstance(part.get("text"), str):
                 texts.append(part["text"])
     out.text = "".join(texts).strip()

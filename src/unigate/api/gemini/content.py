@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from unigate.api.gemini import embed as gemini_embed
 from unigate.api.gemini import models as gemini_models
+from unigate.api.gemini.draw import GeminiDraw
 from unigate.api.openai.text import TextAPI
 from unigate.api.serving.dialect_call import DialectCall
 from unigate.api.serving.hosted_tools import HostedTools
@@ -50,6 +51,7 @@ class GeminiAPI:
         self.limit = gw.config.limits.max_json_body
         self.hosted = HostedTools(gw)
         self.contents = Contents(TURNS_BYTES)  # this process's recent translated contents
+        self.draw = GeminiDraw(gw)
 
     async def generate(self, request: Request, principal: Principal) -> None:
         await self._serve(request, principal, stream=False)
@@ -78,9 +80,10 @@ class GeminiAPI:
         # A stream is relayed as server-sent events whatever `alt` the client asked for: the
         # relay reads events (and the translated routes answer them).
         query = relayed_query(request.scope.get("query_string", b""), {"alt": "sse"} if stream else None)
-        # Image output: only upstreams that produce images natively can answer it; the
-        # canonical chat form cannot.
-        also = frozenset({"gemini-image"}) if "image" in outputs else frozenset()
+        # Image output: upstreams that make it natively take the request as it is, those that
+        # draw through OpenAI's image API an image call (draw.py); the canonical chat form cannot.
+        drawing = "image" in outputs
+        also = frozenset({"gemini-image"}) if drawing else frozenset()
         client = ClientRequest(raw, query)
         call = DialectCall(FORMAT, payload, model, stream, client, translate, also, self.hosted, key_id)
         show = presenter(FORMAT, model, openai_to_gemini_response, _stream_translator)
@@ -90,7 +93,7 @@ class GeminiAPI:
             call.text_call(),
             present=show,
             framing=GEMINI_FRAMING,
-            native=call.route,
+            native=self.draw.routes(payload, model, stream, call.route) if drawing else call.route,
             finish=call.finish,
         )
 

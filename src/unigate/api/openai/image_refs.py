@@ -44,19 +44,19 @@ async def json_edit_form(
     try:
         for name, value in payload.items():
             if name not in ("images", "mask") and value is not None:
-                _add_field(form, name, value)
+                add_field(form, name, value)
         several = len(refs) - (checked.mask is not None) > 1
         for param, url in refs:
             data = await read_input(fetch, url, max_file, f"{param}.image_url")
             field = "mask" if param == "mask" else "image[]" if several else "image"
-            _add_file(form, field, param, data)
+            add_file(form, field, param, data)
     except BaseException:
         form.close()
         raise
     return form
 
 
-def _add_field(form: Form, name: str, value: Any) -> None:
+def add_field(form: Form, name: str, value: Any) -> None:
     """A JSON field as the text a form carries (`true`, `2`); objects and arrays are refused,
     as no edit field is one."""
     if isinstance(value, bool):
@@ -73,7 +73,9 @@ def _add_field(form: Form, name: str, value: Any) -> None:
     form.parts.append((name, text))
 
 
-def _add_file(form: Form, field: str, param: str, data: bytes) -> None:
+def add_file(form: Form, field: str, param: str, data: bytes) -> None:
+    """An image as the file part `field` of a multipart edit would be (`param`: where the
+    request carried it, which an error about it names)."""
     kind = sniff_image(data[:16]) or "bin"
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - the form owns it
     spool.write(data)

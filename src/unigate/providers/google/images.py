@@ -20,6 +20,7 @@ from unigate.edge.media_types import sniff_image
 from unigate.providers.base import MediaCall, Reply, RouteFailed, Target
 from unigate.storage import Storage, media_key
 from unigate.translate.gemini_images import Drawn, InputImage, drawn, image_request, unhonoured
+from unigate.translate.sse import json_event
 from unigate.translate.translation import with_dropped
 from unigate.usage.recorder import Usage
 
@@ -67,7 +68,10 @@ class GeminiImages:
             answer = orjson.loads(data)
         except orjson.JSONDecodeError:
             raise RouteFailed("The upstream's answer is not JSON.") from None
-        result = drawn(answer)
+        try:
+            result = drawn(answer)
+        except ValueError:  # an image's data is not base64
+            raise RouteFailed("The upstream's image is not base64.") from None
         if not result.images:  # not refused, yet nothing drawn: another route may draw it
             raise RouteFailed("The upstream answered without an image.")
         return result
@@ -131,4 +135,4 @@ def _completed_event(image: tuple[str, bytes], usage: dict[str, Any]) -> bytes:
         "output_format": _format(mime),
         "usage": usage,
     }
-    return b"event: image_generation.completed\ndata: " + orjson.dumps(event) + b"\n\n"
+    return json_event(event, "image_generation.completed")
