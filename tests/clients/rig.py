@@ -8,6 +8,10 @@ Model ids at the gateway and the upstream behind each:
   fake-anthropic  a fake Anthropic Messages upstream (same format for Anthropic clients)
   fake-gemini     a fake Gemini upstream
   fake-responses  a fake OpenAI upstream serving /v1/responses natively (`responses: native`)
+  gemini-fake-image       the fake Gemini's image model (generateContent with IMAGE output)
+  gemini-image-on-openai  a fake OpenAI image upstream's gpt-image-1 (its id starts with
+                          `gemini-` because the AI SDK's Google image models must)
+  sandbox-image           the sandbox's images
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_openai_media import FakeOpenAIMedia
 from tests.support.fake_openai_responses import FakeOpenAIResponses
 from tests.support.gateway import GatewayProcess
 
@@ -40,6 +45,8 @@ FAKES = ("fake-chat", "fake-anthropic", "fake-gemini")
 TRANSLATED = (SANDBOX, *FAKES)  # every upstream a chat-style client reaches
 NATIVE_RESPONSES = "fake-responses"
 SIDE_MODELS = "gemini-*"
+GEMINI_IMAGE = "gemini-fake-image"
+OPENAI_IMAGE = "gemini-image-on-openai"
 
 
 @dataclass
@@ -50,6 +57,7 @@ class Rig:
     anthropic: FakeAnthropic
     gemini: FakeGemini
     responses: FakeOpenAIResponses
+    media: FakeOpenAIMedia
 
     @property
     def base_url(self) -> str:
@@ -134,6 +142,7 @@ def running_rig(workdir: Path) -> Iterator[Rig]:
         anthropic = stack.enter_context(FakeAnthropic())
         gemini = stack.enter_context(FakeGemini())
         responses = stack.enter_context(FakeOpenAIResponses())
+        media = stack.enter_context(FakeOpenAIMedia())
         config = {
             "sandbox": {"enabled": True},
             # No upstream keys: the fakes take any request (these tests are about the clients).
@@ -147,18 +156,21 @@ def running_rig(workdir: Path) -> Iterator[Rig]:
                     "base_url": responses.base_url,
                     "responses": "native",
                 },
+                {"name": "media", "protocol": "openai", "base_url": media.base_url},
             ],
             "models": [
                 {"name": "fake-chat", "routes": [{"provider": "chat", "model": "gpt-up"}]},
                 {"name": "fake-anthropic", "routes": [{"provider": "anthropic", "model": "claude-up"}]},
                 {"name": "fake-gemini", "routes": [{"provider": "gemini", "model": "gemini-up"}]},
                 {"name": NATIVE_RESPONSES, "routes": [{"provider": "responses", "model": "gpt-up-native"}]},
+                {"name": GEMINI_IMAGE, "routes": [{"provider": "gemini", "model": "gemini-2.5-flash-image"}]},
+                {"name": OPENAI_IMAGE, "routes": [{"provider": "media", "model": "gpt-image-1"}]},
                 # What an agent asks for by its own model ids (Gemini CLI's web search, say)
                 {"name": SIDE_MODELS, "routes": [{"provider": "sandbox", "model": SANDBOX}]},
             ],
         }
         gateway = stack.enter_context(GatewayProcess(workdir, config=config))
-        yield Rig(gateway, gateway.create_key(), chat, anthropic, gemini, responses)
+        yield Rig(gateway, gateway.create_key(), chat, anthropic, gemini, responses, media)
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:

@@ -200,3 +200,10 @@ def test_the_docs_example(rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "output_tokens=1290" in printed.getvalue()
     edit = rig.gem.received[-1][1]["contents"][0]["parts"]
     assert [next(iter(p)) for p in edit] == ["inlineData", "text"] and edit[-1]["text"] == "add snow"
+
+
+def test_an_edit_forms_fields_are_text(rig: Rig) -> None:
+    """A form carries `n=2` and `stream=false` as text (the SDKs' edits send them so)."""
+    picture = make_image(40, 20, "png")
+    answer = rig.client.images.edit(model="nano", image=("a.png", picture), prompt="blue", n=2, stream=False)
+    assert [_image(item.b64_json) for item in answer.data or []] == [("png", 40, 20)] * 2

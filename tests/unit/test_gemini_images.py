@@ -57,9 +57,17 @@ def test_request_puts_the_images_before_the_prompt() -> None:
     }
 
 
-def test_unhonoured_names_only_fields_set() -> None:
-    payload = {"prompt": "x", "n": 2, "quality": "high", "style": "", "user": None, "background": "opaque"}
-    assert unhonoured(payload) == ["background", "quality"]
+def test_unhonoured_names_every_other_field_set() -> None:
+    payload = {
+        "prompt": "x",
+        "n": 2,
+        "quality": "high",
+        "style": "",
+        "user": None,
+        "complexity": 3,
+        "stream": False,
+    }
+    assert unhonoured(payload, ["image", "mask", "markup"]) == ["complexity", "markup", "mask", "quality"]
 
 
 def _image_part(data: bytes, snake: bool = False) -> dict[str, object]:

@@ -11,6 +11,7 @@ call draws one image, so `n` images are `n` calls (made side by side by the adap
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,18 +31,10 @@ ASPECT_RATIOS: dict[str, float] = {
     "16:9": 16 / 9,
     "21:9": 21 / 9,
 }
-# What an image call sets that Gemini has no field for: named, never sent. (`model`, `prompt`,
-# `n`, `size`, `response_format` and `stream` are honoured; the images of an edit become parts.)
-UNHONOURED = (
-    "background",
-    "input_fidelity",
-    "mask",
-    "moderation",
-    "output_compression",
-    "partial_images",
-    "quality",
-    "style",
-    "user",
+# What of an image call Gemini takes (the prompt as text, an edit's images as parts) or the
+# gateway honours itself; any other field set is named, never sent (`quality`, `mask`, ...).
+HONOURED = frozenset(
+    {"model", "prompt", "n", "size", "response_format", "stream", "image", "image[]", "images"}
 )
 # Why Gemini drew nothing, when it says so: the prompt or the picture met its safety rules.
 _BLOCKED = frozenset(
@@ -92,9 +85,10 @@ def image_request(payload: Json, images: list[InputImage]) -> Json:
     return {"contents": [{"role": "user", "parts": parts}], "generationConfig": config}
 
 
-def unhonoured(payload: Json) -> list[str]:
-    """The fields of an image call set to something Gemini cannot honour (a mask is a file)."""
-    return [name for name in UNHONOURED if payload.get(name) not in (None, "")]
+def unhonoured(payload: Json, files: Iterable[str] = ()) -> list[str]:
+    """The fields (and a form's `files`) of an image call set to what Gemini cannot honour."""
+    named = {name for name, value in payload.items() if value not in (None, "", False)}
+    return sorted(name for name in named.union(files) if name not in HONOURED)
 
 
 @dataclass(slots=True)

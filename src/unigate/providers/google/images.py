@@ -38,19 +38,18 @@ class GeminiImages:
         payload = call.payload
         body = orjson.dumps(image_request(payload, _inputs(call)))
         path = f"/v1beta/models/{quote(target.upstream_model, safe='')}:generateContent"
-        count = payload.get("n") or 1
+        # A form's fields are text (`n=2`, `stream=true`), checked at the edge.
+        count = int(payload.get("n") or 1)
         answers = await _side_by_side([self._one(path, body, target) for _ in range(count)])
         # An answer may hold more than one image: the first `n` are what was asked for.
         images = [(image, answer) for answer in answers for image in answer.images][:count]
         usage = Usage(sum(a.prompt_tokens for a in answers), sum(a.output_tokens for a in answers))
         fmt = _format(images[0][0][0])
-        dropped = unhonoured(payload)
-        if call.form is not None and call.form.files.get("mask"):
-            dropped.append("mask")
+        dropped = unhonoured(payload, call.form.files if call.form is not None else ())
         if payload.get("output_format") not in (None, "", fmt):
             dropped.append("output_format")  # Gemini takes no output format
         headers = with_dropped([], dropped)
-        if payload.get("stream"):
+        if str(payload.get("stream")).lower() == "true":
             events = b"".join(_completed_event(image, _usage([answer])) for image, answer in images)
             return Reply(content_type=b"text/event-stream", body=events, usage=usage, headers=headers)
         items: list[dict[str, str]] = []
