@@ -43,6 +43,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     with FakeOpenAIMedia() as oa:
         config = {
             "providers": [
+                # pragma: allowlist nextline secret
                 {"name": "oa", "protocol": "openai", "base_url": oa.base_url, "api_key": "sk-oa-secret"}
             ],
             "models": [

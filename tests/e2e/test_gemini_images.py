@@ -44,7 +44,9 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     with FakeGemini() as gem, FakeOpenAIMedia() as oa:
         config = {
             "providers": [
+                # pragma: allowlist nextline secret
                 {"name": "gem", "protocol": "gemini", "base_url": gem.base_url, "api_key": "g-secret"},
+                # pragma: allowlist nextline secret
                 {"name": "oa", "protocol": "openai", "base_url": oa.base_url, "api_key": "sk-oa-secret"},
             ],
             "models": [
