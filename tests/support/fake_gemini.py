@@ -10,6 +10,10 @@ with "forbidden" is blocked (`promptFeedback.blockReason`, no candidates); one w
 picture" ends with `finishReason: IMAGE_SAFETY` and no image; one with "words only" is
 answered with text alone (`NO_IMAGE`).
 
+Asked for AUDIO output, it speaks as Gemini's TTS models do: a 440 Hz tone as raw 16-bit PCM
+at 24 kHz (`audio/L16;codec=pcm;rate=24000`), a tenth of a second per word, 25 tokens a second;
+a `voiceName` that is not one of Gemini's is a 400, and "forbidden" text is blocked.
+
 With a `googleSearch` tool (and no function to call) the answer is grounded as Google grounds
 it: `groundingMetadata` with the queries, the pages and the spans they support, offsets in
 UTF-8 bytes (the answer has non-ASCII text), on the last event of a stream."""
@@ -82,8 +86,11 @@ class FakeGemini(LoopbackServer):
             # Gemini's count: `totalTokens`; one per byte of the body, to tell it from an estimate.
             return web.json_response({"totalTokens": 2000 + len(raw)})
         config = _field(body, "generationConfig") or {}
-        if "IMAGE" in (_field(config, "responseModalities") or []) and call.endswith(":generateContent"):
+        modalities = _field(config, "responseModalities") or []
+        if "IMAGE" in modalities and call.endswith(":generateContent"):
             return _drawn(body, config)
+        if "AUDIO" in modalities and call.endswith(":generateContent"):
+            return _spoken(body, config)
         parts, finish = self._parts(body)
         parts = self._scripted(body, parts)
         usage = {"promptTokenCount": 17, "candidatesTokenCount": 8, "totalTokenCount": 25}
@@ -194,6 +201,41 @@ def _drawn(body: dict[str, Any], config: dict[str, Any]) -> web.Response:
     usage.update(candidatesTokenCount=output, totalTokenCount=prompt_tokens + output)
     candidate = {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
     return web.json_response({"candidates": [candidate], "usageMetadata": usage, "responseId": "img-1"})
+
+
+GEMINI_VOICES = frozenset({"Kore", "Puck", "Zephyr", "Charon", "Fenrir", "Leda", "Aoede", "Sulafat"})
+
+
+def _spoken(body: dict[str, Any], config: dict[str, Any]) -> web.Response:
+    """A TTS model's answer (the module's docstring says how it speaks)."""
+    from tests.support.media_fixtures import tone_pcm
+
+    text = " ".join(str(p["text"]) for c in body["contents"] for p in c.get("parts") or [] if "text" in p)
+    voice = (
+        ((_field(config, "speechConfig") or {}).get("voiceConfig") or {}).get("prebuiltVoiceConfig") or {}
+    ).get("voiceName")
+    if voice is not None and voice not in GEMINI_VOICES:
+        error = {
+            "code": 400,
+            "message": f"Voice name {voice} is not supported.",
+            "status": "INVALID_ARGUMENT",
+        }
+        return web.json_response({"error": error}, status=400)
+    usage: dict[str, Any] = {"promptTokenCount": 9}
+    if "forbidden" in text:
+        return web.json_response(
+            {"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "usageMetadata": usage}
+        )
+    seconds = 0.1 * len(text.split())
+    audio = {
+        "inlineData": {
+            "mimeType": "audio/L16;codec=pcm;rate=24000",
+            "data": base64.b64encode(tone_pcm(seconds)).decode(),
+        }
+    }
+    usage.update(candidatesTokenCount=round(25 * seconds), totalTokenCount=9 + round(25 * seconds))
+    candidate = {"content": {"role": "model", "parts": [audio]}, "finishReason": "STOP", "index": 0}
+    return web.json_response({"candidates": [candidate], "usageMetadata": usage, "responseId": "tts-1"})
 
 
 def _field(obj: dict[str, Any], name: str) -> Any:

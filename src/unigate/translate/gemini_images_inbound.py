@@ -17,19 +17,13 @@ from typing import Any
 from unigate.errors import InvalidRequest
 from unigate.translate.gemini_fields import as_list, as_object, blob_bytes
 from unigate.translate.gemini_fields import field as read
+from unigate.translate.gemini_prompt import read_prompt
 
 Json = dict[str, Any]
 
 # gpt-image's sizes by the aspect ratio each draws; another ratio gets the nearest, and is named.
 OPENAI_SIZES = {1.0: "1024x1024", 1.5: "1536x1024", 2 / 3: "1024x1536"}
-_READ = frozenset({"contents", "generationConfig", "generation_config", "model"})
-_READ_CONFIG = frozenset(
-    {
-        *("responseModalities", "response_modalities"),
-        *("imageConfig", "image_config"),
-        *("candidateCount", "candidate_count"),
-    }
-)
+_CONFIG_READ = ("imageConfig", "image_config", "candidateCount", "candidate_count")
 _RATIO = "generationConfig.imageConfig.aspectRatio"
 
 
@@ -44,27 +38,13 @@ class ImageAsk:
 
 def image_ask(request: Json) -> ImageAsk:
     """The OpenAI image call for a Gemini `generateContent` request asking for IMAGE output."""
-    turns = [
-        [as_object(p) for p in as_list(as_object(c).get("parts"))] for c in as_list(read(request, "contents"))
-    ]
-    roles = [as_object(c).get("role", "user") for c in as_list(read(request, "contents"))]
-    last = next((i for i in reversed(range(len(turns))) if roles[i] == "user"), None)
-    if last is None:
-        raise InvalidRequest("The request has no user turn to draw from.", param="contents")
-    prompt = "\n".join(str(p["text"]) for p in turns[last] if isinstance(p.get("text"), str)).strip()
-    if not prompt:
-        raise InvalidRequest("The last user turn has no text prompt for the image.", param="contents")
-    ask = ImageAsk({"prompt": prompt}, _images(turns[last], last))
-    for i in reversed(range(last)):  # none sent: a chat refining its latest picture
+    prompt = read_prompt(request, "the image", _CONFIG_READ)
+    ask = ImageAsk({"prompt": prompt.text}, _images(prompt.turns[prompt.last], prompt.last), prompt.dropped)
+    for i in reversed(range(prompt.last)):  # none sent: a chat refining its latest picture
         if ask.images:
             break
-        ask.images = _images(turns[i], i)[-1:]
-    if any("text" in p for parts in turns[:last] for p in parts):
-        ask.dropped.append("contents")  # earlier turns' words: an image call has one prompt
-    if any(read(p, "fileData") is not None for parts in turns for p in parts):
-        ask.dropped.append("contents.parts.fileData")  # files Google keeps, which the gateway cannot read
-    ask.dropped += sorted(name for name in request if name not in _READ)
-    _read_config(as_object(read(request, "generationConfig")), ask)
+        ask.images = _images(prompt.turns[i], i)[-1:]
+    _read_config(prompt.config, ask)
     return ask
 
 
@@ -83,7 +63,6 @@ def _images(parts: list[Json], turn: int) -> list[bytes]:
 
 
 def _read_config(config: Json, ask: ImageAsk) -> None:
-    ask.dropped += sorted(f"generationConfig.{name}" for name in config if name not in _READ_CONFIG)
     count = read(config, "candidateCount")
     if count is not None:
         if type(count) is not int or not 1 <= count <= 10:

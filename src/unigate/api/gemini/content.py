@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from unigate.api.gemini import embed as gemini_embed
 from unigate.api.gemini import models as gemini_models
-from unigate.api.gemini.draw import GeminiDraw
+from unigate.api.gemini.draw import GeminiDraw, Route
+from unigate.api.gemini.speak import GeminiSpeak
 from unigate.api.openai.text import TextAPI
 from unigate.api.serving.dialect_call import DialectCall
 from unigate.api.serving.hosted_tools import HostedTools
@@ -52,6 +53,7 @@ class GeminiAPI:
         self.hosted = HostedTools(gw)
         self.contents = Contents(TURNS_BYTES)  # this process's recent translated contents
         self.draw = GeminiDraw(gw)
+        self.speak = GeminiSpeak(gw)
 
     async def generate(self, request: Request, principal: Principal) -> None:
         await self._serve(request, principal, stream=False)
@@ -80,20 +82,26 @@ class GeminiAPI:
         # A stream is relayed as server-sent events whatever `alt` the client asked for: the
         # relay reads events (and the translated routes answer them).
         query = relayed_query(request.scope.get("query_string", b""), {"alt": "sse"} if stream else None)
-        # Image output: upstreams that make it natively take the request as it is, those that
-        # draw through OpenAI's image API an image call (draw.py); the canonical chat form cannot.
+        # Image and audio output: upstreams that make it natively take the request as it is,
+        # those with OpenAI's image or speech API an image (draw.py) or speech call (speak.py);
+        # the canonical chat form cannot carry it.
         drawing = "image" in outputs
         also = frozenset({"gemini-image"}) if drawing else frozenset()
         client = ClientRequest(raw, query)
         call = DialectCall(FORMAT, payload, model, stream, client, translate, also, self.hosted, key_id)
         show = presenter(FORMAT, model, openai_to_gemini_response, _stream_translator)
+        route: Route = call.route
+        if drawing:
+            route = self.draw.routes(payload, model, stream, route)
+        if "audio" in outputs:
+            route = self.speak.routes(payload, model, stream, route)
         await self.text.serve(
             request,
             principal,
             call.text_call(),
             present=show,
             framing=GEMINI_FRAMING,
-            native=self.draw.routes(payload, model, stream, call.route) if drawing else call.route,
+            native=route,
             finish=call.finish,
         )
 

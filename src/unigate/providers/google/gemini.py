@@ -9,7 +9,6 @@ instead (`native`): its body bytes and query string. Token counts: `:countTokens
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 
@@ -28,7 +27,9 @@ from unigate.providers.base import (
     UpstreamTask,
 )
 from unigate.providers.google.images import IMAGE_OPS, GeminiImages
+from unigate.providers.google.speech import SPEECH_OP, GeminiSpeech
 from unigate.providers.google.veo import CREATE_ACTIONS, VeoVideos
+from unigate.providers.google.wire import model_path
 from unigate.providers.model_list import Listing
 from unigate.providers.same_format import ClientRequest, with_query
 from unigate.providers.translated import (
@@ -50,13 +51,14 @@ class GeminiProvider(TranslatingChatProvider):
     default_base_url = DEFAULT_BASE_URL
     models_listing = Listing("/v1beta/models?pageSize=1000", items="models", key="name", prefix="models/")
     native_formats = frozenset({"gemini"})
-    capabilities = frozenset({"chat", *IMAGE_OPS, *CREATE_ACTIONS})
+    capabilities = frozenset({"chat", *IMAGE_OPS, SPEECH_OP, *CREATE_ACTIONS})
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
         secrets = [config.api_key, *config.headers.values()]
         self.videos = VeoVideos(self.http, config.base_url or DEFAULT_BASE_URL, secrets)
         self.images = GeminiImages(self.post_json, context.storage or LocalStorage(context.data_dir))
+        self.speech = GeminiSpeech(self.post_json)
 
     async def aclose(self) -> None:
         await super().aclose()
@@ -68,9 +70,9 @@ class GeminiProvider(TranslatingChatProvider):
 
     def request(self, call: TextCall, target: Target) -> tuple[str, dict[str, Any]]:
         if call.stream:
-            path = with_query(_path(target, "streamGenerateContent"), STREAM_QUERY)
+            path = with_query(model_path(target, "streamGenerateContent"), STREAM_QUERY)
         else:
-            path = _path(target, "generateContent")
+            path = model_path(target, "generateContent")
         return path, openai_to_gemini_request(call.payload)
 
     def answer(self, body: dict[str, Any], model: str) -> dict[str, Any]:
@@ -89,7 +91,7 @@ class GeminiProvider(TranslatingChatProvider):
         body = client.raw if client.raw is not None else orjson.dumps(payload)
         action = "streamGenerateContent" if stream else "generateContent"
         return await self.relay_same_format(
-            with_query(_path(target, action), client.query),
+            with_query(model_path(target, action), client.query),
             body,
             target,
             stream,
@@ -106,13 +108,13 @@ class GeminiProvider(TranslatingChatProvider):
         upstream = f"models/{target.upstream_model}"
         if isinstance(inner, dict) and "model" in inner and inner["model"] != upstream:
             body = orjson.dumps({**payload, "generateContentRequest": {**inner, "model": upstream}})
-        path = with_query(_path(target, "countTokens"), client.query)
+        path = with_query(model_path(target, "countTokens"), client.query)
         return Reply(body=await self.post_json(path, body, target), wire="gemini")
 
     async def count_canonical(self, payload: dict[str, Any], target: Target) -> int:
         request = {"model": f"models/{target.upstream_model}", **openai_to_gemini_request(payload)}
         body = orjson.dumps({"generateContentRequest": request})
-        data = await self.post_json(_path(target, "countTokens"), body, target)
+        data = await self.post_json(model_path(target, "countTokens"), body, target)
         try:
             answer = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -123,10 +125,13 @@ class GeminiProvider(TranslatingChatProvider):
         return count
 
     async def media(self, call: MediaCall, target: Target) -> Reply:
-        """Images generated and edited by Gemini's image models (images.py)."""
-        if call.op not in IMAGE_OPS:
-            return await super().media(call, target)
-        return await self.images.draw(call, target)
+        """Images generated and edited by Gemini's image models (images.py), speech by its TTS
+        models (speech.py)."""
+        if call.op in IMAGE_OPS:
+            return await self.images.draw(call, target)
+        if call.op == SPEECH_OP:
+            return await self.speech.speak(call, target)
+        return await super().media(call, target)
 
     # Veo video jobs: the wire protocol lives in veo.py.
     async def submit_task(self, job: TaskSubmission, target: Target) -> SubmitResult:
@@ -141,10 +146,6 @@ class GeminiProvider(TranslatingChatProvider):
         self, ref: TaskRef, output: dict[str, Any], variant: str, timeouts: Timeouts
     ) -> Reply:
         return await self.videos.content(ref, output, variant, timeouts)
-
-
-def _path(target: Target, action: str) -> str:
-    return f"/v1beta/models/{quote(target.upstream_model, safe='')}:{action}"
 
 
 _take_usage = usage_scanner(b'"usageMetadata"', "promptTokenCount", "candidatesTokenCount")

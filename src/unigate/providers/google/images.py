@@ -10,14 +10,14 @@ import asyncio
 import base64
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 
 from unigate.edge.media_types import sniff_image
 from unigate.providers.base import MediaCall, Reply, RouteFailed, Target
+from unigate.providers.google.wire import PostJson, model_path
 from unigate.storage import Storage, media_key
 from unigate.translate.gemini_images import Drawn, InputImage, drawn, image_request, unhonoured
 from unigate.translate.sse import json_event
@@ -25,7 +25,6 @@ from unigate.translate.translation import with_dropped
 from unigate.usage.recorder import Usage
 
 IMAGE_OPS = frozenset({"images.generations", "images.edits"})
-PostJson = Callable[[str, bytes, Target], Awaitable[bytes]]
 _EXTENSIONS = {"image/png": "png", "image/jpeg": "jpeg", "image/webp": "webp"}
 
 
@@ -37,7 +36,7 @@ class GeminiImages:
     async def draw(self, call: MediaCall, target: Target) -> Reply:
         payload = call.payload
         body = orjson.dumps(image_request(payload, _inputs(call)))
-        path = f"/v1beta/models/{quote(target.upstream_model, safe='')}:generateContent"
+        path = model_path(target, "generateContent")
         # A form's fields are text (`n=2`, `stream=true`), checked at the edge.
         count = int(payload.get("n") or 1)
         answers = await _side_by_side([self._one(path, body, target) for _ in range(count)])
