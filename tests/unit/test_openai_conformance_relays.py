@@ -2,7 +2,7 @@
 upstreams that speak the vendors' wire formats: OpenAI answers relayed (chat, completions,
 embeddings, moderations, images, audio, the native Responses API), Anthropic and Gemini
 answers translated into chat completions and into the Responses API, Gemini's drawings into
-image answers and image-stream events, and a refusal turned into Responses events. Every body
+image answers and image-stream events, its speech into audio and speech events, and a refusal turned into Responses events. Every body
 and stream event is validated against OpenAI's published description; only its own quirks are
 allowed."""
 
@@ -90,6 +90,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                 route("relay-moderation", "chat", "omni-moderation-latest"),
                 route("painter", "media", "gpt-image-1"),
                 route("nano", "gem", "gemini-2.5-flash-image"),
+                route("gemini-voice", "gem", "gemini-2.5-flash-preview-tts"),
                 route("dalle", "media", "dall-e-2"),
                 route("whisper", "media", "whisper-1"),
                 route("voice", "media", "tts-1"),
@@ -198,6 +199,10 @@ def test_images_and_audio(rig: Rig) -> None:
     checked.post("/v1/images/generations", {"model": "nano", "prompt": "a forbidden fox"}, status=400)
     checked.call("POST", "/v1/images/edits", files=files, data={"model": "nano", "prompt": "blue"})
     checked.post("/v1/audio/speech", {"model": "voice", "input": "Hello", "voice": "alloy"})
+    for extra in ({}, {"stream_format": "sse"}):
+        checked.post(
+            "/v1/audio/speech", {"model": "gemini-voice", "input": "Hello", "voice": "Kore", **extra}
+        )
     audio = encode_tone(1.0, "mp3")
     for path in ("/v1/audio/transcriptions", "/v1/audio/translations"):
         for fmt in ("json", "verbose_json"):
