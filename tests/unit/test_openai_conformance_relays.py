@@ -2,9 +2,9 @@
 upstreams that speak the vendors' wire formats: OpenAI answers relayed (chat, completions,
 embeddings, moderations, images, audio, the native Responses API), Anthropic and Gemini
 answers translated into chat completions and into the Responses API, Gemini's drawings into
-image answers and image-stream events, its speech into audio and speech events, and a refusal turned into Responses events. Every body
-and stream event is validated against OpenAI's published description; only its own quirks are
-allowed."""
+image answers and image-stream events, its speech into audio and speech events, and a refusal
+turned into Responses events. Every body and stream event is validated against OpenAI's
+published description; only its own quirks are allowed."""
 
 from __future__ import annotations
 
