@@ -77,7 +77,7 @@ ENV_VENDORS: dict[str, EnvVendor] = {
         "https://generativelanguage.googleapis.com",
         ("gemini-*",),
         ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.0-flash"),
-        (("imagen-*", "image"), ("*-image*", "image"), ("veo-*", "video")),
+        (("imagen-*", "image"), ("*-image*", "image"), ("*-tts", "audio"), ("veo-*", "video")),
     ),
     "stability": EnvVendor(
         "stability",

@@ -21,6 +21,7 @@ from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai_media import FakeOpenAIMedia
 from tests.support.media_fixtures import decode_audio, tone_pcm
 from tests.support.net import http
+from tests.support.readme import PLACEHOLDER_KEY, PLACEHOLDER_URL, blocks
 from tests.support.served import ServedGateway
 
 TTS = "gemini-2.5-flash-preview-tts"
@@ -200,3 +201,15 @@ def test_a_gemini_stream_is_one_event(rig: Rig) -> None:
         rig.genai.models.generate_content_stream(model="openai-voice", contents="Hi", config=_voice("echo"))
     )
     assert len(chunks) == 1 and _spoken(chunks[0]) == (PCM_MIME, tone_pcm(1.0))
+
+
+def test_the_docs_example(rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/audio.md's example as written, on this rig."""
+    (block,) = [
+        b for b in blocks() if b.runner == "run by tests/e2e/test_gemini_speech.py::test_the_docs_example"
+    ]
+    code = block.text.replace(PLACEHOLDER_URL, rig.gw.base_url).replace(PLACEHOLDER_KEY, rig.key)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "<example>", "exec"), {})
+    assert decode_audio((tmp_path / "welcome.wav").read_bytes())[:2] == ("pcm_s16le", 24000)
+    assert rig.gem.received[-1][1]["contents"][0]["parts"] == [{"text": "Say cheerfully: Welcome aboard!"}]
