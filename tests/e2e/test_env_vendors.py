@@ -55,8 +55,8 @@ def test_anthropic_and_gemini_keys_from_the_environment_serve_their_models(tmp_p
             assert drawn.data and drawn.data[0].b64_json
             assert gemini.received[-1][0].startswith("gemini-2.5-flash-image:generateContent")
             # And its TTS models are in the audio family, speaking through generateContent.
-            spoken = client.audio.speech.create(model="gemini-2.5-flash-preview-tts", voice="Kore", input="hi")
-            assert spoken.content.startswith(b"RIFF")
+            tts = "gemini-2.5-flash-preview-tts"
+            assert client.audio.speech.create(model=tts, voice="Kore", input="hi").content.startswith(b"RIFF")
 
 
 def test_a_route_without_the_operation_is_skipped(tmp_path: Path) -> None:

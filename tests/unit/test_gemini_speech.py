@@ -114,13 +114,14 @@ def _gemini(voice: str | None, **speech: Any) -> dict[str, Any]:
     [("coral", "coral", []), ("Coral", "coral", []), ("Kore", "alloy", ["voiceConfig"]), (None, "alloy", [])],
 )
 def test_gemini_speech_on_openai(voice: str | None, used: str, named: list[str]) -> None:
-    payload, dropped = speech_ask(_gemini(voice))
+    payload, mime, dropped = speech_ask(_gemini(voice))
+    assert mime == "audio/L16;codec=pcm;rate=24000"
     assert payload == {"input": "Say hi", "voice": used, "response_format": "pcm"}
     assert dropped == [f"generationConfig.speechConfig.{n}" for n in named]
 
 
 def test_gemini_speech_names_what_openai_lacks() -> None:
-    _, dropped = speech_ask(_gemini("coral", languageCode="de-DE", multiSpeakerVoiceConfig={}))
+    _, _, dropped = speech_ask(_gemini("coral", languageCode="de-DE", multiSpeakerVoiceConfig={}))
     assert dropped == [
         "generationConfig.speechConfig.languageCode",
         "generationConfig.speechConfig.multiSpeakerVoiceConfig",
@@ -130,6 +131,26 @@ def test_gemini_speech_names_what_openai_lacks() -> None:
 
 
 def test_gemini_audio_answer() -> None:
-    answer = gemini_audio_answer(b"\x00\x01", "m")
+    answer = gemini_audio_answer(b"\x00\x01", "audio/L16;codec=pcm;rate=24000", "m")
     part = answer["candidates"][0]["content"]["parts"][0]["inlineData"]
     assert part == {"mimeType": "audio/L16;codec=pcm;rate=24000", "data": "AAE="}
+    answer = gemini_audio_answer(b"\x00\x01", "audio/wav", "m")
+    data = base64.b64decode(answer["candidates"][0]["content"]["parts"][0]["inlineData"]["data"])
+    assert data[:4] == b"RIFF" and data.endswith(b"\x00\x01")
+
+
+@pytest.mark.parametrize(
+    ("asked", "mime", "named"),
+    [
+        ("AUDIO_WAV", "audio/wav", False),
+        ("AUDIO_L16", "audio/L16;codec=pcm;rate=24000", False),
+        ("AUDIO_MP3", "audio/L16;codec=pcm;rate=24000", True),
+    ],
+)
+def test_newer_tts_response_format(asked: str, mime: str, named: bool) -> None:
+    request = _gemini("coral")
+    request["generationConfig"]["responseFormat"] = {"audio": {"mimeType": asked}}
+    request["contents"][0]["parts"][0]["speechMetadata"] = {"style": "calm"}
+    _, got, dropped = speech_ask(request)
+    assert got == mime and ("generationConfig.responseFormat" in dropped) is named
+    assert "contents.parts.speechMetadata" in dropped

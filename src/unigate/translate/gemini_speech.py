@@ -26,6 +26,7 @@ from unigate.translate.gemini_prompt import read_prompt
 Json = dict[str, Any]
 PCM_RATE = 24_000
 PCM_MIME = f"audio/L16;codec=pcm;rate={PCM_RATE}"
+WAV_MIME = "audio/wav"
 GEMINI_VOICES = {
     name.lower(): name
     for name in [
@@ -158,25 +159,35 @@ def _count(value: Any) -> int:
 # ------------------------------------------------------------ Gemini's speech on OpenAI
 
 
-def speech_ask(request: Json) -> tuple[Json, list[str]]:
-    """The OpenAI speech call (without its model) for a Gemini call asking for AUDIO output,
-    and what it could not carry."""
-    prompt = read_prompt(request, "the speech", ("speechConfig", "speech_config"))
+def speech_ask(request: Json) -> tuple[Json, str, list[str]]:
+    """The OpenAI speech call (without its model) for a Gemini call asking for AUDIO output, the
+    MIME type to answer in, and what the call could not carry."""
+    prompt = read_prompt(
+        request, "the speech", ("speechConfig", "speech_config", "responseFormat", "response_format")
+    )
     speech = as_object(read(prompt.config, "speechConfig"))
     voice_config = as_object(read(speech, "voiceConfig"))
     name = read(as_object(read(voice_config, "prebuiltVoiceConfig")), "voiceName")
     voice = name.lower() if isinstance(name, str) and name.lower() in OPENAI_VOICES else None
     dropped = prompt.dropped
+    if any(read(p, "speechMetadata") is not None for p in prompt.turns[prompt.last]):
+        dropped.append("contents.parts.speechMetadata")  # Gemini's delivery directions
     if voice is None and voice_config:
         dropped.append("generationConfig.speechConfig.voiceConfig")  # Gemini's voice: OpenAI's default speaks
-    dropped += sorted(
-        f"generationConfig.speechConfig.{n}" for n in speech if n not in ("voiceConfig", "voice_config")
-    )
-    return {"input": prompt.text, "voice": voice or DEFAULT_OPENAI_VOICE, "response_format": "pcm"}, dropped
+    other = (n for n in speech if n not in ("voiceConfig", "voice_config"))
+    dropped += sorted(f"generationConfig.speechConfig.{n}" for n in other)
+    # Gemini's newer TTS models take an audio format: raw samples and WAV are kept.
+    asked = read(as_object(read(as_object(read(prompt.config, "responseFormat")), "audio")), "mimeType")
+    mime = WAV_MIME if asked == "AUDIO_WAV" else PCM_MIME
+    if asked not in (None, "AUDIO_WAV", "AUDIO_L16"):
+        dropped.append("generationConfig.responseFormat")
+    payload = {"input": prompt.text, "voice": voice or DEFAULT_OPENAI_VOICE, "response_format": "pcm"}
+    return payload, mime, dropped
 
 
-def gemini_audio_answer(pcm: bytes, model: str) -> Json:
-    """Gemini's answer holding these samples."""
-    part = {"inlineData": {"mimeType": PCM_MIME, "data": base64.b64encode(pcm).decode()}}
+def gemini_audio_answer(pcm: bytes, mime: str, model: str) -> Json:
+    """Gemini's answer holding these samples, raw (`PCM_MIME`) or as a WAV file (`WAV_MIME`)."""
+    audio = wav(pcm, PCM_RATE) if mime == WAV_MIME else pcm
+    part = {"inlineData": {"mimeType": mime, "data": base64.b64encode(audio).decode()}}
     candidate = {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
     return {"candidates": [candidate], "modelVersion": model}

@@ -41,14 +41,14 @@ class GeminiSpeak:
         return attempt
 
     async def _speak(self, request: dict[str, Any], model: str, stream: bool, target: Target) -> Reply:
-        fields, dropped = speech_ask(request)
+        fields, mime, dropped = speech_ask(request)
         payload = {"model": model, **fields}
         call = MediaCall(SPEECH, model, payload, raw=orjson.dumps(payload))
         reply = await target.provider.media(call, target)
         pcm = reply.body if reply.stream is None else await self._read(reply)
         if not pcm:
             raise RouteFailed("The upstream answered without audio.")
-        answer = gemini_audio_answer(pcm, model)
+        answer = gemini_audio_answer(pcm, mime, model)
         return Reply(
             content_type=b"text/event-stream" if stream else b"application/json",
             body=json_event(answer) if stream else orjson.dumps(answer),
