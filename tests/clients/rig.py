@@ -12,6 +12,9 @@ Model ids at the gateway and the upstream behind each:
   gemini-image-on-openai  a fake OpenAI image upstream's gpt-image-1 (its id starts with
                           `gemini-` because the AI SDK's Google image models must)
   sandbox-image           the sandbox's images
+  gemini-fake-voice       the fake Gemini's TTS model (generateContent with AUDIO output)
+  gemini-voice-on-openai  the fake OpenAI upstream's tts-1
+  sandbox-tts             the sandbox's speech
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ NATIVE_RESPONSES = "fake-responses"
 SIDE_MODELS = "gemini-*"
 GEMINI_IMAGE = "gemini-fake-image"
 OPENAI_IMAGE = "gemini-image-on-openai"
+GEMINI_VOICE = "gemini-fake-voice"
+OPENAI_VOICE = "gemini-voice-on-openai"
 
 
 @dataclass
@@ -165,6 +170,11 @@ def running_rig(workdir: Path) -> Iterator[Rig]:
                 {"name": NATIVE_RESPONSES, "routes": [{"provider": "responses", "model": "gpt-up-native"}]},
                 {"name": GEMINI_IMAGE, "routes": [{"provider": "gemini", "model": "gemini-2.5-flash-image"}]},
                 {"name": OPENAI_IMAGE, "routes": [{"provider": "media", "model": "gpt-image-1"}]},
+                {
+                    "name": GEMINI_VOICE,
+                    "routes": [{"provider": "gemini", "model": "gemini-2.5-flash-preview-tts"}],
+                },
+                {"name": OPENAI_VOICE, "routes": [{"provider": "media", "model": "tts-1"}]},
                 # What an agent asks for by its own model ids (Gemini CLI's web search, say)
                 {"name": SIDE_MODELS, "routes": [{"provider": "sandbox", "model": SANDBOX}]},
             ],
