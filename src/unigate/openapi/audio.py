@@ -15,6 +15,7 @@ from unigate.openapi.schema import (
     binary,
     declared_form,
     declared_json,
+    dropped_fields,
     header,
     integer,
     json_response,
@@ -97,8 +98,10 @@ def operations() -> list[Operation]:
     speech = {
         "200": response(
             "The audio, streamed while it is encoded (mp3 audio/mpeg, opus audio/ogg, aac, flac, wav, pcm: "
-            "raw 24 kHz 16-bit mono); with stream_format sse, `speech.audio.delta` events.",
+            "raw 24 kHz 16-bit mono); with stream_format sse, `speech.audio.delta` events. A Gemini TTS "
+            "route answers pcm, or wav for any other format asked.",
             {**_audio_types(), SSE: _speech_event()},
+            dropped_fields(),
         )
     }
     fish_model = header(
