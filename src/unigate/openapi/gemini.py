@@ -111,7 +111,9 @@ def schemas() -> dict[str, Schema]:
                         "responseModalities": {
                             "type": ["array", "null"],
                             "items": string(),
-                            "description": "With IMAGE: image output (needs the image family).",
+                            "description": "With IMAGE: image output (needs the image family); with AUDIO "
+                            "(or a speechConfig): speech (the audio family). A route to OpenAI's image or "
+                            "speech API answers them through it.",
                         },
                     },
                     nullable=True,
@@ -170,7 +172,7 @@ def _generate(version: str) -> list[Operation]:
             TAG,
             {
                 "200": json_response(
-                    "The candidates (image output as `inlineData` parts).",
+                    "The candidates (image and audio output as `inlineData` parts).",
                     ref("GenerateContentResponse"),
                     dropped_fields(),
                 )
