@@ -15,6 +15,7 @@ Model ids at the gateway and the upstream behind each:
   gemini-fake-voice       the fake Gemini's TTS model (generateContent with AUDIO output)
   gemini-voice-on-openai  the fake OpenAI upstream's tts-1
   sandbox-tts             the sandbox's speech
+  gemini-fake-embed       the fake Gemini's embedding model (`:batchEmbedContents`)
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ GEMINI_IMAGE = "gemini-fake-image"
 OPENAI_IMAGE = "gemini-image-on-openai"
 GEMINI_VOICE = "gemini-fake-voice"
 OPENAI_VOICE = "gemini-voice-on-openai"
+GEMINI_EMBED = "gemini-fake-embed"
+# tiktoken's tables, which LangChain's embeddings tokenise with and tiktoken downloads on first
+# use: the machine has no internet, and LiteLLM's package ships them under their cache names.
+TIKTOKEN_CACHE = ROOT / ".venv-clients/lib/python3.11/site-packages/litellm/litellm_core_utils/tokenizers"
 
 
 @dataclass
@@ -175,6 +180,7 @@ def running_rig(workdir: Path) -> Iterator[Rig]:
                     "routes": [{"provider": "gemini", "model": "gemini-2.5-flash-preview-tts"}],
                 },
                 {"name": OPENAI_VOICE, "routes": [{"provider": "media", "model": "tts-1"}]},
+                {"name": GEMINI_EMBED, "routes": [{"provider": "gemini", "model": "gemini-embedding-001"}]},
                 # What an agent asks for by its own model ids (Gemini CLI's web search, say)
                 {"name": SIDE_MODELS, "routes": [{"provider": "sandbox", "model": SANDBOX}]},
             ],

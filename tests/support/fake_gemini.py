@@ -1,6 +1,6 @@
 """A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON,
 `:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them, and
-`:countTokens`.
+`:countTokens`, and `:batchEmbedContents` (a vector made from each text's length).
 
 Asked for IMAGE output, it draws as Gemini's image models do: a PNG of the asked
 `imageConfig.aspectRatio` (Gemini 2.5 Flash Image's sizes, an eighth of them; square without
@@ -82,6 +82,8 @@ class FakeGemini(LoopbackServer):
         body = orjson.loads(raw)
         self.raw.append(raw)
         self.received.append((call + "?" + request.query_string, body, dict(request.headers)))
+        if call.endswith(":batchEmbedContents"):
+            return _embedded(call.split(":")[0], body)
         if call.endswith(":countTokens"):
             # Gemini's count: `totalTokens`; one per byte of the body, to tell it from an estimate.
             return web.json_response({"totalTokens": 2000 + len(raw)})
@@ -201,6 +203,26 @@ def _drawn(body: dict[str, Any], config: dict[str, Any]) -> web.Response:
     usage.update(candidatesTokenCount=output, totalTokenCount=prompt_tokens + output)
     candidate = {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
     return web.json_response({"candidates": [candidate], "usageMetadata": usage, "responseId": "img-1"})
+
+
+def _embedded(model: str, body: dict[str, Any]) -> web.Response:
+    """`:batchEmbedContents`: a vector per request (`outputDimensionality` long, 8 by default)
+    made from its text; at most 100 requests, each naming the path's model, as Google requires."""
+    requests = body.get("requests") or []
+    problem = "at most 100 requests are allowed" if len(requests) > 100 else None
+    for request in requests:
+        if request.get("model") != f"models/{model}":
+            problem = f"request model {request.get('model')} does not match models/{model}"
+    if problem:
+        return web.json_response(
+            {"error": {"code": 400, "message": problem, "status": "INVALID_ARGUMENT"}}, status=400
+        )
+    vectors = []
+    for request in requests:
+        text = " ".join(p["text"] for p in request["content"]["parts"])
+        size = request.get("outputDimensionality") or 8
+        vectors.append({"values": [round((len(text) + i) / 100, 2) for i in range(size)]})
+    return web.json_response({"embeddings": vectors})
 
 
 GEMINI_VOICES = frozenset({"Kore", "Puck", "Zephyr", "Charon", "Fenrir", "Leda", "Aoede", "Sulafat"})

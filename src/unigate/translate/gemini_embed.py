@@ -1,6 +1,7 @@
 """Gemini embeddings ⇄ OpenAI embeddings: `:embedContent` / `:batchEmbedContents` bodies as
 one OpenAI `/v1/embeddings` body (the gateway's canonical form), and the OpenAI answer back in
-Gemini's shape.
+Gemini's shape; and the other way, an OpenAI embeddings call as `:batchEmbedContents` calls on
+a Gemini embedding model, answered in OpenAI's shape.
 
 Only text parts can be embedded through the canonical form. `taskType` and `title` have no
 OpenAI equivalent and are dropped; `outputDimensionality` becomes `dimensions`, and since one
@@ -15,8 +16,10 @@ from array import array
 from typing import Any
 
 from unigate.errors import InvalidRequest
+from unigate.limits.estimate import prompt_tokens
 from unigate.translate.checks import optional_string
 from unigate.translate.gemini_fields import Json, as_list, as_object, field
+from unigate.translate.token_ids import decode
 
 
 def embed_request(payload: Json, model: str) -> Json:
@@ -109,3 +112,70 @@ def _values(embedding: Any) -> list[float]:
             packed.byteswap()
         return packed.tolist()
     return [float(v) for v in as_list(embedding)]
+
+
+# ------------------------------------------------ OpenAI's embeddings on Gemini's models
+
+BATCH = 100  # contents per `:batchEmbedContents` call, Google's limit
+_OPENAI_READ = frozenset({"model", "input", "dimensions", "encoding_format"})
+
+
+def gemini_batches(payload: Json, upstream_model: str) -> tuple[list[Json], list[str]]:
+    """The `:batchEmbedContents` bodies (`BATCH` texts each) for an OpenAI embeddings request,
+    and the fields they could not carry. Gemini embeds text: token arrays are sent as the text
+    they spell (`token_ids.py`)."""
+    texts = input_texts(payload.get("input"))
+    one: Json = {"model": f"models/{upstream_model}"}
+    size = payload.get("dimensions")
+    if size is not None:
+        one["outputDimensionality"] = size
+    requests = [{**one, "content": {"parts": [{"text": text}]}} for text in texts]
+    dropped = sorted(n for n, v in payload.items() if v not in (None, "") and n not in _OPENAI_READ)
+    return [{"requests": requests[i : i + BATCH]} for i in range(0, len(requests), BATCH)], dropped
+
+
+def input_texts(given: Any) -> list[str]:
+    """OpenAI's embeddings `input` as texts: a string, strings, token ids or arrays of them."""
+    if isinstance(given, str):
+        return [given]
+    items = as_list(given)
+    if items and all(type(i) is int for i in items):
+        return [decode(items, "input")]
+    if not items or not all(isinstance(i, str | list) for i in items):
+        raise InvalidRequest(
+            "`input` must be a string, an array of strings or of token arrays.", param="input"
+        )
+    return [i if isinstance(i, str) else decode(i, f"input[{n}]") for n, i in enumerate(items)]
+
+
+def input_tokens(given: Any) -> int:
+    """The input's tokens: token arrays' ids counted, texts counted as limits count them."""
+    items = as_list(given)
+    if items and all(type(i) is int for i in items):
+        return len(items)
+    if items and all(isinstance(i, list) for i in items):
+        return sum(len(i) for i in items)
+    return prompt_tokens(given)
+
+
+def openai_embeddings(answers: list[Json], model: str, encoding: str, tokens: int) -> Json:
+    """OpenAI's embeddings answer for the batches' answers, in input order: float arrays, or
+    base64 of little-endian float32 for `encoding_format: "base64"`."""
+    vectors = [_values(as_object(e).get("values")) for a in answers for e in as_list(a.get("embeddings"))]
+    data = [
+        {"object": "embedding", "index": i, "embedding": _packed(v) if encoding == "base64" else v}
+        for i, v in enumerate(vectors)
+    ]
+    return {
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
+def _packed(values: list[float]) -> str:
+    packed = array("f", values)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return base64.b64encode(packed.tobytes()).decode()

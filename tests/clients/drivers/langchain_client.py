@@ -2,11 +2,13 @@
 `ChatOpenAI` (chat completions, and the Responses API with `use_responses_api=True`) with
 `base_url` = the gateway's /v1, `ChatAnthropic` and `ChatGoogleGenerativeAI` with `base_url` = the
 gateway's root, the gateway key as their API key. For each model of the spec: invoke, stream,
-and a `bind_tools` round trip (the tool runs, its ToolMessage goes back for the answer).
+and a `bind_tools` round trip (the tool runs, its ToolMessage goes back for the answer). And
+`OpenAIEmbeddings` with its defaults (texts tokenised with tiktoken and sent as token arrays)
+on each embedding model: two documents and a query.
 
-Spec (CLIENT_SPEC, JSON): base_url, key, models, nonce. Prints one JSON object
-{"<chat model>:<model>": {"invoke": ..., "stream": ..., "tool": ...}}; a case that raised is
-{"error": "..."}."""
+Spec (CLIENT_SPEC, JSON): base_url, key, models, embedding_models, nonce. Prints one JSON object
+{"<chat model>:<model>": {"invoke": ..., "stream": ..., "tool": ...},
+"embeddings:<model>": {"embed": ...}}; a case that raised is {"error": "..."}."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langchain_google_genai import ChatGoogleGenerativeAI
-from langchain_openai import ChatOpenAI
+from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
 SPEC = json.loads(os.environ["CLIENT_SPEC"])
 BASE, KEY = SPEC["base_url"], SPEC["key"]
@@ -64,9 +66,20 @@ def tool_round_trip(llm: BaseChatModel) -> dict[str, Any]:
     return {"text": final.text, "calls": calls}
 
 
+def embed(model: str) -> dict[str, Any]:
+    embedder = OpenAIEmbeddings(model=model, base_url=f"{BASE}/v1", api_key=KEY, max_retries=0)  # type: ignore[arg-type]
+    documents = embedder.embed_documents(["The first document.", "A second one, longer than the first."])
+    return {"documents": [len(v) for v in documents], "query": len(embedder.embed_query("which one?"))}
+
+
 def main() -> None:
     cases = {"invoke": invoke, "stream": stream, "tool": tool_round_trip}
     out: dict[str, Any] = {}
+    for model in SPEC["embedding_models"]:
+        try:
+            out[f"embeddings:{model}"] = {"embed": embed(model)}
+        except Exception:
+            out[f"embeddings:{model}"] = {"embed": {"error": traceback.format_exc()}}
     for kind, make in CHAT_MODELS.items():
         for model in SPEC["models"]:
             results: dict[str, Any] = {}

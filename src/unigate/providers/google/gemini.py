@@ -8,6 +8,7 @@ instead (`native`): its body bytes and query string. Token counts: `:countTokens
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -39,6 +40,11 @@ from unigate.providers.translated import (
 )
 from unigate.storage import LocalStorage
 from unigate.translate.gemini import GeminiToOpenAIStream, gemini_to_openai_response, openai_to_gemini_request
+from unigate.translate.gemini_embed import gemini_batches, input_tokens, openai_embeddings
+from unigate.translate.token_ids import spelled_by_ids
+from unigate.translate.token_ids import table as token_table
+from unigate.translate.translation import with_dropped
+from unigate.usage.recorder import Usage
 from unigate.video.job import VIDEO_ACTIONS
 
 PROVIDER_TYPE = "gemini"
@@ -51,7 +57,7 @@ class GeminiProvider(TranslatingChatProvider):
     default_base_url = DEFAULT_BASE_URL
     models_listing = Listing("/v1beta/models?pageSize=1000", items="models", key="name", prefix="models/")
     native_formats = frozenset({"gemini"})
-    capabilities = frozenset({"chat", *IMAGE_OPS, SPEECH_OP, *CREATE_ACTIONS})
+    capabilities = frozenset({"chat", "embeddings", *IMAGE_OPS, SPEECH_OP, *CREATE_ACTIONS})
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
@@ -123,6 +129,27 @@ class GeminiProvider(TranslatingChatProvider):
         if type(count) is not int or count < 0:  # Google leaves out a zero count
             raise RouteFailed("The upstream's token count has no `totalTokens`.")
         return count
+
+    async def embed(self, call: TextCall, target: Target) -> Reply:
+        """OpenAI-format embeddings on Gemini's embedding models: `:batchEmbedContents`, a
+        hundred texts a call (translate/gemini_embed.py). Google reports no tokens for them:
+        the input is counted here (a token array's ids, or text as limits count it)."""
+        if spelled_by_ids(call.payload.get("input")):
+            await asyncio.to_thread(token_table)  # the ids' table, read off the event loop once
+        batches, dropped = gemini_batches(call.payload, target.upstream_model)
+        path = model_path(target, "batchEmbedContents")
+        answers = []
+        for batch in batches:
+            data = await self.post_json(path, orjson.dumps(batch), target)
+            try:
+                answers.append(orjson.loads(data))
+            except orjson.JSONDecodeError:
+                raise RouteFailed("The upstream's answer is not JSON.") from None
+        tokens = input_tokens(call.payload.get("input"))
+        answer = openai_embeddings(
+            answers, call.model, call.payload.get("encoding_format") or "float", tokens
+        )
+        return Reply(body=orjson.dumps(answer), usage=Usage(tokens, 0), headers=with_dropped([], dropped))
 
     async def media(self, call: MediaCall, target: Target) -> Reply:
         """Images generated and edited by Gemini's image models (images.py), speech by its TTS

@@ -1,0 +1,100 @@
+"""OpenAI-format embeddings on a Gemini embedding model: the OpenAI SDK against the real gateway,
+in front of a fake Gemini API (LangChain's `OpenAIEmbeddings`: tests/clients/test_langchain.py).
+Inputs go as `:batchEmbedContents` calls of at most a hundred texts, `dimensions` as
+`outputDimensionality`, vectors come back in input order (float or base64), the input's tokens
+are counted, token arrays (LangChain's default) are embedded as the text they spell."""
+
+from __future__ import annotations
+
+import base64
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.support.fake_gemini import FakeGemini
+from tests.support.served import ServedGateway
+
+UPSTREAM = "gemini-embedding-001"
+
+
+@dataclass
+class Rig:
+    gw: ServedGateway
+    key: str
+    gem: FakeGemini
+
+    @property
+    def client(self) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.gw.base_url + "/v1", api_key=self.key, max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    with FakeGemini() as gem:
+        config = {
+            "providers": [
+                # pragma: allowlist nextline secret
+                {"name": "gem", "protocol": "gemini", "base_url": gem.base_url, "api_key": "g-secret"},
+            ],
+            "models": [
+                {"name": "gemini-embed", "routes": [{"provider": "gem", "model": UPSTREAM}]},
+            ],
+        }
+        with ServedGateway(Path(tmp_path_factory.mktemp("gemini-embed")), config=config) as gw:
+            yield Rig(gw, gw.create_key(), gem)
+
+
+def test_texts_in_order(rig: Rig) -> None:
+    answer = rig.client.embeddings.create(
+        model="gemini-embed", input=["a", "bbb", "cc"], encoding_format="float"
+    )
+    assert [d.index for d in answer.data] == [0, 1, 2]
+    assert [d.embedding[0] for d in answer.data] == [0.01, 0.03, 0.02]  # the fake's: each text's length
+    assert answer.model == "gemini-embed" and answer.usage.prompt_tokens == answer.usage.total_tokens > 0
+    call, body, headers = rig.gem.received[-1]
+    assert call == f"{UPSTREAM}:batchEmbedContents?" and headers["x-goog-api-key"] == "g-secret"
+    assert body["requests"][1] == {"model": f"models/{UPSTREAM}", "content": {"parts": [{"text": "bbb"}]}}
+
+
+def test_sdk_default_base64_and_dimensions(rig: Rig) -> None:
+    # The OpenAI SDK asks for base64 unless told otherwise, and decodes it itself.
+    answer = rig.client.embeddings.create(model="gemini-embed", input="hello", dimensions=4)
+    assert answer.data[0].embedding == pytest.approx([0.05, 0.06, 0.07, 0.08])
+    assert rig.gem.received[-1][1]["requests"][0]["outputDimensionality"] == 4
+    raw = rig.client.embeddings.with_raw_response.create(
+        model="gemini-embed", input="hello", encoding_format="base64"
+    )
+    packed = raw.http_response.json()["data"][0]["embedding"]
+    assert array("f", base64.b64decode(packed))[0] == pytest.approx(0.05)
+
+
+def test_a_long_list_is_split_in_hundreds(rig: Rig) -> None:
+    before = len(rig.gem.received)
+    answer = rig.client.embeddings.create(model="gemini-embed", input=[f"t{i}" for i in range(250)])
+    assert len(answer.data) == 250 and [d.index for d in answer.data] == list(range(250))
+    assert [len(b["requests"]) for _, b, _ in rig.gem.received[before:]] == [100, 100, 50]
+
+
+def test_what_gemini_cannot_take_is_named(rig: Rig) -> None:
+    raw = rig.client.embeddings.with_raw_response.create(model="gemini-embed", input="x", user="u-1")
+    assert raw.headers["x-unigate-dropped-fields"] == "user"
+
+
+def test_token_arrays_are_embedded_as_the_text_they_spell(rig: Rig) -> None:
+    # cl100k_base ids, as LangChain's OpenAIEmbeddings sends them by default: "Hello world!".
+    answer = rig.client.embeddings.create(model="gemini-embed", input=[[9906, 1917, 0], [9906]])
+    assert [d.embedding[0] for d in answer.data] == pytest.approx([0.12, 0.05])
+    texts = [r["content"]["parts"][0]["text"] for r in rig.gem.received[-1][1]["requests"]]
+    assert texts == ["Hello world!", "Hello"] and answer.usage.prompt_tokens == 4
+    rig.client.embeddings.create(model="gemini-embed", input=[9906, 1917])  # one text as ids
+    assert rig.gem.received[-1][1]["requests"][0]["content"]["parts"][0]["text"] == "Hello world"
+
+
+def test_an_id_cl100k_lacks_is_a_400(rig: Rig) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        rig.client.embeddings.create(model="gemini-embed", input=[[9906, 100264]])
+    assert refused.value.param == "input[0]" and "100264" in refused.value.message
