@@ -7,6 +7,7 @@ are counted, token arrays (LangChain's default) are embedded as the text they sp
 from __future__ import annotations
 
 import base64
+import json
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,8 +15,11 @@ from pathlib import Path
 
 import openai
 import pytest
+from google import genai
+from google.genai import types
 
 from tests.support.fake_gemini import FakeGemini
+from tests.support.net import http
 from tests.support.served import ServedGateway
 
 UPSTREAM = "gemini-embedding-001"
@@ -98,3 +102,31 @@ def test_an_id_cl100k_lacks_is_a_400(rig: Rig) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
         rig.client.embeddings.create(model="gemini-embed", input=[[9906, 100264]])
     assert refused.value.param == "input[0]" and "100264" in refused.value.message
+
+
+def test_a_gemini_client_is_relayed_as_sent(rig: Rig) -> None:
+    """google-genai on a Gemini route: its own request (taskType kept), the model renamed."""
+    client = genai.Client(api_key=rig.key, http_options=types.HttpOptions(base_url=rig.gw.base_url))
+    config = types.EmbedContentConfig(task_type="RETRIEVAL_DOCUMENT", output_dimensionality=3)
+    contents = [types.Content(parts=[types.Part(text=text)]) for text in ("one", "three")]
+    result = client.models.embed_content(model="gemini-embed", contents=contents, config=config)
+    assert [e.values for e in result.embeddings or []] == [[0.03, 0.04, 0.05], [0.05, 0.06, 0.07]]
+    call, body, _ = rig.gem.received[-1]
+    assert call == f"{UPSTREAM}:batchEmbedContents?"
+    assert [(r["model"], r["taskType"]) for r in body["requests"]] == [
+        (f"models/{UPSTREAM}", "RETRIEVAL_DOCUMENT")
+    ] * 2
+    single = {"content": {"parts": [{"text": "four"}]}, "taskType": "RETRIEVAL_QUERY"}
+    res = http(
+        "POST",
+        f"{rig.gw.base_url}/v1beta/models/gemini-embed:embedContent",
+        single,
+        {"x-goog-api-key": rig.key},
+    )
+    assert res.status == 200 and res.json()["embedding"]["values"] == pytest.approx(
+        [0.04 + i / 100 for i in range(8)]
+    )
+    assert (
+        rig.gem.received[-1][0] == f"{UPSTREAM}:embedContent?"
+        and rig.gem.raw[-1] == json.dumps(single).encode()
+    )  # the bytes sent

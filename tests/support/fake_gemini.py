@@ -84,6 +84,9 @@ class FakeGemini(LoopbackServer):
         self.received.append((call + "?" + request.query_string, body, dict(request.headers)))
         if call.endswith(":batchEmbedContents"):
             return _embedded(call.split(":")[0], body)
+        if call.endswith(":embedContent"):  # one content: the batch's rules, answered alone
+            model = call.split(":")[0]
+            return _embedded(model, {"requests": [{"model": f"models/{model}", **body}]}, single=True)
         if call.endswith(":countTokens"):
             # Gemini's count: `totalTokens`; one per byte of the body, to tell it from an estimate.
             return web.json_response({"totalTokens": 2000 + len(raw)})
@@ -205,7 +208,7 @@ def _drawn(body: dict[str, Any], config: dict[str, Any]) -> web.Response:
     return web.json_response({"candidates": [candidate], "usageMetadata": usage, "responseId": "img-1"})
 
 
-def _embedded(model: str, body: dict[str, Any]) -> web.Response:
+def _embedded(model: str, body: dict[str, Any], single: bool = False) -> web.Response:
     """`:batchEmbedContents`: a vector per request (`outputDimensionality` long, 8 by default)
     made from its text; at most 100 requests, each naming the path's model, as Google requires."""
     requests = body.get("requests") or []
@@ -222,7 +225,7 @@ def _embedded(model: str, body: dict[str, Any]) -> web.Response:
         text = " ".join(p["text"] for p in request["content"]["parts"])
         size = request.get("outputDimensionality") or 8
         vectors.append({"values": [round((len(text) + i) / 100, 2) for i in range(size)]})
-    return web.json_response({"embeddings": vectors})
+    return web.json_response({"embedding": vectors[0]} if single else {"embeddings": vectors})
 
 
 GEMINI_VOICES = frozenset({"Kore", "Puck", "Zephyr", "Charon", "Fenrir", "Leda", "Aoede", "Sulafat"})

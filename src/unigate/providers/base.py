@@ -294,6 +294,13 @@ class Provider:
         relayed as is (Anthropic's `count_tokens`, Gemini's `countTokens`)."""
         raise _unsupported(self, "token counting")
 
+    async def embed_native(
+        self, payload: dict[str, Any], target: Target, client: ClientRequest, batch: bool
+    ) -> Reply:
+        """Embeddings asked in one of `native_formats` (Gemini's `embedContent`, or
+        `batchEmbedContents` when `batch`), relayed with only the model ids changed."""
+        raise _unsupported(self, "native embeddings")
+
     async def count_canonical(self, payload: dict[str, Any], target: Target) -> int:
         """The upstream's own count of the input tokens of a chat request in the canonical
         (OpenAI) form, for a client of another format."""

@@ -94,6 +94,21 @@ def _content_text(content: Any, where: str) -> str:
     return "\n".join(texts)
 
 
+def with_upstream_model(payload: Json, batch: bool, upstream: str) -> Json | None:
+    """A Gemini embeddings request whose `model` fields (a batch's requests name theirs) name
+    `upstream`, or None when none names another."""
+    requests = as_list(payload.get("requests")) if batch else [payload]
+    if all(as_object(r).get("model", upstream) == upstream for r in requests):
+        return None
+    renamed = [{**r, "model": upstream} if isinstance(r, dict) and "model" in r else r for r in requests]
+    return {**payload, "requests": renamed} if batch else renamed[0]
+
+
+def embed_tokens(payload: Json) -> int:
+    """The tokens of a Gemini embeddings request's texts, as limits count them (Google reports none)."""
+    return prompt_tokens(payload)
+
+
 def embed_response(body: Json, batch: bool) -> Json:
     """Gemini's answer for an OpenAI embeddings answer: `{"embedding": {"values"}}` for
     embedContent, `{"embeddings": [{"values"}, ...]}` in input order for a batch."""

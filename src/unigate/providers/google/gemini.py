@@ -40,7 +40,13 @@ from unigate.providers.translated import (
 )
 from unigate.storage import LocalStorage
 from unigate.translate.gemini import GeminiToOpenAIStream, gemini_to_openai_response, openai_to_gemini_request
-from unigate.translate.gemini_embed import gemini_batches, input_tokens, openai_embeddings
+from unigate.translate.gemini_embed import (
+    embed_tokens,
+    gemini_batches,
+    input_tokens,
+    openai_embeddings,
+    with_upstream_model,
+)
 from unigate.translate.token_ids import spelled_by_ids
 from unigate.translate.token_ids import table as token_table
 from unigate.translate.translation import with_dropped
@@ -116,6 +122,17 @@ class GeminiProvider(TranslatingChatProvider):
             body = orjson.dumps({**payload, "generateContentRequest": {**inner, "model": upstream}})
         path = with_query(model_path(target, "countTokens"), client.query)
         return Reply(body=await self.post_json(path, body, target), wire="gemini")
+
+    async def embed_native(
+        self, payload: dict[str, Any], target: Target, client: ClientRequest, batch: bool
+    ) -> Reply:
+        """A Gemini client's embeddings relayed as sent (`taskType` and `title` kept); a body
+        naming the client's model id (a batch's requests must) is sent with the upstream's."""
+        renamed = with_upstream_model(payload, batch, f"models/{target.upstream_model}")
+        body = orjson.dumps(renamed) if renamed is not None else client.raw or orjson.dumps(payload)
+        path = with_query(model_path(target, "batchEmbedContents" if batch else "embedContent"), client.query)
+        data = await self.post_json(path, body, target)
+        return Reply(body=data, usage=Usage(embed_tokens(payload), 0), wire="gemini")
 
     async def count_canonical(self, payload: dict[str, Any], target: Target) -> int:
         request = {"model": f"models/{target.upstream_model}", **openai_to_gemini_request(payload)}
