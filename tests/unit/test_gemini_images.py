@@ -70,9 +70,16 @@ def test_unhonoured_names_every_other_field_set() -> None:
     assert unhonoured(payload, ["image", "mask", "markup"]) == ["complexity", "markup", "mask", "quality"]
 
 
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
 def _image_part(data: bytes, snake: bool = False) -> dict[str, object]:
     key, mime = ("inline_data", "mime_type") if snake else ("inlineData", "mimeType")
-    return {key: {mime: "image/png", "data": base64.b64encode(data).decode()}}
+    encoded = (
+        base64.urlsafe_b64encode(data).decode().rstrip("=") if snake else base64.b64encode(data).decode()
+    )
+    return {key: {mime: "image/png", "data": encoded}}
 
 
 def test_drawn_reads_images_text_and_tokens() -> None:
@@ -101,7 +108,11 @@ def test_drawn_reads_images_text_and_tokens() -> None:
         },
     }
     got = drawn(answer)
-    assert got.images == [("image/png", PNG), ("image/png", b"second")]
+    # Passed on as standard, padded base64 (the second came URL-safe and unpadded).
+    assert got.images == [
+        ("image/png", base64.b64encode(PNG).decode()),
+        ("image/png", base64.b64encode(b"second").decode()),
+    ]
     assert got.text == "Here it is."
     assert (got.prompt_tokens, got.prompt_image_tokens, got.output_tokens) == (300, 258, 1330)
 

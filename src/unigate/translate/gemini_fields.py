@@ -38,8 +38,13 @@ def as_list(value: Any) -> list[Any]:
 _URL_SAFE = str.maketrans("-_", "+/")
 
 
-def blob_bytes(data: str) -> bytes:
-    """A `bytes` field's value (`inlineData.data`): Google's JSON takes base64 in either alphabet,
-    padded or not, and google-genai sends the URL-safe one. ValueError when it is not base64."""
+def standard_b64(data: str) -> str:
+    """A `bytes` field's base64 (`inlineData.data`) in the standard alphabet, padded: Google's
+    JSON takes either alphabet, padded or not, and google-genai sends the URL-safe one."""
     text = data.translate(_URL_SAFE)
-    return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    return text + "=" * (-len(text) % 4)
+
+
+def blob_bytes(data: str) -> bytes:
+    """A `bytes` field's value. ValueError when it is not base64."""
+    return base64.b64decode(standard_b64(data), validate=True)

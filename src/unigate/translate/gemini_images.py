@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unigate.errors import InvalidRequest, UpstreamRejected
-from unigate.translate.gemini_fields import blob_bytes
+from unigate.translate.gemini_fields import standard_b64
 
 Json = dict[str, Any]
 
@@ -95,7 +95,8 @@ def unhonoured(payload: Json, files: Iterable[str] = ()) -> list[str]:
 class Drawn:
     """What one `generateContent` answer drew: its images, the text beside them, its tokens."""
 
-    images: list[tuple[str, bytes]] = field(default_factory=list)  # (mime type, bytes)
+    # (MIME type, base64): the text is passed on, not decoded (megabytes an image).
+    images: list[tuple[str, str]] = field(default_factory=list)
     text: str = ""
     prompt_tokens: int = 0
     prompt_image_tokens: int = 0  # of `prompt_tokens`: an edit's input images
@@ -136,7 +137,7 @@ def drawn(answer: Any) -> Drawn:
             if isinstance(inline, dict) and isinstance(inline.get("data"), str):
                 mime = inline.get("mimeType") or inline.get("mime_type") or "image/png"
                 if str(mime).startswith("image/"):
-                    out.images.append((str(mime), blob_bytes(inline["data"])))
+                    out.images.append((str(mime), standard_b64(inline["data"])))
             elif isinstance(part.get("text"), str):
                 texts.append(part["text"])
     out.text = "".join(texts).strip()

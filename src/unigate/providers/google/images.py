@@ -56,7 +56,7 @@ class GeminiImages:
             if payload.get("response_format") == "url":
                 items.append({"url": call.public_base + await self._store(data, _format(mime))})
             else:
-                items.append({"b64_json": base64.b64encode(data).decode()})
+                items.append({"b64_json": data})
         answer = {"created": int(time.time()), "data": items, "output_format": fmt, "usage": _usage(answers)}
         return Reply(body=orjson.dumps(answer), usage=usage, headers=headers)
 
@@ -66,17 +66,19 @@ class GeminiImages:
             answer = orjson.loads(data)
         except orjson.JSONDecodeError:
             raise RouteFailed("The upstream's answer is not JSON.") from None
-        try:
-            result = drawn(answer)
-        except ValueError:  # an image's data is not base64
-            raise RouteFailed("The upstream's image is not base64.") from None
+        result = drawn(answer)
         if not result.images:  # not refused, yet nothing drawn: another route may draw it
             raise RouteFailed("The upstream answered without an image.")
         return result
 
-    async def _store(self, image: bytes, fmt: str) -> str:
+    async def _store(self, image: str, fmt: str) -> str:
+        """A copy the gateway serves under `/media/` of an image given as base64."""
+        try:
+            data = base64.b64decode(image, validate=True)
+        except ValueError:
+            raise RouteFailed("The upstream's image is not base64.") from None
         name = f"img-{secrets.token_hex(12)}.{'jpg' if fmt == 'jpeg' else fmt}"
-        await self._storage.put(media_key(name), image)
+        await self._storage.put(media_key(name), data)
         return f"/media/{name}"
 
 
@@ -120,12 +122,12 @@ def _usage(answers: list[Drawn]) -> dict[str, Any]:
     }
 
 
-def _completed_event(image: tuple[str, bytes], usage: dict[str, Any]) -> bytes:
+def _completed_event(image: tuple[str, str], usage: dict[str, Any]) -> bytes:
     """OpenAI's last image-stream event: the whole image (Gemini sends no partial images)."""
     mime, data = image
     event = {
         "type": "image_generation.completed",
-        "b64_json": base64.b64encode(data).decode(),
+        "b64_json": data,
         "created_at": int(time.time()),
         "size": "auto",
         "quality": "auto",
