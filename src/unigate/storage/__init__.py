@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from unigate.config import StorageConfig
-from unigate.storage.base import Storage, StoredObject, file_key, input_key, media_key, record_key
+from unigate.storage.base import Storage, StoredObject, file_key, input_key, keep_image, media_key, record_key
 from unigate.storage.local import LocalStorage
 
 
@@ -26,6 +26,7 @@ __all__ = [
     "build_storage",
     "file_key",
     "input_key",
+    "keep_image",
     "media_key",
     "record_key",
 ]

@@ -16,6 +16,7 @@ needs) and an async iterator over the rest, so a large file never sits whole in 
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -32,6 +33,14 @@ CHUNK = 256 * 1024
 def media_key(name: str) -> str:
     """The key of a file served at `/media/{name}`."""
     return MEDIA + name
+
+
+async def keep_image(storage: Storage, image: bytes, fmt: str) -> str:
+    """Store an image the gateway made or drew (`fmt`: png, jpeg, webp) for `/media/`; its path,
+    an unguessable name the link's holder may fetch."""
+    name = f"img-{secrets.token_hex(12)}.{'jpg' if fmt == 'jpeg' else fmt}"
+    await storage.put(media_key(name), image)
+    return f"/media/{name}"
 
 
 def input_key(name: str) -> str:

@@ -13,7 +13,6 @@ import asyncio
 import base64
 import hashlib
 import math
-import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ import orjson
 from unigate.edge.media_types import IMAGE_CONTENT_TYPES, SPEECH_CONTENT_TYPES
 from unigate.errors import InvalidRequest
 from unigate.providers.base import MediaCall, Reply
-from unigate.storage import Storage, media_key
+from unigate.storage import Storage, keep_image
 from unigate.translate.sse import json_event
 from unigate.usage.recorder import Usage
 
@@ -207,7 +206,9 @@ class SandboxMedia:
         except (media.ImageInvalid, ValueError) as exc:
             raise InvalidRequest(f"The image could not be processed: {exc}", param="image") from None
         as_url = p.get("response_format") == "url"
-        urls = [call.public_base + await self._store(image, fmt) for image in images] if as_url else []
+        urls = []
+        if as_url:
+            urls = [call.public_base + await keep_image(self.storage, image, fmt) for image in images]
         width, height = media.image_info(images[0])[1:]
         usage = _image_usage(prompt, [media.image_info(source)[1:] for source in sources], n)
 
@@ -228,11 +229,6 @@ class SandboxMedia:
             return head + b",".join(items) + b"]," + orjson.dumps(rest)[1:]
 
         return Reply(body=await asyncio.to_thread(body))
-
-    async def _store(self, image: bytes, fmt: str) -> str:
-        name = f"img-{secrets.token_hex(12)}.{'jpg' if fmt == 'jpeg' else fmt}"
-        await self.storage.put(media_key(name), image)
-        return f"/media/{name}"
 
     async def _stability(self, call: MediaCall) -> Reply:
         from unigate_sandbox import media

@@ -8,24 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import secrets
 import time
 from collections.abc import Coroutine
 from typing import Any
 
 import orjson
 
-from unigate.edge.media_types import sniff_image
+from unigate.edge.media_types import IMAGE_CONTENT_TYPES, sniff_image
 from unigate.providers.base import MediaCall, Reply, RouteFailed, Target
 from unigate.providers.google.wire import PostJson, model_path
-from unigate.storage import Storage, media_key
+from unigate.storage import Storage, keep_image
 from unigate.translate.gemini_images import Drawn, InputImage, drawn, image_request, unhonoured
 from unigate.translate.sse import json_event
 from unigate.translate.translation import with_dropped
 from unigate.usage.recorder import Usage
 
 IMAGE_OPS = frozenset({"images.generations", "images.edits"})
-_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpeg", "image/webp": "webp"}
+_FORMATS = {mime: fmt for fmt, mime in IMAGE_CONTENT_TYPES.items()}  # image/png → png
 
 
 class GeminiImages:
@@ -77,9 +76,7 @@ class GeminiImages:
             data = base64.b64decode(image, validate=True)
         except ValueError:
             raise RouteFailed("The upstream's image is not base64.") from None
-        name = f"img-{secrets.token_hex(12)}.{'jpg' if fmt == 'jpeg' else fmt}"
-        await self._storage.put(media_key(name), data)
-        return f"/media/{name}"
+        return await keep_image(self._storage, data, fmt)
 
 
 async def _side_by_side(calls: list[Coroutine[Any, Any, Drawn]]) -> list[Drawn]:
@@ -98,7 +95,7 @@ async def _side_by_side(calls: list[Coroutine[Any, Any, Drawn]]) -> list[Drawn]:
 
 def _format(mime: str) -> str:
     """OpenAI's `output_format` for an image's MIME type (`image/png` → `png`)."""
-    return _EXTENSIONS.get(mime, mime.removeprefix("image/"))
+    return _FORMATS.get(mime, mime.removeprefix("image/"))
 
 
 def _inputs(call: MediaCall) -> list[InputImage]:
