@@ -1,7 +1,8 @@
 """Speech across the two formats, against the real gateway: the OpenAI SDK's `audio.speech` on a
 Gemini TTS model (a fake Gemini that speaks PCM as Gemini does), and google-genai asking for AUDIO
 output from a model routed to OpenAI's speech API (a fake OpenAI upstream, and the sandbox). The
-samples cross as they are; voices are each vendor's own; what cannot be honoured is named."""
+samples cross as they are; voices are each vendor's own; what cannot be honoured is named. And
+OpenAI's transcriptions and translations heard by a Gemini model."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from google.genai import types
 
 from tests.support.fake_gemini import FakeGemini
 from tests.support.fake_openai_media import FakeOpenAIMedia
-from tests.support.media_fixtures import decode_audio, tone_pcm
+from tests.support.media_fixtures import decode_audio, encode_tone, tone_pcm
 from tests.support.net import http
 from tests.support.readme import PLACEHOLDER_KEY, PLACEHOLDER_URL, blocks
 from tests.support.served import ServedGateway
@@ -58,6 +59,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             "models": [
                 {"name": "gemini-voice", "routes": [{"provider": "gem", "model": TTS}]},
                 {"name": "openai-voice", "routes": [{"provider": "oa", "model": "tts-1"}]},
+                {"name": "gemini-listener", "routes": [{"provider": "gem", "model": "gemini-2.5-flash"}]},
             ],
         }
         with ServedGateway(Path(tmp_path_factory.mktemp("gemini-speech")), config=config) as gw:
@@ -213,3 +215,52 @@ def test_the_docs_example(rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     exec(compile(code, "<example>", "exec"), {})
     assert decode_audio((tmp_path / "welcome.wav").read_bytes())[:2] == ("pcm_s16le", 24000)
     assert rig.gem.received[-1][1]["contents"][0]["parts"] == [{"text": "Say cheerfully: Welcome aboard!"}]
+
+
+# ------------------------------------------------------- OpenAI's speech to text on Gemini
+
+
+def test_transcription_hears_the_audio(rig: Rig) -> None:
+    audio = encode_tone(0.5, "wav")
+    answer = rig.client.audio.transcriptions.create(
+        model="gemini-listener",
+        file=("talk.wav", audio),
+        language="de",
+        prompt="Namen: Jörg",
+        temperature=0.2,
+    )
+    assert answer.text == f"I heard {len(audio)} bytes of audio/wav."
+    parts = rig.gem.received[-1][1]["contents"][0]["parts"]
+    assert base64.b64decode(parts[0]["inlineData"]["data"]) == audio
+    assert "word for word" in parts[1]["text"] and "'de'" in parts[1]["text"] and "Jörg" in parts[1]["text"]
+    assert rig.gem.received[-1][1]["generationConfig"] == {"temperature": 0.2}
+
+
+def test_translation_and_text_format(rig: Rig) -> None:
+    audio = encode_tone(0.3, "mp3")
+    text = rig.client.audio.translations.create(
+        model="gemini-listener", file=("a.mp3", audio), response_format="text"
+    )
+    assert text == f"(English) I heard {len(audio)} bytes of audio/mp3."
+    assert "into English" in rig.gem.received[-1][1]["contents"][0]["parts"][1]["text"]
+
+
+@pytest.mark.parametrize("fmt", ["srt", "vtt", "verbose_json"])
+def test_timestamped_formats_are_refused_by_this_route(rig: Rig, fmt: str) -> None:
+    before = len(rig.gem.received)
+    with pytest.raises(openai.BadRequestError) as refused:
+        rig.client.audio.transcriptions.create(
+            model="gemini-listener",
+            file=("a.wav", encode_tone(0.2, "wav")),
+            response_format=fmt,  # type: ignore[call-overload]
+        )
+    assert "timestamps" in refused.value.message and len(rig.gem.received) == before
+
+
+WEBM = b"\x1a\x45\xdf\xa3" + bytes(64)  # an EBML header: what the gateway sniffs as WebM
+
+
+def test_webm_is_refused_by_this_route(rig: Rig) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        rig.client.audio.transcriptions.create(model="gemini-listener", file=("a.webm", WEBM))
+    assert "webm" in refused.value.message

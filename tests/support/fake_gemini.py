@@ -1,6 +1,7 @@
 """A fake Gemini API upstream on 127.0.0.1: `:generateContent` JSON,
 `:streamGenerateContent?alt=sse` events framed with CRLF as Google sends them, and
-`:countTokens`, and `:batchEmbedContents` (a vector made from each text's length).
+`:countTokens`, and `:batchEmbedContents` (a vector made from each text's length). Given
+audio (an `inlineData` audio part), it answers how many bytes of which type it heard.
 
 Asked for IMAGE output, it draws as Gemini's image models do: a PNG of the asked
 `imageConfig.aspectRatio` (Gemini 2.5 Flash Image's sizes, an eighth of them; square without
@@ -63,6 +64,15 @@ class FakeGemini(LoopbackServer):
 
     def _parts(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         last = body["contents"][-1]["parts"]
+        heard = [
+            _field(p, "inlineData")
+            for p in last
+            if str((_field(p, "inlineData") or {}).get("mimeType", "")).startswith("audio/")
+        ]
+        if heard:  # it "hears" the audio: says how much, in English when asked to translate
+            said = f"I heard {len(base64.b64decode(heard[0]['data']))} bytes of {heard[0]['mimeType']}."
+            english = any("into English" in str(p.get("text", "")) for p in last)
+            return [{"text": ("(English) " if english else "") + said}], "STOP"
         answer = next(
             (_field(p, "functionResponse") for p in last if _field(p, "functionResponse") is not None), None
         )

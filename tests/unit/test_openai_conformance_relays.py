@@ -2,9 +2,9 @@
 upstreams that speak the vendors' wire formats: OpenAI answers relayed (chat, completions,
 embeddings, moderations, images, audio, the native Responses API), Anthropic and Gemini
 answers translated into chat completions and into the Responses API, Gemini's drawings into
-image answers and image-stream events, its speech into audio and speech events, and a refusal
-turned into Responses events. Every body and stream event is validated against OpenAI's
-published description; only its own quirks are allowed."""
+image answers and image-stream events, its speech into audio and speech events, its hearing
+into transcripts, and a refusal turned into Responses events. Every body and stream event is
+validated against OpenAI's published description; only its own quirks are allowed."""
 
 from __future__ import annotations
 
@@ -91,6 +91,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                 route("painter", "media", "gpt-image-1"),
                 route("nano", "gem", "gemini-2.5-flash-image"),
                 route("gemini-voice", "gem", "gemini-2.5-flash-preview-tts"),
+                route("gemini-listener", "gem", "gemini-2.5-flash"),
                 route("dalle", "media", "dall-e-2"),
                 route("whisper", "media", "whisper-1"),
                 route("voice", "media", "tts-1"),
@@ -208,6 +209,8 @@ def test_images_and_audio(rig: Rig) -> None:
         for fmt in ("json", "verbose_json"):
             form = {"model": "whisper", "response_format": fmt}
             checked.call("POST", path, files=[("file", ("a.mp3", audio, "audio/mpeg"))], data=form)
+        form = {"model": "gemini-listener"}  # json: `text` is text/plain, which OpenAI's description omits
+        checked.call("POST", path, files=[("file", ("a.mp3", audio, "audio/mpeg"))], data=form)
     checked.clean()
 
 

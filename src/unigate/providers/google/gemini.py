@@ -28,7 +28,7 @@ from unigate.providers.base import (
     UpstreamTask,
 )
 from unigate.providers.google.images import IMAGE_OPS, GeminiImages
-from unigate.providers.google.speech import SPEECH_OP, GeminiSpeech
+from unigate.providers.google.speech import SPEECH_OP, TRANSCRIPT_OPS, GeminiSpeech
 from unigate.providers.google.veo import CREATE_ACTIONS, VeoVideos
 from unigate.providers.google.wire import model_path
 from unigate.providers.model_list import Listing
@@ -63,7 +63,7 @@ class GeminiProvider(TranslatingChatProvider):
     default_base_url = DEFAULT_BASE_URL
     models_listing = Listing("/v1beta/models?pageSize=1000", items="models", key="name", prefix="models/")
     native_formats = frozenset({"gemini"})
-    capabilities = frozenset({"chat", "embeddings", *IMAGE_OPS, SPEECH_OP, *CREATE_ACTIONS})
+    capabilities = frozenset({"chat", "embeddings", *IMAGE_OPS, SPEECH_OP, *TRANSCRIPT_OPS, *CREATE_ACTIONS})
 
     def __init__(self, config: ProviderConfig, context: ProviderContext) -> None:
         super().__init__(config, context)
@@ -169,12 +169,14 @@ class GeminiProvider(TranslatingChatProvider):
         return Reply(body=orjson.dumps(answer), usage=Usage(tokens, 0), headers=with_dropped([], dropped))
 
     async def media(self, call: MediaCall, target: Target) -> Reply:
-        """Images generated and edited by Gemini's image models (images.py), speech by its TTS
-        models (speech.py)."""
+        """Images generated and edited by Gemini's image models (images.py), speech made by its
+        TTS models and written down by the others (speech.py)."""
         if call.op in IMAGE_OPS:
             return await self.images.draw(call, target)
         if call.op == SPEECH_OP:
             return await self.speech.speak(call, target)
+        if call.op in TRANSCRIPT_OPS:
+            return await self.speech.transcribe(call, target)
         return await super().media(call, target)
 
     # Veo video jobs: the wire protocol lives in veo.py.
