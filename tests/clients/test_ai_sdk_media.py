@@ -3,7 +3,8 @@ against the gateway. `generateImage`: OpenAI-format image calls on the sandbox, 
 model and on an OpenAI image upstream; Gemini-format ones (`google.image`) on Gemini's image
 model (relayed) and on the OpenAI image upstream (drawn through its image API); two landscape
 images and an edit each, checked by their pixels. `generateSpeech`: each package on the
-sandbox, on Gemini's TTS model and on an OpenAI speech upstream, checked by decoding the audio."""
+sandbox, on Gemini's TTS model and on an OpenAI speech upstream, checked by decoding the audio.
+`transcribe` (`openai.transcription`): on the sandbox and on a Gemini model, which hears it."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from tests.clients.rig import (
     outcome,
     run_node_driver,
 )
-from tests.support.media_fixtures import decode_audio, image_info, make_image
+from tests.support.media_fixtures import decode_audio, encode_tone, image_info, make_image
 
 pytestmark = pytest.mark.clients
 
@@ -43,7 +44,9 @@ SPEECH = [
     ("google", GEMINI_VOICE, "pcm_s16le"),
     ("google", OPENAI_VOICE, "pcm_s16le"),
 ]
+TRANSCRIPTION = [("openai", "sandbox-transcribe"), ("openai", "fake-gemini")]
 PICTURE = (300, 200)
+AUDIO = encode_tone(0.5, "wav")
 Ran = tuple[dict[str, Any], dict[str, int]]  # the driver's results, the fakes' logs before it
 
 
@@ -56,6 +59,8 @@ def ran(rig: Rig, tmp_path_factory: pytest.TempPathFactory) -> Ran:
         "key": rig.key,
         "images": [[provider, model] for provider, model, _ in IMAGES],
         "speech": [[provider, model] for provider, model, _ in SPEECH],
+        "transcription": [list(entry) for entry in TRANSCRIPTION],
+        "audio": base64.b64encode(AUDIO).decode(),
         "picture": base64.b64encode(make_image(*PICTURE, "png")).decode(),
     }
     return run_node_driver("ai_sdk_media.mjs", spec, home), before
@@ -85,11 +90,21 @@ def test_speech(ran: Ran, provider: str, model: str, codec: str) -> None:
     assert decoded == codec and seconds > 0.1
 
 
+@pytest.mark.parametrize(("provider", "model"), TRANSCRIPTION)
+def test_transcription(ran: Ran, provider: str, model: str) -> None:
+    got = outcome(ran[0], f"transcription:{provider}:{model}", "transcribe")
+    if model == "fake-gemini":  # the fake Gemini says what it heard
+        assert got["text"] == f"I heard {len(AUDIO)} bytes of audio/wav."
+    else:
+        assert isinstance(got["text"], str)
+
+
 def test_the_upstreams_did_the_work(rig: Rig, ran: Ran) -> None:
     _, before = ran
     gemini = [call.split(":")[0] for call, _, _ in rig.gemini.received[before["gemini"] :]]
-    # Each package's two images (one call each) and its edit; one speech call each.
-    assert sorted(gemini) == sorted(["gemini-2.5-flash-image"] * 6 + ["gemini-2.5-flash-preview-tts"] * 2)
+    # Each package's two images (one call each) and its edit; one speech call each; one transcription.
+    expected_gemini = ["gemini-2.5-flash-image"] * 6 + ["gemini-2.5-flash-preview-tts"] * 2 + ["gemini-up"]
+    assert sorted(gemini) == sorted(expected_gemini)
     media = [r.path for r in rig.media.received[before["media"] :]]
     # Each package draws its two images in two calls (the AI SDK asks one image per call of a
     # model it does not know), edits once, and speaks once.

@@ -2,10 +2,11 @@
 // (OpenAI's image API) and `google.image(id)` (Gemini's generateContent with IMAGE output; the
 // SDK takes only ids that start with "gemini-"), each generating two images and editing the
 // spec's picture. Speech: `openai.speech(id)` and `google.speech(id)` speaking one sentence.
-// Spec (CLIENT_SPEC, JSON): base_url, key, images and speech ([[provider, model]] each),
-// picture (base64 PNG). Prints one JSON object: {"<kind>:<provider>:<model>": {"<case>": {...}}},
+// Transcription: `openai.transcription(id)` writing down the spec's audio.
+// Spec (CLIENT_SPEC, JSON): base_url, key, images, speech and transcription ([[provider, model]]
+// each), picture (base64 PNG), audio (base64 WAV). Prints one JSON object: {"<kind>:<provider>:<model>": {"<case>": {...}}},
 // a case that threw as {"error": "..."}.
-import { experimental_generateSpeech as generateSpeech, generateImage } from "ai";
+import { experimental_generateSpeech as generateSpeech, generateImage, transcribe } from "ai";
 import { createGoogleGenerativeAI } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
 
@@ -47,7 +48,15 @@ const speechCases = {
   },
 };
 
+const transcriptionCases = {
+  transcribe: async (model) => {
+    const result = await transcribe({ model, audio: Buffer.from(spec.audio, "base64"), maxRetries: 0 });
+    return { text: result.text, warnings: result.warnings };
+  },
+};
+
 await report([
   ...spec.images.map(([provider, id]) => [`image:${provider}:${id}`, imageCases(provider), imageModels[provider](id)]),
   ...spec.speech.map(([provider, id]) => [`speech:${provider}:${id}`, speechCases, speechModels[provider](id)]),
+  ...spec.transcription.map(([provider, id]) => [`transcription:${provider}:${id}`, transcriptionCases, openai.transcription(id)]),
 ]);
