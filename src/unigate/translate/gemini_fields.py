@@ -48,3 +48,13 @@ def standard_b64(data: str) -> str:
 def blob_bytes(data: str) -> bytes:
     """A `bytes` field's value. ValueError when it is not base64."""
     return base64.b64decode(standard_b64(data), validate=True)
+
+
+# The audio Gemini hears as an `inlineData` part, by format (wav, mp3, aac, ogg, flac).
+AUDIO_MIME = {
+    "wav": "audio/wav",
+    "mp3": "audio/mp3",
+    "aac": "audio/aac",
+    "ogg": "audio/ogg",
+    "flac": "audio/flac",
+}

@@ -16,7 +16,7 @@ import orjson
 
 from unigate.errors import InvalidRequest
 from unigate.translate import web_search
-from unigate.translate.gemini_fields import Json, as_list, as_object
+from unigate.translate.gemini_fields import AUDIO_MIME, Json, as_list, as_object
 from unigate.translate.gemini_search import search_tool
 
 _MODE_FROM_CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
@@ -75,7 +75,6 @@ _MIME_BY_EXTENSION = {
     "heif": "image/heif",
     "pdf": "application/pdf",
 }
-_AUDIO_MIME = {"wav": "audio/wav", "mp3": "audio/mp3"}
 _AUDIO_FORMAT = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mp3": "mp3", "audio/mpeg": "mp3"}
 
 
@@ -178,7 +177,7 @@ def _user_part(part: Json, i: int) -> Json:
             return _media_part(url, i)
     elif kind == "input_audio":
         audio = as_object(part.get("input_audio"))
-        mime = _AUDIO_MIME.get(str(audio.get("format")))
+        mime = AUDIO_MIME.get(str(audio.get("format")))
         if mime and isinstance(audio.get("data"), str):
             return {"inlineData": {"mimeType": mime, "data": audio["data"]}}
     elif kind == "file":

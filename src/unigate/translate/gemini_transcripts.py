@@ -15,17 +15,9 @@ import base64
 from typing import Any
 
 from unigate.errors import InvalidRequest
-from unigate.translate.gemini_fields import as_list, as_object
+from unigate.translate.gemini_fields import AUDIO_MIME, as_list, as_object
 
 Json = dict[str, Any]
-# Audio Gemini hears, by the container the gateway sniffs.
-AUDIO_MIME = {
-    "wav": "audio/wav",
-    "mp3": "audio/mp3",
-    "aac": "audio/aac",
-    "ogg": "audio/ogg",
-    "flac": "audio/flac",
-}
 ANSWERED = ("json", "text")
 _READ = frozenset({"model", "file", "language", "prompt", "temperature", "response_format"})
 _TRANSCRIBE = "Transcribe the speech in this audio exactly, word for word, in the language spoken."
