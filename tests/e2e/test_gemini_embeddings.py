@@ -10,7 +10,6 @@ import base64
 import json
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import openai
@@ -18,38 +17,18 @@ import pytest
 from google import genai
 from google.genai import types
 
-from tests.support.fake_gemini import FakeGemini
+from tests.support.cross_rig import GEM_KEY, cross_rig
+from tests.support.cross_rig import CrossRig as Rig
 from tests.support.net import http
-from tests.support.served import ServedGateway
 
 UPSTREAM = "gemini-embedding-001"
 
 
-@dataclass
-class Rig:
-    gw: ServedGateway
-    key: str
-    gem: FakeGemini
-
-    @property
-    def client(self) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.gw.base_url + "/v1", api_key=self.key, max_retries=0)
-
-
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    with FakeGemini() as gem:
-        config = {
-            "providers": [
-                # pragma: allowlist nextline secret
-                {"name": "gem", "protocol": "gemini", "base_url": gem.base_url, "api_key": "g-secret"},
-            ],
-            "models": [
-                {"name": "gemini-embed", "routes": [{"provider": "gem", "model": UPSTREAM}]},
-            ],
-        }
-        with ServedGateway(Path(tmp_path_factory.mktemp("gemini-embed")), config=config) as gw:
-            yield Rig(gw, gw.create_key(), gem)
+    models = [{"name": "gemini-embed", "routes": [{"provider": "gem", "model": UPSTREAM}]}]
+    with cross_rig(Path(tmp_path_factory.mktemp("gemini-embed")), models) as rig:
+        yield rig
 
 
 def test_texts_in_order(rig: Rig) -> None:
@@ -60,7 +39,7 @@ def test_texts_in_order(rig: Rig) -> None:
     assert [d.embedding[0] for d in answer.data] == [0.01, 0.03, 0.02]  # the fake's: each text's length
     assert answer.model == "gemini-embed" and answer.usage.prompt_tokens == answer.usage.total_tokens > 0
     call, body, headers = rig.gem.received[-1]
-    assert call == f"{UPSTREAM}:batchEmbedContents?" and headers["x-goog-api-key"] == "g-secret"
+    assert call == f"{UPSTREAM}:batchEmbedContents?" and headers["x-goog-api-key"] == GEM_KEY
     assert body["requests"][1] == {"model": f"models/{UPSTREAM}", "content": {"parts": [{"text": "bbb"}]}}
 
 

@@ -11,58 +11,34 @@ import base64
 import contextlib
 import io
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import openai
 import pytest
 
-from tests.support.fake_gemini import FakeGemini
-from tests.support.fake_openai_media import FakeOpenAIMedia
+from tests.support.cross_rig import GEM_KEY, cross_rig
+from tests.support.cross_rig import CrossRig as Rig
 from tests.support.media_fixtures import image_info, make_image, make_mask
 from tests.support.net import http
 from tests.support.readme import PLACEHOLDER_KEY, PLACEHOLDER_URL, blocks
-from tests.support.served import ServedGateway
 
 UPSTREAM_MODEL = "gemini-2.5-flash-image"
 
 
-@dataclass
-class Rig:
-    gw: ServedGateway
-    key: str
-    gem: FakeGemini
-    oa: FakeOpenAIMedia
-
-    @property
-    def client(self) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.gw.base_url + "/v1", api_key=self.key, max_retries=0)
-
-
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    with FakeGemini() as gem, FakeOpenAIMedia() as oa:
-        config = {
-            "providers": [
-                # pragma: allowlist nextline secret
-                {"name": "gem", "protocol": "gemini", "base_url": gem.base_url, "api_key": "g-secret"},
-                # pragma: allowlist nextline secret
-                {"name": "oa", "protocol": "openai", "base_url": oa.base_url, "api_key": "sk-oa-secret"},
+    models = [
+        {"name": "nano", "routes": [{"provider": "gem", "model": UPSTREAM_MODEL}]},
+        {
+            "name": "nano-then-openai",
+            "routes": [
+                {"provider": "gem", "model": UPSTREAM_MODEL, "priority": 1},
+                {"provider": "oa", "model": "gpt-image-1", "priority": 2},
             ],
-            "models": [
-                {"name": "nano", "routes": [{"provider": "gem", "model": UPSTREAM_MODEL}]},
-                {
-                    "name": "nano-then-openai",
-                    "routes": [
-                        {"provider": "gem", "model": UPSTREAM_MODEL, "priority": 1},
-                        {"provider": "oa", "model": "gpt-image-1", "priority": 2},
-                    ],
-                },
-            ],
-        }
-        workdir = Path(tmp_path_factory.mktemp("gemini-images"))
-        with ServedGateway(workdir, config=config) as gw:
-            yield Rig(gw, gw.create_key(), gem, oa)
+        },
+    ]
+    with cross_rig(Path(tmp_path_factory.mktemp("gemini-images")), models) as rig:
+        yield rig
 
 
 def _image(b64: str | None) -> tuple[str, int, int]:
@@ -76,7 +52,7 @@ def test_generation_is_one_generate_content_call(rig: Rig) -> None:
     assert answer.output_format == "png"
     assert answer.usage and (answer.usage.input_tokens, answer.usage.output_tokens) == (9, 1290)
     call, body, headers = rig.gem.received[-1]
-    assert call == f"{UPSTREAM_MODEL}:generateContent?" and headers["x-goog-api-key"] == "g-secret"
+    assert call == f"{UPSTREAM_MODEL}:generateContent?" and headers["x-goog-api-key"] == GEM_KEY
     assert body == {
         "contents": [{"role": "user", "parts": [{"text": "a red square"}]}],
         "generationConfig": {"responseModalities": ["IMAGE"]},

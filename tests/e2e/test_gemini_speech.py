@@ -8,62 +8,34 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import openai
 import orjson
 import pytest
-from google import genai
 from google.genai import types
 
-from tests.support.fake_gemini import FakeGemini
-from tests.support.fake_openai_media import FakeOpenAIMedia
+from tests.support.cross_rig import CrossRig as Rig
+from tests.support.cross_rig import cross_rig
 from tests.support.media_fixtures import decode_audio, encode_tone, tone_pcm
 from tests.support.net import http
 from tests.support.readme import PLACEHOLDER_KEY, PLACEHOLDER_URL, blocks
-from tests.support.served import ServedGateway
 
 TTS = "gemini-2.5-flash-preview-tts"
 PCM_MIME = "audio/L16;codec=pcm;rate=24000"
 
 
-@dataclass
-class Rig:
-    gw: ServedGateway
-    key: str
-    gem: FakeGemini
-    oa: FakeOpenAIMedia
-
-    @property
-    def client(self) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.gw.base_url + "/v1", api_key=self.key, max_retries=0)
-
-    @property
-    def genai(self) -> genai.Client:
-        return genai.Client(api_key=self.key, http_options=types.HttpOptions(base_url=self.gw.base_url))
-
-
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    with FakeGemini() as gem, FakeOpenAIMedia() as oa:
-        config = {
-            "sandbox": {"enabled": True},
-            "providers": [
-                # pragma: allowlist nextline secret
-                {"name": "gem", "protocol": "gemini", "base_url": gem.base_url, "api_key": "g-secret"},
-                # pragma: allowlist nextline secret
-                {"name": "oa", "protocol": "openai", "base_url": oa.base_url, "api_key": "sk-oa-secret"},
-            ],
-            "models": [
-                {"name": "gemini-voice", "routes": [{"provider": "gem", "model": TTS}]},
-                {"name": "openai-voice", "routes": [{"provider": "oa", "model": "tts-1"}]},
-                {"name": "gemini-listener", "routes": [{"provider": "gem", "model": "gemini-2.5-flash"}]},
-            ],
-        }
-        with ServedGateway(Path(tmp_path_factory.mktemp("gemini-speech")), config=config) as gw:
-            yield Rig(gw, gw.create_key(), gem, oa)
+    models = [
+        {"name": "gemini-voice", "routes": [{"provider": "gem", "model": TTS}]},
+        {"name": "openai-voice", "routes": [{"provider": "oa", "model": "tts-1"}]},
+        {"name": "gemini-listener", "routes": [{"provider": "gem", "model": "gemini-2.5-flash"}]},
+    ]
+    workdir = Path(tmp_path_factory.mktemp("gemini-speech"))
+    with cross_rig(workdir, models, sandbox={"enabled": True}) as rig:
+        yield rig
 
 
 def _speech(rig: Rig, **fields: Any) -> openai._legacy_response.HttpxBinaryResponseContent:
